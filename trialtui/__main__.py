@@ -1,0 +1,3 @@
+from trialtui.cli import main
+
+main()

@@ -1,0 +1,135 @@
+"""`trialtui.toml`: the frozen benchmark's settings, with defaults a kernel engineer expects."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONFIG_NAME = "trialtui.toml"
+
+DTYPES = ("float32", "float16", "bfloat16")
+DTYPE_ALIASES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "half": "float16"}
+# KernelBench's per-dtype tolerances, used as both atol and rtol.
+DEFAULT_TOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
+BASELINE_KINDS = ("eager", "compile")
+PROFILE_WHEN = ("auto", "always", "never")
+BUSY_POLICIES = ("queue", "latest", "restart")
+
+
+class ConfigError(ValueError):
+    """A trialtui.toml that cannot be used; the message names the key."""
+
+
+@dataclass
+class Config:
+    dtype: str = "float32"
+    seeds: int = 5
+    atol: float | None = None
+    rtol: float | None = None
+    allow_tf32: bool = False
+    arch: list[str] = field(default_factory=lambda: ["sm_90"])
+    test_sizes: list[dict[str, Any]] = field(default_factory=list)
+    bench_sizes: list[dict[str, Any]] = field(default_factory=list)
+    baselines: list[str] = field(default_factory=lambda: ["eager"])
+    max_trials: int = 30
+    target_speedup: float = 1.5
+    sol_target: float = 0.8
+    plateau_trials: int = 2
+    exclude: list[str] = field(default_factory=list)
+    validate_timeout_s: float = 60.0
+    bench_timeout_s: float = 120.0
+    profile_when: str = "auto"
+    quiet_ms: int = 150
+    busy: str = "queue"
+
+    @property
+    def tolerance(self) -> tuple[float, float]:
+        """(atol, rtol): explicit values win over the dtype default."""
+        default = DEFAULT_TOL[self.dtype]
+        return (
+            self.atol if self.atol is not None else default,
+            self.rtol if self.rtol is not None else default,
+        )
+
+    @property
+    def primary_baseline(self) -> str:
+        return self.baselines[0]
+
+    @property
+    def sm(self) -> int:
+        """Compute capability of the first target arch as an int, e.g. 90."""
+        return int(self.arch[0].removeprefix("sm_").rstrip("a"))
+
+
+def _sizes(value: Any, key: str) -> list[dict[str, Any]]:
+    """A table is one case; an array of tables is several."""
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        return list(value)
+    raise ConfigError(f"{key} must be a table or an array of tables, got {value!r}")
+
+
+def parse_config(data: dict[str, Any]) -> Config:
+    """Build a Config from parsed TOML, rejecting unknown keys and bad values with clear messages."""
+    cfg = Config()
+    data = dict(data)
+    profile = data.pop("profile", {}) or {}
+    watch = data.pop("watch", {}) or {}
+    if "when" in profile:
+        cfg.profile_when = profile.pop("when")
+    if profile:
+        raise ConfigError(f"unknown key(s) in [profile]: {', '.join(sorted(profile))}")
+    for key in ("quiet_ms", "busy"):
+        if key in watch:
+            setattr(cfg, key, watch.pop(key))
+    if watch:
+        raise ConfigError(f"unknown key(s) in [watch]: {', '.join(sorted(watch))}")
+    for key, value in data.items():
+        if key in ("test_sizes", "bench_sizes"):
+            setattr(cfg, key, _sizes(value, key))
+        elif key == "arch":
+            cfg.arch = [a.strip() for a in value.split(",")] if isinstance(value, str) else list(value)
+        elif key == "baselines":
+            cfg.baselines = [value] if isinstance(value, str) else list(value)
+        elif key in Config.__dataclass_fields__:
+            setattr(cfg, key, value)
+        else:
+            raise ConfigError(f"unknown key {key!r} in {CONFIG_NAME}")
+    cfg.dtype = DTYPE_ALIASES.get(cfg.dtype, cfg.dtype)
+    _check(cfg)
+    return cfg
+
+
+def _check(cfg: Config) -> None:
+    if cfg.dtype not in DTYPES:
+        raise ConfigError(f"dtype must be one of {', '.join(DTYPES)}, got {cfg.dtype!r}")
+    if not isinstance(cfg.seeds, int) or cfg.seeds < 1:
+        raise ConfigError(f"seeds must be a positive integer, got {cfg.seeds!r}")
+    bad = [b for b in cfg.baselines if b not in BASELINE_KINDS]
+    if bad or not cfg.baselines:
+        raise ConfigError(f"baselines must be drawn from {', '.join(BASELINE_KINDS)}, got {cfg.baselines!r}")
+    if cfg.profile_when not in PROFILE_WHEN:
+        raise ConfigError(f"profile.when must be one of {', '.join(PROFILE_WHEN)}")
+    if cfg.busy not in BUSY_POLICIES:
+        raise ConfigError(f"watch.busy must be one of {', '.join(BUSY_POLICIES)}")
+    for arch in cfg.arch:
+        if not arch.startswith("sm_") or not arch[3:].rstrip("a").isdigit():
+            raise ConfigError(f"arch must look like sm_90 or sm_80, got {arch!r}")
+    if cfg.max_trials < 1:
+        raise ConfigError("max_trials must be at least 1")
+
+
+def load_config(problem_dir: Path) -> Config:
+    path = Path(problem_dir) / CONFIG_NAME
+    if not path.exists():
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path.name}: {exc}") from exc
+    return parse_config(data)

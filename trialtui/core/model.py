@@ -1,0 +1,190 @@
+"""The domain words every layer shares: trial states, findings, verdicts, decisions, trials.
+
+Records are plain dicts on disk (TinyDB) and across process boundaries (JSON); these dataclasses
+give them names and one place for their defaults.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class TrialState(str, enum.Enum):
+    """One enum for the TUI, the CLI, the store and the engine."""
+
+    DETECTED = "detected"
+    VALIDATING = "validating"
+    INVALID = "invalid"
+    QUEUED = "queued"
+    BENCHMARKING = "benchmarking"
+    PROFILING = "profiling"
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    SUPERSEDED = "superseded"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def is_final(self) -> bool:
+        return self in FINAL_STATES
+
+    @property
+    def is_failure(self) -> bool:
+        return self in FAILED_STATES
+
+    @property
+    def reached_gpu(self) -> bool:
+        """States that spent a GPU job: these count against the trial budget."""
+        return self in GPU_STATES
+
+
+FINAL_STATES = frozenset(
+    {
+        TrialState.INVALID,
+        TrialState.CORRECT,
+        TrialState.INCORRECT,
+        TrialState.ERROR,
+        TrialState.TIMEOUT,
+        TrialState.CANCELLED,
+        TrialState.SUPERSEDED,
+        TrialState.INTERRUPTED,
+    }
+)
+FAILED_STATES = frozenset(
+    {TrialState.INVALID, TrialState.INCORRECT, TrialState.ERROR, TrialState.TIMEOUT}
+)
+GPU_STATES = frozenset(
+    {
+        TrialState.BENCHMARKING,
+        TrialState.PROFILING,
+        TrialState.CORRECT,
+        TrialState.INCORRECT,
+        TrialState.ERROR,
+        TrialState.TIMEOUT,
+    }
+)
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One validation result, anchored to a line of the candidate."""
+
+    severity: str
+    code: str
+    message: str
+    line: int | None = None
+    col: int | None = None
+    hint: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A counter (or roofline) reading turned into advice; `evidence` carries the numbers."""
+
+    id: str
+    severity: str
+    title: str
+    evidence: str
+    hint: str
+    source: str  # "ncu" | "analytic"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Action(str, enum.Enum):
+    FINALIZE = "finalize"
+    CONTINUE = "continue"
+    BRANCH_BACK = "branch_back"
+    FIX = "fix"
+    PROFILE = "profile"
+    SWITCH_APPROACH = "switch_approach"
+    BUDGET_SPENT = "budget_spent"
+    WAIT = "wait"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do next, why (the numbers) and the key that acts on it."""
+
+    action: str
+    reason: str
+    evidence: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+    key: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Trial:
+    """One save of one candidate file: a node of the trial tree.
+
+    `result` is the benchmark job's JSON result (see trialtui.core.result), kept whole so
+    nothing measured is lost; the accessors below read the fields the tree needs.
+    """
+
+    id: str
+    file: str
+    sha256: str
+    created: float
+    state: str = TrialState.DETECTED.value
+    parent: str | None = None
+    strategy: str | None = None
+    note: str | None = None
+    validation: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
+    profile: dict[str, Any] | None = None
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    decision: dict[str, Any] | None = None
+    sol: float | None = None
+    log: str | None = None
+    stale: bool = False
+    schema: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trial:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @property
+    def state_enum(self) -> TrialState:
+        return TrialState(self.state)
+
+    def speedup(self, baseline: str = "eager") -> float | None:
+        """Speedup against `baseline`, only ever for a correct trial."""
+        if self.state != TrialState.CORRECT.value or not self.result:
+            return None
+        return (self.result.get("speedup") or {}).get(baseline)
+
+    @property
+    def median_us(self) -> float | None:
+        if self.state != TrialState.CORRECT.value or not self.result:
+            return None
+        return (self.result.get("timing") or {}).get("median_us")
+
+    @property
+    def rse(self) -> float | None:
+        if not self.result:
+            return None
+        return (self.result.get("timing") or {}).get("rse")

@@ -1,0 +1,1 @@
+"""Code that runs user kernels. Imported only inside child processes."""

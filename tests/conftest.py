@@ -1,0 +1,78 @@
+"""Shared fixtures: tiny problem directories written per test, so each test owns its files."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+KB_REFERENCE = '''
+import torch
+import torch.nn as nn
+
+batch_size = 8
+dim = 32
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(dim))
+
+    def forward(self, x):
+        return torch.relu(x + self.bias)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return [dim]
+'''
+
+KB_GOOD = '''
+# strategy: fused bias relu
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def bias_relu(x_ptr, b_ptr, o_ptr, n, dim, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    b = tl.load(b_ptr + offs % dim, mask=m)
+    tl.store(o_ptr + offs, tl.maximum(x + b, 0.0), mask=m)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(dim))
+
+    def forward(self, x):
+        out = torch.empty_like(x)
+        n = x.numel()
+        bias_relu[(triton.cdiv(n, 128),)](x, self.bias, out, n, x.shape[-1], BLOCK=128)
+        return out
+'''
+
+
+def write_problem(root: Path, reference: str = KB_REFERENCE, files: dict[str, str] | None = None,
+                  config: str | None = None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "reference.py").write_text(textwrap.dedent(reference))
+    if config is not None:
+        (root / "trialtui.toml").write_text(textwrap.dedent(config))
+    for name, text in (files or {}).items():
+        (root / name).write_text(textwrap.dedent(text))
+    return root
+
+
+@pytest.fixture
+def kb_problem(tmp_path: Path) -> Path:
+    return write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})

@@ -1,0 +1,191 @@
+"""The benchmark child on the CPU: correctness rules, cheating flags and bad kernels become results."""
+
+from __future__ import annotations
+
+import pytest
+
+from trialtui.core.problem import load_problem
+from trialtui.core.result import CPU_TIMING_LABEL, check_result
+from trialtui.engine.bench import bench_file
+
+from conftest import KB_GOOD, write_problem
+
+pytestmark = pytest.mark.slow
+
+FAST = "seeds = 2\nbench_timeout_s = 20\n"
+
+
+def bench(tmp_path, candidate: str, reference: str | None = None, config: str = FAST, **kwargs):
+    kw = {"reference": reference} if reference else {}
+    root = write_problem(tmp_path / "p", files={"cand.py": candidate}, config=config, **kw)
+    result = bench_file(load_problem(root), root / "cand.py", device="cpu", **kwargs)
+    check_result(result)
+    return result
+
+
+def variant(old: str, new: str) -> str:
+    assert old in KB_GOOD
+    return KB_GOOD.replace(old, new)
+
+
+def test_correct_candidate_passes_with_cpu_label_and_no_speedup(tmp_path):
+    r = bench(tmp_path, KB_GOOD)
+    assert r["state"] == "correct", r["message"]
+    assert r["correctness"]["passed"] and r["correctness"]["seeds"] == 2
+    assert r["correctness"]["launches"] > 0
+    assert r["timing"]["label"] == CPU_TIMING_LABEL
+    assert r["speedup"] is None
+    assert not [f for f in r["flags"] if f["code"] == "no-custom-kernel"]
+
+
+def test_wrong_values_are_incorrect_with_numbers(tmp_path):
+    r = bench(tmp_path, variant("tl.maximum(x + b, 0.0)", "tl.maximum(x + b, 0.0) * 1.01"))
+    assert r["state"] == "incorrect"
+    c = r["correctness"]
+    assert not c["passed"] and c["max_abs_err"] > 0 and c["mismatch_frac"] > 0
+    assert c["first_mismatch"] is not None
+    assert r["timing"] is None and r["speedup"] is None
+
+
+def test_output_the_kernel_never_wrote_fails(tmp_path):
+    # the mask skips the last element of each launch block: torch.empty_like memory is left as is
+    r = bench(tmp_path, variant("m = offs < n", "m = offs < n - 1"))
+    assert r["state"] == "incorrect"
+    assert "NaN" in r["message"]
+
+
+def test_candidate_that_modifies_its_input_fails(tmp_path):
+    r = bench(tmp_path, variant("out = torch.empty_like(x)", "out = torch.empty_like(x)\n        x.mul_(1.0).add_(0.5).sub_(0.5).mul_(2).div_(2)\n        x[0, 0] = 42.0"))
+    assert r["state"] == "incorrect"
+    assert "modified its input" in r["message"]
+
+
+def test_pytorch_only_candidate_is_flagged_no_custom_kernel(tmp_path):
+    torch_only = '''
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(dim))
+
+    def forward(self, x):
+        return torch.relu(x + self.bias)
+'''
+    r = bench(tmp_path, torch_only)
+    assert r["state"] == "correct"
+    assert [f for f in r["flags"] if f["code"] == "no-custom-kernel"]
+
+
+@pytest.mark.parametrize(
+    "body, expect",
+    [
+        ("raise ValueError('boom in forward')", "ValueError: boom in forward"),
+        ("import sys; sys.exit(3)", "sys.exit(3)"),
+        ("import os; os._exit(7)", "exited with code 7"),
+    ],
+)
+def test_kernels_that_raise_or_exit_become_error_results(tmp_path, body, expect):
+    r = bench(tmp_path, variant("out = torch.empty_like(x)", f"out = torch.empty_like(x)\n        {body}"))
+    assert r["state"] == "error"
+    assert expect in r["message"]
+
+
+def test_hanging_kernel_times_out_and_is_killed(tmp_path):
+    r = bench(tmp_path, variant("out = torch.empty_like(x)", "out = torch.empty_like(x)\n        while True: pass"),
+              config="seeds = 1\nbench_timeout_s = 4\n")
+    assert r["state"] == "timeout"
+    assert "timed out after 4 s" in r["message"]
+
+
+def test_megabytes_on_stdout_are_kept_in_the_log_not_the_result(tmp_path):
+    r = bench(tmp_path, variant("out = torch.empty_like(x)", "out = torch.empty_like(x)\n        print('x' * 4_000_000)"))
+    assert r["state"] == "correct"
+    from pathlib import Path
+
+    assert Path(r["log"]).stat().st_size > 4_000_000
+    assert len(r["log_tail"]) <= 4000
+
+
+def test_missing_module_is_an_error_naming_it(tmp_path):
+    r = bench(tmp_path, "import not_a_real_module_xyz\n" + KB_GOOD)
+    assert r["state"] == "error"
+    assert "not_a_real_module_xyz" in r["message"]
+    assert "importing the candidate" in r["message"]
+
+
+def test_constant_reference_warns_that_the_check_is_weak(tmp_path):
+    from conftest import KB_REFERENCE
+
+    ref = KB_REFERENCE.replace("return torch.relu(x + self.bias)", "return torch.zeros_like(x)")
+    zeros = variant("tl.maximum(x + b, 0.0)", "x * 0.0")
+    r = bench(tmp_path, zeros, reference=ref)
+    assert r["state"] == "correct"
+    assert [f for f in r["flags"] if f["code"] == "trivial-reference"]
+
+
+def test_tf32_like_fp32_error_names_allow_tf32(tmp_path):
+    r = bench(tmp_path, variant("tl.maximum(x + b, 0.0)", "tl.maximum(x + b, 0.0) * 1.001"))
+    assert r["state"] == "incorrect"
+    assert "allow_tf32" in r["message"]
+
+
+GM_REFERENCE = '''
+import torch
+
+
+def generate_input(rows, cols, seed):
+    g = torch.Generator(device=torch.get_default_device()).manual_seed(seed)
+    return torch.randn(rows, cols, generator=g, device=torch.get_default_device())
+
+
+def ref_kernel(data):
+    return torch.softmax(data, dim=-1)
+
+
+def check_implementation(data, output):
+    ok = torch.allclose(output, ref_kernel(data), atol=1e-5, rtol=1e-5)
+    return ok, "" if ok else "softmax mismatch"
+'''
+GM_TASK = "tests:\n  - {rows: 4, cols: 33, seed: 1}\nbenchmarks:\n  - {rows: 4096, cols: 4096, seed: 2}\n"
+GM_GOOD = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(x_ptr, o_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    m = offs < cols
+    x = tl.load(x_ptr + row * cols + offs, mask=m, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    e = tl.exp(x)
+    tl.store(o_ptr + row * cols + offs, e / tl.sum(e, axis=0), mask=m)
+
+
+def custom_kernel(data):
+    out = torch.empty_like(data)
+    softmax_kernel[(data.shape[0],)](data, out, data.shape[1], BLOCK=triton.next_power_of_2(data.shape[1]))
+    return out
+'''
+
+
+def gm_problem(tmp_path, candidate):
+    root = write_problem(tmp_path / "gm", reference=GM_REFERENCE, files={"cand.py": candidate}, config=FAST)
+    (root / "task.yml").write_text(GM_TASK)
+    return bench_file(load_problem(root), root / "cand.py", device="cpu")
+
+
+def test_gpumode_candidate_passes(tmp_path):
+    r = gm_problem(tmp_path, GM_GOOD)
+    assert r["state"] == "correct", r["message"]
+    assert r["sizes"] == [{"rows": 4, "cols": 33, "seed": 1}]
+
+
+def test_gpumode_wrong_candidate_fails(tmp_path):
+    r = gm_problem(tmp_path, GM_GOOD.replace("x = x - tl.max(x, axis=0)", "x = x - 1.0").replace("e / tl.sum(e, axis=0)", "e"))
+    assert r["state"] == "incorrect"

@@ -1,0 +1,116 @@
+"""The `trialtui` command: plain `trialtui [DIR]` opens the TUI; subcommands are headless."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from trialtui import __version__
+from trialtui.core.problem import ProblemError, load_problem
+
+
+def fail(message: str, code: int = 2) -> None:
+    click.echo(f"trialtui: {message}", err=True)
+    sys.exit(code)
+
+
+def problem_for(path: Path):
+    """The problem a file or directory belongs to, or a clear message and exit 2."""
+    root = path if path.is_dir() else path.parent
+    try:
+        return load_problem(root)
+    except ProblemError as exc:
+        fail(str(exc))
+
+
+class _Group(click.Group):
+    """`trialtui DIR` and plain `trialtui` mean `trialtui open DIR`: the TUI is the default command."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        first = next((a for a in args if not a.startswith("-")), None)
+        if not any(a in ("-h", "--help", "--version") for a in args) and (first is None or first not in self.commands):
+            args = ["open", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="trialtui")
+def cli() -> None:
+    """Score every save of a GPU kernel: validate, check, time, profile, decide.
+
+    `trialtui [DIR]` opens the TUI on a problem directory (default: the current one).
+    """
+
+
+@cli.command(name="open")
+@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--theme", default=None, help="Theme name (trialtui, trialtui-light, trialtui-contrast).")
+def open_(directory: Path | None, theme: str | None) -> None:
+    """Open the TUI on DIRECTORY (default: the current directory)."""
+    from trialtui.tui.app import make_app
+
+    problem = problem_for((directory or Path.cwd()).resolve())
+    make_app(problem, theme=theme).run()
+
+
+@cli.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--arch", default=None, help="Target arch(s), e.g. sm_90 or sm_90,sm_80 (default: config).")
+@click.option("--no-compile", is_flag=True, help="Static checks only: nothing of the candidate is executed.")
+def validate(file: Path, as_json: bool, arch: str | None, no_compile: bool) -> None:
+    """Check FILE on the CPU: syntax, structure, Triton constraints, and a real compile for the GPU."""
+    from trialtui.engine.validate import validate_file
+    from trialtui.render import render_validation
+
+    problem = problem_for(file.resolve())
+    archs = [a.strip() for a in arch.split(",")] if arch else None
+    report = validate_file(problem, file.resolve(), arch=archs, compile=not no_compile)
+    click.echo(json.dumps(report, indent=2) if as_json else render_validation(report, file.name))
+    sys.exit(0 if report["ok"] else 1)
+
+
+@cli.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None, help="Default: cuda when present.")
+@click.option("--seeds", type=int, default=None, help="Correctness seeds (default: config, 5).")
+@click.option("--baseline-us", type=float, default=None, help="Use this primary-baseline time instead of measuring.")
+@click.option("--no-cache", is_flag=True, help="Measure baselines even when cached.")
+@click.option("--cuda-graph", is_flag=True, help="Time CUDA-graph replays (for kernels of a few µs).")
+def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_graph) -> None:
+    """Check FILE against the reference on several seeds and, only if correct, time it."""
+    from trialtui.engine.bench import bench_file
+    from trialtui.render import render_bench
+
+    problem = problem_for(file.resolve())
+    result = bench_file(
+        problem, file.resolve(), device=device, seeds=seeds, baseline_us=baseline_us,
+        use_cache=not no_cache, cuda_graph=cuda_graph,
+    )
+    click.echo(json.dumps(result, indent=2, default=str) if as_json else render_bench(result, problem))
+    sys.exit(0)
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--from", "from_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Wrap an existing KernelBench problem file as the reference.")
+def init(directory: Path, from_file: Path | None) -> None:
+    """Scaffold a problem directory: reference, one candidate and a commented trialtui.toml."""
+    from trialtui.core.scaffold import ScaffoldError, scaffold
+
+    try:
+        written = scaffold(directory, from_file)
+    except ScaffoldError as exc:
+        fail(str(exc))
+    for path in written:
+        click.echo(f"wrote {path}")
+    click.echo(f"next: cd {directory} && trialtui")
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,71 @@
+"""Parent side of a benchmark: build the job spec, run the child, keep the baseline cache."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from trialtui.core.baselines import BaselineCache, reference_hash
+from trialtui.core.problem import Problem
+from trialtui.engine.jobs import ChildHandle, run_child
+
+BENCH_MODULE = "trialtui.runner.bench_job"
+
+
+def detect_device() -> str:
+    """cuda when an NVIDIA device node is visible, else cpu; decided without importing torch."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
+        return "cpu"
+    return "cuda" if Path("/dev/nvidiactl").exists() else "cpu"
+
+
+def child_env(device: str) -> dict[str, str]:
+    """Without a GPU, Triton kernels run in its CPU interpreter (set before triton is imported)."""
+    return {"TRITON_INTERPRET": "1"} if device == "cpu" else {"TRITON_INTERPRET": "0"}
+
+
+def bench_file(
+    problem: Problem,
+    path: Path | str,
+    *,
+    device: str | None = None,
+    seeds: int | None = None,
+    baseline_us: float | None = None,
+    use_cache: bool = True,
+    log_path: Path | None = None,
+    handle: ChildHandle | None = None,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+    cuda_graph: bool = False,
+) -> dict[str, Any]:
+    """Check and time one candidate file in a child process; returns the result JSON as a dict."""
+    device = device or detect_device()
+    cfg = problem.config
+    cases = problem.bench_cases if device == "cuda" else problem.test_cases
+    ref_hash = reference_hash(problem.reference)
+    cache = BaselineCache(problem.state_dir)
+    given = {}
+    if baseline_us is not None:
+        given[cfg.primary_baseline] = {"median_us": float(baseline_us), "rse": 0.0, "given": True}
+    spec = problem.job_spec(
+        candidate=str(Path(path).resolve()),
+        device=device,
+        seeds=seeds or cfg.seeds,
+        baselines=cfg.baselines,
+        baseline_cache=cache.candidates(ref_hash, cases[0], cfg.dtype) if use_cache else [],
+        given_baselines=given,
+        cuda_graph=cuda_graph,
+    )
+    if log_path is None:
+        log_path = problem.state_dir / "logs" / f"bench-{Path(path).stem}-{int(time.time() * 1000)}.log"
+    result = run_child(
+        BENCH_MODULE, spec, timeout_s=cfg.bench_timeout_s, log_path=log_path,
+        env=child_env(device), handle=handle, on_progress=on_progress,
+    )
+    result["log"] = str(log_path)
+    result.setdefault("dtype", cfg.dtype)
+    result.setdefault("sizes", cases)
+    if result.get("state") == "correct" and result.get("baselines") and device == "cuda":
+        cache.record(ref_hash, cases[0], cfg.dtype, result.get("env") or {}, result["baselines"])
+    return result

@@ -1,0 +1,91 @@
+"""Plain-text renderings of results for the CLI and the headless watcher.
+
+Every speed figure names its GPU, dtype, shapes and baseline kind, so a pasted line stays honest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trialtui.core.result import CPU_TIMING_LABEL
+
+
+def fmt_us(us: float | None) -> str:
+    if us is None:
+        return "—"
+    if us >= 1000:
+        return f"{us / 1000:.3f} ms"
+    return f"{us:.2f} µs"
+
+
+def sizes_label(sizes: Any) -> str:
+    if not sizes:
+        return "default sizes"
+    case = sizes[0] if isinstance(sizes, list) else sizes
+    if not case:
+        return "default sizes"
+    return ", ".join(f"{k}={v}" for k, v in case.items() if k != "seed")
+
+
+def label(result: dict[str, Any]) -> str:
+    """`H200 · bfloat16 · batch=4096, dim=8192`: the context every number needs."""
+    env = result.get("env") or {}
+    where = env.get("gpu") or "CPU (Triton interpreter)"
+    return f"{where} · {result.get('dtype', '?')} · {sizes_label(result.get('sizes'))}"
+
+
+def render_bench(result: dict[str, Any], problem=None) -> str:
+    lines = []
+    state = result.get("state", "error")
+    corr = result.get("correctness") or {}
+    lines.append(f"{state.upper()}  [{label(result)}]")
+    if corr:
+        lines.append(
+            f"  correctness: {'pass' if corr.get('passed') else 'FAIL'} over {corr.get('seeds')} seeds × "
+            f"{corr.get('cases', 1)} case(s); max abs err {corr.get('max_abs_err', 0):.3g}, "
+            f"max rel err {corr.get('max_rel_err', 0):.3g}, mismatches {corr.get('mismatch_frac', 0):.2%}"
+        )
+    if result.get("message"):
+        lines.append(f"  {result['message']}")
+    timing = result.get("timing")
+    if timing and state == "correct":
+        if timing.get("label") == CPU_TIMING_LABEL:
+            lines.append(f"  time: {fmt_us(timing['median_us'])} ({CPU_TIMING_LABEL}); no speedup computed")
+        else:
+            lines.append(
+                f"  candidate: median {fmt_us(timing['median_us'])} (p20 {fmt_us(timing['p20_us'])}, "
+                f"p80 {fmt_us(timing['p80_us'])}, n={timing['n']}, rse {timing['rse']:.2%}); "
+                f"kernel time {fmt_us(timing.get('kernel_us'))}"
+            )
+            for kind, base in (result.get("baselines") or {}).items():
+                source = "given" if base.get("given") else ("cached" if base.get("cached") else "measured")
+                speed = (result.get("speedup") or {}).get(kind)
+                lines.append(
+                    f"  vs {kind} ({source}): {fmt_us(base['median_us'])} → "
+                    f"{speed:.3f}×" if speed is not None else f"  vs {kind}: {fmt_us(base['median_us'])}"
+                )
+    for item in result.get("flags") or []:
+        lines.append(f"  ! {item['code']}: {item['message']}")
+    if result.get("log"):
+        lines.append(f"  log: {result['log']}")
+    return "\n".join(lines)
+
+
+def render_validation(report: dict[str, Any], name: str) -> str:
+    lines = [f"{name}: {'ok' if report.get('ok') else 'INVALID'} ({report.get('elapsed_ms', 0):.0f} ms)"]
+    for finding in report.get("errors", []) + report.get("warnings", []):
+        where = f"{name}:{finding['line']}" if finding.get("line") else name
+        lines.append(f"  {finding['severity']:<7} {where} [{finding['code']}] {finding['message']}")
+        if finding.get("hint"):
+            lines.append(f"          hint: {finding['hint']}")
+    for kernel in report.get("kernels", []):
+        lines.append(
+            f"  kernel {kernel['name']} ({kernel['arch']}): {kernel['registers']} regs, "
+            f"{kernel['spills']} spills, {kernel['shared_bytes']} B shared, "
+            f"tensor cores {'yes' if kernel.get('tensor_cores') else 'no'}"
+        )
+    preview = report.get("preview")
+    if preview:
+        verdict = "correct" if preview.get("correct") else f"INCORRECT: {preview.get('message', '')}"
+        lines.append(f"  CPU preview (interpreter, test sizes): {verdict}, max abs err {preview.get('max_abs_err') or 0:.3g}")
+    return "\n".join(lines)

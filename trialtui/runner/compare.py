@@ -1,0 +1,164 @@
+"""Compare a candidate's output with the reference's: structure, shape, dtype, values.
+
+A check reports the numbers a kernel engineer reads first: max abs and relative error, the
+fraction of mismatches and where the first one is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+
+@dataclass
+class Comparison:
+    passed: bool = True
+    message: str = ""
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    mismatch_frac: float = 0.0
+    first_mismatch: list[int] | None = None
+    tf32_like: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def fail(self, message: str) -> Comparison:
+        if self.passed:
+            self.passed = False
+            self.message = message
+        return self
+
+
+def _flatten(value: Any, path: str = "output") -> list[tuple[str, Any]]:
+    if isinstance(value, (tuple, list)):
+        items: list[tuple[str, Any]] = []
+        for i, v in enumerate(value):
+            items += _flatten(v, f"{path}[{i}]")
+        return items
+    if isinstance(value, dict):
+        items = []
+        for k in sorted(value, key=str):
+            items += _flatten(value[k], f"{path}[{k!r}]")
+        return items
+    return [(path, value)]
+
+
+def _structure(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, [_structure(v) for v in value])
+    if isinstance(value, dict):
+        return ("dict", sorted((str(k), _structure(v)) for k, v in value.items()))
+    return "tensor" if isinstance(value, torch.Tensor) else type(value).__name__
+
+
+def compare(ref: Any, out: Any, atol: float, rtol: float) -> Comparison:
+    """Compare nested outputs; the first failing leaf sets the message."""
+    result = Comparison()
+    if _structure(ref) != _structure(out):
+        return result.fail(f"output structure differs: expected {_describe(ref)}, got {_describe(out)}")
+    total = mismatched = 0
+    for (path, r), (_, o) in zip(_flatten(ref), _flatten(out)):
+        if not isinstance(r, torch.Tensor):
+            if r != o:
+                result.fail(f"{path}: expected {r!r}, got {o!r}")
+            continue
+        if r.shape != o.shape:
+            result.fail(f"{path}: shape {tuple(o.shape)}, expected {tuple(r.shape)}")
+            continue
+        if r.dtype != o.dtype:
+            result.fail(f"{path}: dtype {o.dtype}, expected {r.dtype}")
+            continue
+        total += r.numel()
+        mismatched += _compare_tensor(path, r, o, atol, rtol, result)
+    if total:
+        result.mismatch_frac = mismatched / total
+    return result
+
+
+def _compare_tensor(path: str, r: torch.Tensor, o: torch.Tensor, atol: float, rtol: float, result: Comparison) -> int:
+    if r.numel() == 0:
+        return 0
+    r64 = r.detach().to("cpu", torch.float64) if (r.is_floating_point() or r.is_complex()) else r.detach().cpu()
+    o64 = o.detach().to("cpu", torch.float64) if (o.is_floating_point() or o.is_complex()) else o.detach().cpu()
+    if not r64.is_floating_point():
+        bad = r64 != o64
+        count = int(bad.sum())
+        if count:
+            result.fail(f"{path}: {count} of {r.numel()} values differ")
+            _first(bad, result)
+        return count
+    ref_finite = torch.isfinite(r64)
+    out_finite = torch.isfinite(o64)
+    nonfinite = ref_finite & ~out_finite
+    if bool(nonfinite.any()):
+        kind = "NaN" if bool(torch.isnan(o64[nonfinite]).any()) else "Inf"
+        result.fail(
+            f"{path}: {kind} where the reference is finite ({int(nonfinite.sum())} values)"
+            + ("; unwritten output? fresh allocations are filled with NaN" if kind == "NaN" else "")
+        )
+    diff = (r64 - o64).abs()
+    diff = torch.where(ref_finite & out_finite, diff, torch.zeros_like(diff))
+    rel = diff / r64.abs().clamp_min(1e-12)
+    result.max_abs_err = max(result.max_abs_err, float(diff.max()))
+    result.max_rel_err = max(result.max_rel_err, float(torch.where(r64.abs() > atol, rel, torch.zeros_like(rel)).max()))
+    close = torch.isclose(o64, r64, rtol=rtol, atol=atol, equal_nan=True)
+    bad = ~close
+    count = int(bad.sum())
+    if count:
+        result.fail(
+            f"{path}: {count} of {r.numel()} values ({count / r.numel():.2%}) outside atol={atol:g} rtol={rtol:g}; "
+            f"max abs err {result.max_abs_err:.3g}"
+        )
+        _first(bad, result)
+    return count
+
+
+def _first(bad: torch.Tensor, result: Comparison) -> None:
+    if result.first_mismatch is None:
+        index = torch.nonzero(bad, as_tuple=False)
+        if len(index):
+            result.first_mismatch = [int(i) for i in index[0]]
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"tensor{tuple(value.shape)}"
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__} of {len(value)}"
+    if isinstance(value, dict):
+        return f"dict with keys {sorted(map(str, value))}"
+    return type(value).__name__
+
+
+def looks_like_tf32(result: Comparison, dtype: torch.dtype, allow_tf32: bool) -> bool:
+    """fp32 failures with relative error near TF32's ~1e-3 rounding: say so and name allow_tf32."""
+    return (
+        not result.passed
+        and dtype == torch.float32
+        and not allow_tf32
+        and 2e-4 <= result.max_rel_err <= 2e-2
+    )
+
+
+def is_trivial(ref: Any) -> bool:
+    """A reference output that is constant or all zero cannot tell a right kernel from a trivial one."""
+    tensors = [t for _, t in _flatten(ref) if isinstance(t, torch.Tensor) and t.numel() > 1]
+    if not tensors:
+        return False
+    for t in tensors:
+        t = t.detach().float()
+        if not bool(torch.isfinite(t).all()):
+            return False
+        if float(t.max() - t.min()) > 0:
+            return False
+    return True
+
+
+def inputs_changed(before: Any, after: Any) -> str | None:
+    """Name the first input the candidate modified, or None."""
+    for (path, b), (_, a) in zip(_flatten(before, "input"), _flatten(after, "input")):
+        if isinstance(b, torch.Tensor) and isinstance(a, torch.Tensor):
+            if b.shape != a.shape or not torch.equal(b.nan_to_num(), a.nan_to_num()):
+                return path
+    return None

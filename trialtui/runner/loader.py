@@ -1,0 +1,156 @@
+"""Load a reference and a candidate in either problem form and make their seeded inputs.
+
+Runs only inside child processes: importing a candidate executes it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import torch
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def load_module(path: str | Path, name: str):
+    """Import a file under a private module name (Triton's @jit needs a real file for source)."""
+    path = Path(path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
+    """Apply `fn` to every tensor inside nested tuples, lists and dicts."""
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, tuple):
+        return tuple(map_tensors(v, fn) for v in value)
+    if isinstance(value, list):
+        return [map_tensors(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: map_tensors(v, fn) for k, v in value.items()}
+    return value
+
+
+def clone(value: Any) -> Any:
+    return map_tensors(value, lambda t: t.clone())
+
+
+def seed_all(seed: int) -> None:
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+
+
+def combine_seed(public: int, secret: int) -> int:
+    """Cantor pairing, as GPU MODE combines its secret seed with a case's public one."""
+    return public + (public + secret) * (public + secret + 1) // 2
+
+
+class Reference:
+    """The problem's reference and input generator, one interface over both forms."""
+
+    def __init__(self, spec: dict[str, Any], device: str):
+        self.spec = spec
+        self.form = spec["form"]
+        self.device = torch.device(device)
+        self.dtype = DTYPES[spec["dtype"]]
+        self.module = load_module(spec["reference"], "trialtui_reference")
+
+    def _cast(self, tensor: torch.Tensor) -> torch.Tensor:
+        tensor = tensor.to(self.device)
+        return tensor.to(self.dtype) if tensor.is_floating_point() else tensor
+
+    @contextmanager
+    def sizes(self, case: dict[str, Any]) -> Iterator[None]:
+        """KernelBench sizes are module constants that get_inputs reads: override them for a case."""
+        saved = {k: getattr(self.module, k) for k in case if hasattr(self.module, k)}
+        for key, value in case.items():
+            setattr(self.module, key, value)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                setattr(self.module, key, value)
+
+    def make_inputs(self, case: dict[str, Any], seed: int) -> Any:
+        """Inputs for one case under one seed, on the device and in the problem's dtype."""
+        if self.form == "kernelbench":
+            with self.sizes(case):
+                seed_all(seed)
+                inputs = list(self.module.get_inputs())
+            return map_tensors(inputs, self._cast)
+        args = dict(case)
+        args["seed"] = combine_seed(int(args.get("seed", 0)), seed)
+        with torch.device(self.device):
+            data = self.module.generate_input(**args)
+        return map_tensors(data, lambda t: t.to(self.device))
+
+    def init_inputs(self, case: dict[str, Any]) -> list[Any]:
+        with self.sizes(case):
+            return list(self.module.get_init_inputs())
+
+    def model(self, case: dict[str, Any], seed: int) -> torch.nn.Module:
+        """KernelBench's Model, seeded before construction as KernelBench does."""
+        with self.sizes(case):
+            seed_all(seed)
+            model = self.module.Model(*self.init_inputs(case))
+        return model.to(device=self.device, dtype=self.dtype)
+
+    def check(self, data: Any, output: Any) -> tuple[bool, str] | None:
+        """GPU MODE's own check_implementation, accepting its old string-returning form."""
+        if self.form != "gpumode":
+            return None
+        verdict = self.module.check_implementation(data, output)
+        if isinstance(verdict, tuple):
+            return bool(verdict[0]), str(verdict[1] if len(verdict) > 1 else "")
+        return (not verdict, str(verdict or ""))
+
+
+class Candidate:
+    """A candidate file's entry point, built to match the reference (weights included)."""
+
+    def __init__(self, spec: dict[str, Any], path: str | Path, reference: Reference):
+        self.reference = reference
+        self.module = load_module(path, "trialtui_candidate")
+        self.entry_point = spec["entry_point"]
+        if not hasattr(self.module, self.entry_point):
+            raise AttributeError(f"candidate defines no {self.entry_point}")
+
+    def build(self, case: dict[str, Any], seed: int, ref_model: Any = None) -> Callable[[Any], Any]:
+        entry = getattr(self.module, self.entry_point)
+        if self.reference.form == "gpumode":
+            return entry
+        ref = self.reference
+        with ref.sizes(case):
+            seed_all(seed)
+            model = entry(*ref.init_inputs(case))
+        model = model.to(device=ref.device, dtype=ref.dtype)
+        if ref_model is not None:
+            load_matching_weights(model, ref_model)
+        return lambda inputs: model(*inputs)
+
+
+def load_matching_weights(target: torch.nn.Module, source: torch.nn.Module) -> int:
+    """Copy parameters and buffers whose names and shapes match; returns how many were copied."""
+    theirs = source.state_dict()
+    ours = target.state_dict()
+    matched = {k: v for k, v in theirs.items() if k in ours and ours[k].shape == v.shape}
+    if matched:
+        target.load_state_dict(matched, strict=False)
+    return len(matched)
+
+
+def build_pair(reference: Reference, candidate: Candidate, case: dict[str, Any], seed: int):
+    """Reference and candidate callables for one case, weights shared where names match."""
+    if reference.form == "gpumode":
+        return reference.module.ref_kernel, candidate.build(case, seed)
+    ref_model = reference.model(case, seed)
+    return (lambda inputs: ref_model(*inputs)), candidate.build(case, seed, ref_model=ref_model)

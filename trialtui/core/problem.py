@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,17 +45,37 @@ def top_level_names(tree: ast.Module) -> dict[str, ast.AST]:
     return names
 
 
+_ARITH = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+    ast.Div: operator.truediv, ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.Mod: operator.mod,
+}
+
+
+def _number(node: ast.AST, known: dict[str, Any]) -> int | float:
+    """Evaluate `4096`, `1 << 26`, `2 * dim` without executing anything."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in known:
+        return known[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_number(node.operand, known)
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+        left, right = _number(node.left, known), _number(node.right, known)
+        if isinstance(node.op, ast.Pow) and abs(right) > 64:
+            raise ValueError("exponent too large")
+        return _ARITH[type(node.op)](left, right)
+    raise ValueError("not a constant size")
+
+
 def size_constants(tree: ast.Module) -> dict[str, Any]:
-    """Module-level integer/float constants (`batch_size = 16`): the sizes a config may override."""
+    """Module-level numeric constants (`batch_size = 16`, `n = 1 << 20`): the sizes a config may override."""
     sizes: dict[str, Any] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
-                value = ast.literal_eval(node.value)
-            except ValueError:
+                sizes[node.targets[0].id] = _number(node.value, sizes)
+            except (ValueError, ZeroDivisionError, OverflowError):
                 continue
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                sizes[node.targets[0].id] = value
     return sizes
 
 

@@ -223,7 +223,7 @@ def time_all(spec, reference, candidate, case, device, progress) -> tuple[dict, 
         if use_graph:
             fns = {name: [timing.cuda_graph_call(c) for c in calls] for name, calls in fns.items()}
         samples = timing.time_interleaved(
-            bencher, fns, on_run=lambda r: progress(phase="timing", runs=r), time_cap_s=spec.get("time_cap_s", 10.0)
+            bencher, fns, on_run=lambda r: progress(phase="timing", runs=r), time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S)
         )
         stats = {name: timing.summarize(s) for name, s in samples.items()}
         progress(phase="kernel_time")
@@ -305,7 +305,7 @@ def cpu_timing(candidate_call) -> dict[str, Any]:
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from trialtui.runner.loader import Candidate, Reference, build_pair
+    from trialtui.runner.loader import BF16_NOTE, Candidate, Reference, build_pair
 
     progress = Progress(spec.get("progress"))
     device_name = spec.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -335,6 +335,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     stage = "loading the reference"
     try:
         reference = Reference(spec, device_name)
+        if reference.emulated:
+            result["flags"].append(flag("bf16-emulated", BF16_NOTE))
         stage = "importing the candidate"
         candidate = Candidate(spec, spec["candidate"], reference)
         stage = "checking correctness"

@@ -6,6 +6,7 @@ Runs only inside child processes: importing a candidate executes it.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +15,16 @@ from typing import Any, Callable, Iterator
 import torch
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+BF16_NOTE = (
+    "bfloat16 runs as float32 on the CPU: Triton's interpreter misreads bfloat16 memory "
+    "(checked with triton 3.9); bfloat16 tolerances still apply"
+)
+
+
+def interpreted() -> bool:
+    return os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def load_module(path: str | Path, name: str):
@@ -62,6 +73,9 @@ class Reference:
         self.form = spec["form"]
         self.device = torch.device(device)
         self.dtype = DTYPES[spec["dtype"]]
+        self.emulated = self.device.type == "cpu" and self.dtype == torch.bfloat16 and interpreted()
+        if self.emulated:
+            self.dtype = torch.float32
         self.module = load_module(spec["reference"], "trialtui_reference")
 
     def _cast(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -83,14 +97,16 @@ class Reference:
     def make_inputs(self, case: dict[str, Any], seed: int) -> Any:
         """Inputs for one case under one seed, on the device and in the problem's dtype."""
         if self.form == "kernelbench":
-            with self.sizes(case):
-                seed_all(seed)
+            with self.sizes(case), torch.device(self.device):
+                seed_all(seed)  # generated on the device: seeded all the same, and fast at bench sizes
                 inputs = list(self.module.get_inputs())
             return map_tensors(inputs, self._cast)
         args = dict(case)
         args["seed"] = combine_seed(int(args.get("seed", 0)), seed)
         with torch.device(self.device):
             data = self.module.generate_input(**args)
+        if self.emulated:
+            return map_tensors(data, lambda t: t.float() if t.dtype == torch.bfloat16 else t)
         return map_tensors(data, lambda t: t.to(self.device))
 
     def init_inputs(self, case: dict[str, Any]) -> list[Any]:

@@ -1,0 +1,64 @@
+"""The bare script trialtui is measured against: the same correctness and timing work, no trialtui.
+
+python benches/bare_bench.py PROBLEM_DIR [--ncu]   (KernelBench form, candidate kernel.py, bench sizes)
+Prints one JSON line: do_bench median of the candidate and of the eager reference, in µs.
+With --ncu: warm up, then run the candidate once inside the NVTX range `trialtui_profile`.
+"""
+
+import importlib.util
+import json
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import torch
+import triton
+
+t0 = time.perf_counter()
+root = Path(sys.argv[1])
+cfg = tomllib.loads((root / "trialtui.toml").read_text()) if (root / "trialtui.toml").exists() else {}
+dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[cfg.get("dtype", "float32")]
+tol = cfg.get("atol", 1e-4 if dtype == torch.float32 else 1e-2)
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ref = load(root / "reference.py", "ref")
+for k, v in (cfg.get("bench_sizes") or {}).items():
+    setattr(ref, k, v)
+cand = load(root / "kernel.py", "cand")
+model = ref.Model(*ref.get_init_inputs()).cuda().to(dtype)
+new = cand.ModelNew(*ref.get_init_inputs()).cuda().to(dtype)
+new.load_state_dict(model.state_dict())
+
+
+def inputs(seed):
+    torch.manual_seed(seed)
+    return [x.cuda().to(dtype) if x.is_floating_point() else x.cuda() for x in ref.get_inputs()]
+
+
+with torch.no_grad():
+    if "--ncu" in sys.argv:
+        xs = inputs(0)
+        for _ in range(3):
+            new(*xs)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_push("trialtui_profile")
+        new(*xs)
+        torch.cuda.nvtx.range_pop()
+        torch.cuda.synchronize()
+        sys.exit(0)
+    for seed in range(cfg.get("seeds", 5)):
+        xs = inputs(seed)
+        torch.testing.assert_close(new(*xs), model(*xs), atol=tol, rtol=tol)
+    xs = inputs(0)
+    cand_us = triton.testing.do_bench(lambda: new(*xs), return_mode="median") * 1000
+    ref_us = triton.testing.do_bench(lambda: model(*xs), return_mode="median") * 1000
+print(json.dumps({"do_bench_us": cand_us, "eager_us": ref_us, "wall_s": time.perf_counter() - t0}))

@@ -1,0 +1,23 @@
+"""Compute-bound: a bf16 4096^3 matrix product."""
+import torch
+import torch.nn as nn
+
+M = 4096
+N = 4096
+K = 4096
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return a @ b
+
+
+def get_inputs():
+    return [torch.randn(M, K), torch.randn(K, N)]
+
+
+def get_init_inputs():
+    return []

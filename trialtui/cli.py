@@ -112,5 +112,48 @@ def init(directory: Path, from_file: Path | None) -> None:
     click.echo(f"next: cd {directory} && trialtui")
 
 
+@cli.command()
+@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--headless", is_flag=True, help="Print one line per event instead of opening the TUI.")
+@click.option("--json", "as_json", is_flag=True, help="With --headless: JSON lines.")
+@click.option("--once", is_flag=True, help="Score whatever is new, wait until the queue drains, exit.")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None)
+@click.option("--gpus", default=None, help="Lanes to use, e.g. 0,1 (default: every visible GPU).")
+@click.option("--progress", is_flag=True, help="With --headless: also print progress and queue events.")
+def watch(directory, headless, as_json, once, device, gpus, progress) -> None:
+    """Watch DIRECTORY and score each save; exit status is non-zero only for trialtui's own failures."""
+    import asyncio
+
+    from trialtui.core.store import StoreError
+    from trialtui.engine.headless import HeadlessPrinter
+    from trialtui.engine.lanes import Lanes
+    from trialtui.engine.loop import Engine
+
+    problem = problem_for((directory or Path.cwd()).resolve())
+    if not headless:
+        from trialtui.tui.app import make_app
+
+        make_app(problem, device=device).run()
+        return
+    try:
+        engine = Engine(problem, device=device,
+                        lanes=Lanes.detect(device or detect(), gpus.split(",") if gpus else None))
+    except StoreError as exc:
+        fail(str(exc))
+    engine.subscribe(HeadlessPrinter(as_json=as_json, progress=progress))
+    try:
+        asyncio.run(engine.run(once=once))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        engine.close()
+
+
+def detect() -> str:
+    from trialtui.engine.bench import detect_device
+
+    return detect_device()
+
+
 def main() -> None:
     cli()

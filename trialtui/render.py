@@ -89,3 +89,16 @@ def render_validation(report: dict[str, Any], name: str) -> str:
         verdict = "correct" if preview.get("correct") else f"INCORRECT: {preview.get('message', '')}"
         lines.append(f"  CPU preview (interpreter, test sizes): {verdict}, max abs err {preview.get('max_abs_err') or 0:.3g}")
     return "\n".join(lines)
+
+
+def trial_summary(trial, baseline: str = "eager") -> str:
+    """One line for a finished trial: its speedup with its label, or what failed."""
+    result = trial.result or {}
+    if trial.state == "correct":
+        timing = result.get("timing") or {}
+        if timing.get("label") == CPU_TIMING_LABEL:
+            return f"correct on the CPU interpreter ({label(result)}); GPU timing needs a GPU"
+        speed = trial.speedup(baseline)
+        speed_text = f"{speed:.2f}× vs {baseline}" if speed is not None else "no baseline"
+        return f"{speed_text}, {fmt_us(timing.get('median_us'))} [{label(result)}]"
+    return result.get("message") or trial.state

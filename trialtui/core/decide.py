@@ -62,6 +62,9 @@ def decide(
         return _wait(trial, f"{trial.id} is {state.value}; the next step comes with its result")
     best = tree.by_id.get(best_id) if best_id else None
     best = best or tree.best()
+    if state is TrialState.CORRECT and trial.gpu_timing is None:
+        return _wait(trial, f"{trial.id} is correct on the CPU interpreter at test sizes; its speed needs a GPU "
+                            "run (trialtui on the GPU box, or trialtui bench --device cuda)")
     if state is TrialState.CORRECT:
         finished = _finalize(tree, trial, best, verdicts, config)
         if finished:
@@ -182,7 +185,7 @@ class _Change:
 
 
 def _timing(trial: Trial) -> dict[str, Any]:
-    return (trial.result or {}).get("timing") or {}
+    return trial.gpu_timing or {}
 
 
 def _compare(new: Trial, ref: Trial, baseline: str) -> _Change:

@@ -178,10 +178,18 @@ class Trial:
         return (self.result.get("speedup") or {}).get(baseline)
 
     @property
-    def median_us(self) -> float | None:
+    def gpu_timing(self) -> dict[str, Any] | None:
+        """The timing of a correct trial measured on a GPU; CPU-interpreter timings are not speeds."""
         if self.state != TrialState.CORRECT.value or not self.result:
             return None
-        return (self.result.get("timing") or {}).get("median_us")
+        timing = self.result.get("timing") or None
+        if timing is None or (self.result.get("env") or {}).get("device") == "cpu":
+            return None
+        return timing
+
+    @property
+    def median_us(self) -> float | None:
+        return (self.gpu_timing or {}).get("median_us")
 
     @property
     def rse(self) -> float | None:

@@ -38,6 +38,7 @@ def bench_file(
     handle: ChildHandle | None = None,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
     cuda_graph: bool = False,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Check and time one candidate file in a child process; returns the result JSON as a dict."""
     device = device or detect_device()
@@ -61,7 +62,7 @@ def bench_file(
         log_path = problem.state_dir / "logs" / f"bench-{Path(path).stem}-{int(time.time() * 1000)}.log"
     result = run_child(
         BENCH_MODULE, spec, timeout_s=cfg.bench_timeout_s, log_path=log_path,
-        env=child_env(device), handle=handle, on_progress=on_progress,
+        env={**child_env(device), **(env or {})}, handle=handle, on_progress=on_progress,
     )
     result["log"] = str(log_path)
     result.setdefault("dtype", cfg.dtype)

@@ -1,0 +1,345 @@
+"""The live loop with fake jobs: save habits of real editors, busy policies, lanes, and what changes under it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from trialtui.core.model import TrialState
+from trialtui.core.problem import load_problem
+from trialtui.core.store import Store, StoreLocked
+from trialtui.engine import events as ev
+from trialtui.engine.lanes import Lane, Lanes
+from trialtui.engine.loop import Engine
+
+from conftest import KB_GOOD, write_problem
+
+
+def ok_validate(problem, path, compile=True, **kw):
+    return {"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0}
+
+
+class FakeBench:
+    """Records which lane ran what and when; optionally blocks until released."""
+
+    def __init__(self, seconds: float = 0.0):
+        self.seconds = seconds
+        self.calls: list[tuple[str, str, float, float]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, problem, path, *, env=None, handle=None, **kw):
+        start = time.monotonic()
+        deadline = start + self.seconds
+        while time.monotonic() < deadline:
+            if handle is not None and handle.cancelled:
+                return {"version": 1, "state": "cancelled", "message": "cancelled"}
+            time.sleep(0.005)
+        with self.lock:
+            self.calls.append((Path(path).name, (env or {}).get("CUDA_VISIBLE_DEVICES", "cpu"), start, time.monotonic()))
+        return {"version": 1, "state": "correct", "message": "", "correctness": {"passed": True},
+                "timing": {"median_us": 100.0, "rse": 0.001}, "baselines": {"eager": {"median_us": 150.0}},
+                "speedup": {"eager": 1.5}, "flags": [], "env": {"device": "cuda", "gpu": "fake"}, "dtype": "float32",
+                "sizes": [{}]}
+
+
+def make_engine(root: Path, bench=None, lanes=None, config: str = "", **kw) -> Engine:
+    if config:
+        (root / "trialtui.toml").write_text(config)
+    problem = load_problem(root)
+    return Engine(problem, device="cuda", lanes=lanes or Lanes([Lane("gpu0", "0")]),
+                  bench=bench or FakeBench(), validate=ok_validate, **kw)
+
+
+def collect(engine: Engine) -> list[ev.Event]:
+    seen: list[ev.Event] = []
+    engine.subscribe(seen.append)
+    return seen
+
+
+async def run_for(engine: Engine, body, settle: float = 0.6):
+    task = asyncio.create_task(engine.run())
+    await asyncio.sleep(0.4)  # the watcher is up
+    await body()
+    await asyncio.sleep(settle)
+    await engine.drain()
+    engine.stop()
+    await task
+
+
+def states(engine: Engine) -> dict[str, str]:
+    return {t.id: t.state for t in engine.store.trials()}
+
+
+@pytest.fixture
+def root(tmp_path):
+    return write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
+
+
+def test_startup_scores_unrecorded_files_once(root):
+    engine = make_engine(root)
+    asyncio.run(engine.run(once=True))
+    assert states(engine) == {"t1": "correct"}
+    engine.close()
+    again = make_engine(root)
+    asyncio.run(again.run(once=True))
+    assert states(again) == {"t1": "correct"}  # nothing new, nothing re-run
+    again.close()
+
+
+def test_second_engine_on_the_same_directory_is_refused(root):
+    engine = make_engine(root)
+    with pytest.raises(StoreLocked, match=str(os.getpid())):
+        make_engine(root)
+    engine.close()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def vim_nobackupcopy(path: Path, text: str) -> None:
+    probe = path.with_name("4913")
+    probe.write_text("")
+    probe.unlink()
+    backup = path.with_name(path.name + "~")
+    os.replace(path, backup)
+    path.write_text(text)
+    backup.unlink()
+
+
+def vim_backupcopy(path: Path, text: str) -> None:
+    swap = path.with_name(f".{path.name}.swp")
+    swap.write_bytes(b"\0" * 64)
+    backup = path.with_name(path.name + "~")
+    backup.write_bytes(path.read_bytes())
+    with open(path, "w") as fh:  # truncate, then write in place
+        fh.write(text[: len(text) // 2])
+        fh.flush()
+        fh.write(text[len(text) // 2:])
+    backup.unlink()
+
+
+def emacs(path: Path, text: str) -> None:
+    lock = path.with_name(f".#{path.name}")
+    try:
+        os.symlink("user@host.1234:0", lock)
+    except FileExistsError:
+        pass
+    autosave = path.with_name(f"#{path.name}#")
+    autosave.write_text(text)
+    tmp = path.with_name(f"{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    autosave.unlink()
+    lock.unlink()
+
+
+def jetbrains(path: Path, text: str) -> None:
+    tmp = path.with_name(f"{path.name}___jb_tmp___")
+    old = path.with_name(f"{path.name}___jb_old___")
+    tmp.write_text(text)
+    os.replace(path, old)
+    os.replace(tmp, path)
+    old.unlink()
+
+
+def truncate_then_write(path: Path, text: str) -> None:
+    with open(path, "w") as fh:
+        fh.flush()
+        os.fsync(fh.fileno())
+        fh.write(text)
+
+
+@pytest.mark.parametrize("save", [write_atomic, vim_nobackupcopy, vim_backupcopy, emacs, jetbrains, truncate_then_write])
+def test_each_editor_save_makes_exactly_one_trial(root, save):
+    engine = make_engine(root, config="[watch]\nquiet_ms = 100\n")
+    seen = collect(engine)
+
+    async def body():
+        for i in range(3):
+            save(root / "kernel.py", KB_GOOD + f"\n# version {i}\n")
+            await asyncio.sleep(0.5)
+
+    asyncio.run(run_for(engine, body))
+    created = [e for e in seen if isinstance(e, ev.TrialCreated)]
+    assert [e.file for e in created] == ["kernel.py"] * 4  # the startup content, then one per save
+    parents = [e.parent for e in created]
+    assert parents == [None, "t1", "t2", "t3"]
+    assert set(states(engine).values()) == {"correct"}
+    engine.close()
+
+
+def test_burst_of_saves_across_files_records_each_distinct_content_once(root):
+    engine = make_engine(root, config="[watch]\nquiet_ms = 50\n")
+    written: dict[str, set[str]] = {}
+
+    async def body():
+        start = time.monotonic()
+        n = 0
+        while n < 200 and time.monotonic() < start + 10:
+            name = f"k{n % 5}.py"
+            text = KB_GOOD + f"\n# save {n}\n"
+            write_atomic(root / name, text)
+            written.setdefault(name, set()).add(text)
+            n += 1
+            await asyncio.sleep(max(0.0, start + n * 0.045 - time.monotonic()))
+        assert n == 200
+
+    asyncio.run(run_for(engine, body, settle=1.0))
+    trials = engine.store.trials()
+    names = {t.file for t in trials}
+    assert names <= {"kernel.py", *written}, f"temp files recorded: {names}"
+    shas = [(t.file, t.sha256) for t in trials]
+    assert len(shas) == len(set(shas)), "a content was recorded twice"
+    for name in written:  # the last content of every file is a trial
+        last = sorted(written[name], key=lambda s: int(s.rsplit("save ", 1)[1]))[-1]
+        assert engine.store.read_source(engine.store.head(name)) == last
+    engine.close()
+
+
+def test_latest_policy_supersedes_queued_trials_of_the_same_file(root):
+    bench = FakeBench(seconds=0.8)
+    engine = make_engine(root, bench=bench, config="[watch]\nbusy = 'latest'\nquiet_ms = 50\n")
+
+    async def body():
+        for i in range(4):
+            write_atomic(root / "kernel.py", KB_GOOD + f"\n# v{i}\n")
+            await asyncio.sleep(0.25)
+
+    asyncio.run(run_for(engine, body, settle=2.5))
+    s = states(engine)
+    assert "superseded" in s.values()
+    assert s[max(s, key=lambda k: int(k[1:]))] == "correct"  # the newest save is measured
+    assert len(bench.calls) < len(s)
+    engine.close()
+
+
+def test_restart_policy_cancels_the_running_job_of_that_file(root):
+    engine = make_engine(root, bench=FakeBench(seconds=3.0), config="[watch]\nbusy = 'restart'\nquiet_ms = 50\n")
+
+    async def body():
+        await asyncio.sleep(0.5)  # t1 (startup) is running
+        write_atomic(root / "kernel.py", KB_GOOD + "\n# v2\n")
+        await asyncio.sleep(0.5)
+
+    asyncio.run(run_for(engine, body, settle=0.5))
+    assert states(engine) == {"t1": "cancelled", "t2": "correct"}
+    engine.close()
+
+
+def test_lanes_serialize_per_gpu_and_run_in_parallel_across_gpus(root):
+    bench = FakeBench(seconds=0.3)
+    for i in range(6):
+        (root / f"k{i}.py").write_text(KB_GOOD + f"\n# {i}\n")
+    (root / "kernel.py").unlink()
+    engine = make_engine(root, bench=bench, lanes=Lanes([Lane("gpu0", "0"), Lane("gpu1", "1")]))
+    started = time.monotonic()
+    asyncio.run(engine.run(once=True))
+    wall = time.monotonic() - started
+    assert len(bench.calls) == 6
+    for gpu in ("0", "1"):
+        spans = sorted((s, e) for _, g, s, e in bench.calls if g == gpu)
+        assert len(spans) == 3, "each child is pinned to its lane's GPU"
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), "two jobs overlapped on one GPU"
+    assert wall < 6 * 0.3 * 0.8, f"lanes did not run in parallel ({wall:.2f} s)"
+    engine.close()
+
+
+def test_file_deleted_while_queued_is_cancelled_with_a_notice(root):
+    engine = make_engine(root, bench=FakeBench(seconds=1.0), config="[watch]\nquiet_ms = 50\n")
+    seen = collect(engine)
+
+    async def body():
+        write_atomic(root / "other.py", KB_GOOD + "\n# other\n")
+        await asyncio.sleep(0.3)
+        (root / "other.py").unlink()
+
+    asyncio.run(run_for(engine, body, settle=1.5))
+    other = [t for t in engine.store.trials() if t.file == "other.py"]
+    assert other and other[0].state == "cancelled"
+    assert any(isinstance(e, ev.Notice) and "other.py was deleted" in e.message for e in seen)
+    engine.close()
+
+
+def test_reference_edit_marks_measured_trials_stale(root):
+    engine = make_engine(root, config="[watch]\nquiet_ms = 50\n")
+    seen = collect(engine)
+
+    async def body():
+        await asyncio.sleep(0.3)
+        ref = root / "reference.py"
+        ref.write_text(ref.read_text() + "\n# edited\n")
+        await asyncio.sleep(0.3)
+
+    asyncio.run(run_for(engine, body))
+    assert engine.store.get("t1").stale
+    assert any(isinstance(e, ev.Notice) and "reference.py changed" in e.message for e in seen)
+    engine.close()
+
+
+def test_problem_directory_removed_is_an_event_not_a_crash(root):
+    import shutil
+
+    engine = make_engine(root, config="[watch]\nquiet_ms = 50\n")
+    seen = collect(engine)
+
+    async def body():
+        await asyncio.sleep(0.2)
+        shutil.rmtree(root)
+
+    async def main():
+        task = asyncio.create_task(engine.run())
+        await asyncio.sleep(0.4)
+        await body()
+        await asyncio.wait_for(task, 5)
+
+    asyncio.run(main())
+    assert any(isinstance(e, ev.EngineError) and "removed" in e.message for e in seen)
+
+
+def test_invalid_save_costs_no_budget_and_gets_a_fix_decision(root):
+    def validate(problem, path, compile=True, **kw):
+        return {"ok": False, "errors": [{"line": 3, "code": "syntax", "message": "invalid syntax", "severity": "error"}],
+                "warnings": [], "kernels": []}
+
+    engine = Engine(load_problem(root), device="cuda", lanes=Lanes([Lane("gpu0", "0")]),
+                    bench=FakeBench(), validate=validate)
+    asyncio.run(engine.run(once=True))
+    t1 = engine.store.get("t1")
+    assert t1.state == "invalid"
+    assert t1.decision["action"] == "fix"
+    engine.close()
+
+
+def test_sigkill_mid_job_leaves_an_interrupted_trial_on_restart(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    # the validation trace calls forward once; the benchmark's second seed hangs
+    slow = KB_GOOD.replace("out = torch.empty_like(x)", "out = torch.empty_like(x)\n        CALLS.append(1)\n"
+                           "        if len(CALLS) > 1:\n            import time; time.sleep(60)") + "\nCALLS = []\n"
+    root = write_problem(tmp_path / "p", files={"kernel.py": slow}, config="bench_timeout_s = 120\n")
+    proc = subprocess.Popen([sys.executable, "-m", "trialtui", "watch", str(root), "--headless", "--device", "cpu"],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        for line in proc.stdout:
+            if "benchmarking" in line or time.monotonic() > deadline:
+                break
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    store = Store.open(root, writer=True)
+    assert store.get("t1").state == TrialState.INTERRUPTED.value
+    assert store.recovered == ["t1"]
+    store.close()

@@ -1,0 +1,104 @@
+"""The engine's typed event stream: the headless printer and the TUI both consume these.
+
+Events carry ids and small facts; subscribers read whole trials from the store when they need them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: ClassVar[str] = "event"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class TrialCreated(Event):
+    kind: ClassVar[str] = "trial_created"
+    trial_id: str
+    file: str
+    parent: str | None
+    strategy: str | None
+
+
+@dataclass(frozen=True)
+class SaveIgnored(Event):
+    """A save that creates no trial: same content as the head, or a checkout of an older trial."""
+
+    kind: ClassVar[str] = "save_ignored"
+    file: str
+    how: str  # "unchanged" | "checkout"
+    head: str | None
+
+
+@dataclass(frozen=True)
+class StateChanged(Event):
+    kind: ClassVar[str] = "state_changed"
+    trial_id: str
+    state: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Progress(Event):
+    """Seed i/n during correctness, timing runs done, profile passes; bursts coalesce in the TUI."""
+
+    kind: ClassVar[str] = "progress"
+    trial_id: str
+    phase: str
+    i: int | None = None
+    n: int | None = None
+    runs: int | None = None
+
+
+@dataclass(frozen=True)
+class ResultReady(Event):
+    kind: ClassVar[str] = "result"
+    trial_id: str
+    state: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class NewBest(Event):
+    kind: ClassVar[str] = "new_best"
+    trial_id: str
+    speedup: float
+    previous: str | None = None
+    previous_speedup: float | None = None
+
+
+@dataclass(frozen=True)
+class DecisionMade(Event):
+    kind: ClassVar[str] = "decision"
+    trial_id: str
+    action: str
+    reason: str
+    key: str = ""
+
+
+@dataclass(frozen=True)
+class QueueChanged(Event):
+    kind: ClassVar[str] = "queue"
+    lanes: dict[str, str | None] = field(default_factory=dict)  # lane name -> running trial id
+    queued: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Notice(Event):
+    """Things the user should know that are not a trial's state: a deleted file, an edited reference."""
+
+    kind: ClassVar[str] = "notice"
+    message: str
+    level: str = "info"
+
+
+@dataclass(frozen=True)
+class EngineError(Event):
+    kind: ClassVar[str] = "engine_error"
+    message: str

@@ -1,0 +1,320 @@
+"""The live loop for one problem: save → record → validate → queue → benchmark → profile → decide.
+
+A kernel that raises, hangs or crashes its child becomes a trial with a state; the loop goes on.
+Blocking work (child processes) runs in threads; the loop itself stays responsive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from trialtui.core import tree
+from trialtui.core.decide import decide
+from trialtui.core.model import Trial, TrialState
+from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError, load_problem
+from trialtui.core.store import Store
+from trialtui.engine import events as ev
+from trialtui.engine.bench import bench_file, detect_device
+from trialtui.engine.jobs import ChildHandle
+from trialtui.engine.lanes import Job, Lane, Lanes
+from trialtui.engine.validate import validate_file
+from trialtui.engine.watcher import saves
+from trialtui.render import trial_summary
+
+Subscriber = Callable[[ev.Event], None]
+
+
+class Engine:
+    """Owns one problem directory's store (the lock says so) and feeds its trials to the lanes."""
+
+    def __init__(
+        self,
+        problem: Problem,
+        *,
+        device: str | None = None,
+        lanes: Lanes | None = None,
+        store: Store | None = None,
+        validate_workers: int = 2,
+        bench: Callable[..., dict[str, Any]] = bench_file,
+        validate: Callable[..., dict[str, Any]] = validate_file,
+    ):
+        self.problem = problem
+        self._bench, self._validate_file = bench, validate
+        self.device = device or detect_device()
+        self.store = store or Store.open(problem.root, writer=True)
+        self.lanes = lanes or Lanes.detect(self.device)
+        self.lanes.on_change = self._queue_changed
+        self.paused = False
+        self.saves_while_paused = 0
+        self._subscribers: list[Subscriber] = []
+        self._pool = ThreadPoolExecutor(max_workers=validate_workers, thread_name_prefix="validate")
+        self._compiles: dict[str, asyncio.Future] = {}
+        self._handles: dict[str, ChildHandle] = {}
+        self._pending: set[asyncio.Task] = set()
+        self._stop = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reference_sha = self._reference_hash()
+
+    # Subscribers
+
+    def subscribe(self, fn: Subscriber) -> None:
+        self._subscribers.append(fn)
+
+    def emit(self, event: ev.Event) -> None:
+        for fn in list(self._subscribers):
+            fn(event)
+
+    def _queue_changed(self) -> None:
+        self.emit(ev.QueueChanged(
+            lanes={lane.name: lane.running for lane in self.lanes.lanes},
+            queued=[job.trial_id for job in self.lanes.queue],
+        ))
+
+    # Running
+
+    async def run(self, *, once: bool = False, watch: bool = True) -> None:
+        """Score what is new since last time, then follow saves until stopped (or, with once, until idle)."""
+        self._loop = asyncio.get_running_loop()
+        workers = [asyncio.create_task(self.lanes.work(lane)) for lane in self.lanes.lanes]
+        watcher = None
+        try:
+            for trial_id in self.store.recovered:
+                self.emit(ev.Notice(f"{trial_id} was interrupted by a previous session: r re-runs it", "warning"))
+            for path in self.problem.candidates():
+                await self.on_save(path)
+            if once:
+                await self.drain()
+                return
+            if watch:
+                watcher = asyncio.create_task(self._watch())
+            await self._stop.wait()
+        finally:
+            self._stop.set()
+            for task in [*workers, *([watcher] if watcher else [])]:
+                task.cancel()
+            for handle in self._handles.values():
+                handle.cancel()
+            await asyncio.gather(*workers, *([watcher] if watcher else []), return_exceptions=True)
+
+    async def drain(self) -> None:
+        """Wait until nothing is validating, queued or running."""
+        while True:
+            await asyncio.sleep(0.05)
+            if not self._pending and self.lanes.idle:
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.store.close()
+
+    async def _watch(self) -> None:
+        root = self.problem.root
+        async for changed, deleted in saves(root, quiet_ms=self.problem.config.quiet_ms, stop=self._stop):
+            if not root.exists():
+                self.emit(ev.EngineError(f"the problem directory {root} was removed; nothing more to watch"))
+                self._stop.set()
+                return
+            for path in sorted(deleted):
+                self._file_gone(path)
+            for path in sorted(changed):
+                if path.name == REFERENCE_NAME and path.parent == root:
+                    self._reference_edited()
+                elif self.problem.is_candidate(path):
+                    if self.paused:
+                        self.saves_while_paused += 1
+                        continue
+                    await self.on_save(path)
+
+    # Saves
+
+    async def on_save(self, path: Path) -> Trial | None:
+        """Apply the tree rule to the file's current content; a new trial starts validating at once."""
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        save, trial = self.store.record(path.name, data)
+        if save.kind != tree.NEW:
+            self.emit(ev.SaveIgnored(path.name, save.kind, save.head))
+            return None
+        self.emit(ev.TrialCreated(trial.id, trial.file, trial.parent, trial.strategy))
+        self._track(self._validate(trial))
+        return trial
+
+    def _track(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    def _set_state(self, trial_id: str, state: TrialState, message: str = "", **fields: Any) -> Trial:
+        trial = self.store.update(trial_id, state=state, **fields)
+        self.emit(ev.StateChanged(trial_id, state.value, message))
+        return trial
+
+    async def _validate(self, trial: Trial) -> None:
+        """Static checks decide invalid-or-queued at once; the compile runs on while the trial waits."""
+        self._set_state(trial.id, TrialState.VALIDATING)
+        source = self.store.snapshot_path(trial.sha256)
+        loop = asyncio.get_running_loop()
+        static = await loop.run_in_executor(None, lambda: self._validate_file(self.problem, source, compile=False))
+        if not static["ok"]:
+            self._invalid(trial.id, static)
+            return
+        self._compiles[trial.id] = loop.run_in_executor(
+            self._pool, lambda: self._validate_file(self.problem, source, compile=True)
+        )
+        self._set_state(trial.id, TrialState.QUEUED, validation=static)
+        self._enqueue(trial)
+
+    def _invalid(self, trial_id: str, report: dict[str, Any]) -> None:
+        first = report["errors"][0]
+        where = f"line {first['line']}: " if first.get("line") else ""
+        trial = self._set_state(trial_id, TrialState.INVALID, f"{where}{first['message']}", validation=report)
+        self._decide(trial)
+
+    def _enqueue(self, trial: Trial, lane: str | None = None) -> None:
+        policy = self.problem.config.busy
+        if policy in ("latest", "restart"):
+            for job in self.lanes.remove(lambda j: j.file == trial.file and j.trial_id != trial.id):
+                self._set_state(job.trial_id, TrialState.SUPERSEDED, f"superseded by {trial.id}")
+        if policy == "restart":
+            for other in self.lanes.lanes:
+                if other.running and other.running != trial.id:
+                    running = self.store.get(other.running)
+                    if running.file == trial.file:
+                        self.cancel(running.id)
+        self.lanes.submit(Job(trial.id, trial.file, self._job, lane))
+
+    # Engine operations (the TUI's keys call these)
+
+    def cancel(self, trial_id: str) -> bool:
+        """Cancel a queued or running trial; it stays in the tree as cancelled."""
+        if self.lanes.remove(lambda j: j.trial_id == trial_id):
+            self._set_state(trial_id, TrialState.CANCELLED, "cancelled while queued")
+            return True
+        handle = self._handles.get(trial_id)
+        if handle is not None:
+            handle.cancel()
+            return True
+        return False
+
+    def rerun(self, trial_id: str, lane: str | None = None) -> None:
+        """Queue an existing trial again (interrupted, superseded, cancelled, or to re-measure)."""
+        trial = self.store.get(trial_id)
+        if trial.state_enum in (TrialState.QUEUED, TrialState.BENCHMARKING, TrialState.PROFILING):
+            return
+        if trial.state_enum == TrialState.INVALID:
+            self.emit(ev.Notice(f"{trial_id} is invalid: fix the file and save again", "warning"))
+            return
+        self._set_state(trial_id, TrialState.QUEUED, "queued again")
+        self._enqueue(self.store.get(trial_id), lane)
+
+    def toggle_pause(self) -> bool:
+        self.paused = not self.paused
+        if not self.paused and self.saves_while_paused:
+            self.saves_while_paused = 0
+            for path in self.problem.candidates():
+                self._track(self.on_save(path))
+        return self.paused
+
+    def branch(self, trial_id: str) -> Trial | None:
+        """Write a trial's source into its file and make it the head; the watcher then sees no new trial."""
+        recorded = self.store.branch(trial_id)
+        if recorded is not None:
+            self.emit(ev.TrialCreated(recorded.id, recorded.file, recorded.parent, recorded.strategy))
+            self._track(self._validate(recorded))
+        self.emit(ev.Notice(f"{self.store.get(trial_id).file} now holds {trial_id}'s source; the next save grows from it"))
+        return recorded
+
+    # The GPU job
+
+    async def _job(self, lane: Lane) -> None:
+        trial = self.store.get(lane.running)
+        compile_future = self._compiles.pop(trial.id, None)
+        if compile_future is not None:
+            report = await compile_future
+            if not report["ok"]:
+                self._invalid(trial.id, report)
+                return
+            trial = self.store.update(trial.id, validation=report)
+        handle = ChildHandle()
+        self._handles[trial.id] = handle
+        self._set_state(trial.id, TrialState.BENCHMARKING, f"on {lane.name}")
+        loop = asyncio.get_running_loop()
+
+        def progress(event: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(self.emit, ev.Progress(trial.id, event.get("phase", ""), event.get("i"),
+                                                             event.get("n"), event.get("runs")))
+
+        source = self.store.snapshot_path(trial.sha256)
+        log_rel = f"logs/{trial.id}.log"
+        try:
+            result = await asyncio.to_thread(
+                self._bench, self.problem, source, device=self.device, log_path=self.store.state_dir / log_rel,
+                handle=handle, on_progress=progress, env=lane.env,
+            )
+        finally:
+            self._handles.pop(trial.id, None)
+        self._finish(trial, result, log_rel)
+
+    def _finish(self, trial: Trial, result: dict[str, Any], log_rel: str) -> None:
+        before = tree.best(self.store.trials(), self.problem.config.primary_baseline)
+        state = TrialState(result["state"]) if result["state"] in TrialState._value2member_map_ else TrialState.ERROR
+        result.pop("log_tail", None)
+        trial = self._set_state(trial.id, state, result.get("message", ""), result=result, log=log_rel)
+        self.emit(ev.ResultReady(trial.id, state.value, trial_summary(trial, self.problem.config.primary_baseline)))
+        after = tree.best(self.store.trials(), self.problem.config.primary_baseline)
+        if after is not None and (before is None or after.id != before.id):
+            base = self.problem.config.primary_baseline
+            self.emit(ev.NewBest(after.id, after.speedup(base) or 0.0, before.id if before else None,
+                                 before.speedup(base) if before else None))
+        self._decide(trial)
+
+    def _decide(self, trial: Trial) -> None:
+        trials = self.store.trials()
+        source = self.store.read_source(trial)
+        decision = decide(trials, trial, trial.verdicts, self.problem.config, source=source)
+        self.store.update(trial.id, decision=decision.to_dict())
+        self.emit(ev.DecisionMade(trial.id, decision.action, decision.reason, decision.key))
+
+    # Things that change under the engine
+
+    def _file_gone(self, path: Path) -> None:
+        if not self.problem.is_candidate(path):
+            return
+        queued = self.lanes.remove(lambda j: j.file == path.name)
+        for job in queued:
+            self._set_state(job.trial_id, TrialState.CANCELLED, f"{path.name} was deleted while queued")
+        self.emit(ev.Notice(f"{path.name} was deleted or renamed; its trials stay in the tree", "warning"))
+
+    def _reference_hash(self) -> str | None:
+        from trialtui.core.baselines import reference_hash
+
+        try:
+            return reference_hash(self.problem.reference)
+        except OSError:
+            return None
+
+    def _reference_edited(self) -> None:
+        """A new reference invalidates baselines (their key has its hash) and every measured trial."""
+        sha = self._reference_hash()
+        if sha == self._reference_sha:
+            return
+        self._reference_sha = sha
+        try:
+            self.problem = load_problem(self.problem.root)
+        except ProblemError as exc:
+            self.emit(ev.EngineError(f"reference.py no longer loads: {exc}"))
+            return
+        stale = [t.id for t in self.store.trials() if t.result is not None and not t.stale]
+        for trial_id in stale:
+            self.store.update(trial_id, stale=True)
+        self.emit(ev.Notice(f"reference.py changed: baselines will be re-measured; {len(stale)} trial(s) marked stale", "warning"))
+

@@ -1,0 +1,261 @@
+"""`trialtui validate`: static checks in-process, then the compile stage in one child job.
+
+The compile job (trialtui.runner.compile_job) imports torch once and forks: one process traces
+the candidate under Triton's interpreter on CPU tensors (launches and a CPU correctness preview),
+the other imports the candidate uncompiled and builds each traced launch with `triton.compile` for
+sm_90/sm_80, no GPU needed. Everything either of them can do wrong comes back here as a finding.
+The JSON returned is `trialtui validate --json` and the trial's `validation` record.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from trialtui.core.gpus import sm_limits
+from trialtui.core.model import Finding, Severity
+from trialtui.core.problem import Problem, ProblemError, load_problem
+from trialtui.core.static_checks import check_source
+from trialtui.engine.jobs import run_child
+
+COMPILE_JOB = "trialtui.runner.compile_job"
+ERROR, WARNING = Severity.ERROR.value, Severity.WARNING.value
+ARCH = re.compile(r"^sm_(\d+)a?$")
+# Shared memory a block may opt into: the SM's shared memory less the 1 KB the driver reserves per block.
+RESERVED_SHARED_PER_BLOCK = 1024
+# Triton's words → what to do about them.
+COMPILE_HINTS = (
+    ("reduction dimension", "tl.dot(a, b) needs a's last dimension equal to b's first: [M, K] @ [K, N]"),
+    ("is not defined", "a kernel sees only its arguments, names it defines, tl.constexpr globals and other "
+                       "@triton.jit functions: pass the value in, or make it a tl.constexpr global"),
+    ("power of 2", "tl.arange and block shapes need powers of two: round up with triton.next_power_of_2 and mask"),
+    ("out of resource", "lower num_stages or the BLOCK sizes"),
+    ("ptxas", "ptxas rejected the generated code: try another num_warps/num_stages, or simplify the kernel"),
+)
+TIMEOUT_PHASES = {
+    "starting": ("starting the job (importing torch) did not finish", "is the machine overloaded?"),
+    "reference": ("loading the reference did not finish", "check reference.py for long work at import"),
+    "import": ("importing the candidate did not finish",
+               "an infinite loop or a long computation at module top level? Move work into the entry point"),
+    "run": ("running the candidate once on the CPU (Triton interpreter) did not finish",
+            "an endless loop, or test sizes too large for the interpreter: set small [test_sizes] in trialtui.toml"),
+    "compare": ("running the reference on the CPU did not finish", "set small [test_sizes] in trialtui.toml"),
+    "compile": ("compiling the kernels did not finish", "very large BLOCK sizes or unrolled loops compile slowly"),
+}
+
+
+def finding(severity: str, code: str, message: str, line: int | None = None, hint: str = "") -> dict[str, Any]:
+    return Finding(severity, code, message, line, None, hint).to_dict()
+
+
+def parse_archs(arch: str | list[str] | tuple[str, ...] | None, default: list[str]) -> list[str]:
+    """"sm_90,sm_80", ["sm_90"], "90" → ["sm_90", "sm_80"]; a ValueError names a bad entry."""
+    items = default if arch is None else (arch.split(",") if isinstance(arch, str) else list(arch))
+    archs = []
+    for item in items:
+        name = str(item).strip().lower()
+        name = name if name.startswith("sm_") else f"sm_{name.replace('.', '')}"
+        if not ARCH.match(name):
+            raise ValueError(f"unknown arch {item!r}: expected sm_90, sm_80, ...")
+        if name not in archs:
+            archs.append(name)
+    return archs
+
+
+def validate_file(
+    problem: Problem | str | Path,
+    path: str | Path,
+    *,
+    arch: str | list[str] | None = None,
+    compile: bool = True,
+    timeout_s: float | None = None,
+) -> dict[str, Any]:
+    """Validate one candidate: static findings, then (unless they hold an error) the compile stage.
+
+    Never raises for bad input: an unreadable file, a broken problem directory, a candidate that
+    hangs or exits all become findings. `arch` defaults to the problem's `arch` setting,
+    `timeout_s` to its `validate_timeout_s`.
+
+    Returns `ok` (no error), `errors` and `warnings` (Finding dicts: severity, code, message, line,
+    col, hint), `kernels` (per traced launch and arch: name, arch, line, registers, spills in 4-byte
+    words of local memory per thread as Triton's n_spills, local_bytes, shared_bytes, tensor_cores,
+    tensor_core_op, vector_width = the widest global load per thread in bits, widest_load,
+    num_warps, num_stages, constexprs, signature, tuning, grid), `preview` (correct,
+    max_abs_err, message, case), `elapsed_ms`, `static_ms`, `compile_ms` (None when skipped),
+    `form`, `arch`, `file` and `log`.
+    """
+    started = time.perf_counter()
+    path = Path(path)
+    report: dict[str, Any] = {
+        "ok": False, "file": str(path), "form": None, "arch": [], "errors": [], "warnings": [], "kernels": [],
+        "preview": None, "elapsed_ms": 0.0, "static_ms": None, "compile_ms": None, "log": None,
+    }
+    findings: list[dict[str, Any]] = []
+    try:
+        if not isinstance(problem, Problem):
+            problem = load_problem(problem)
+        report["form"] = problem.form
+        report["arch"] = parse_archs(arch, problem.config.arch)
+    except (ProblemError, ValueError) as exc:
+        findings.append(finding(ERROR, "problem" if isinstance(exc, ProblemError) else "arch", str(exc)))
+        return _finish(report, findings, started)
+
+    static_started = time.perf_counter()
+    findings += static_stage(problem, path)
+    report["static_ms"] = _ms(static_started)
+    if compile and not any(f["severity"] == ERROR for f in findings):
+        stage_started = time.perf_counter()
+        timeout = float(timeout_s if timeout_s is not None else problem.config.validate_timeout_s)
+        more, kernels, preview, log = compile_stage(problem, path, report["arch"], timeout)
+        findings += more
+        report.update(kernels=kernels, preview=preview, log=log, compile_ms=_ms(stage_started))
+    return _finish(report, findings, started)
+
+
+def static_stage(problem: Problem, path: Path) -> list[dict[str, Any]]:
+    try:
+        source = path.read_bytes()
+    except OSError as exc:
+        return [finding(ERROR, "unreadable", f"cannot read {path}: {exc.strerror or exc}")]
+    siblings = {p.stem for p in problem.candidates() if p.resolve() != path.resolve()}
+    return [f.to_dict() for f in check_source(source, form=problem.form, filename=path.name, siblings=siblings)]
+
+
+def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: float):
+    """The compile job (trace forked inside it); returns (findings, kernels, preview, log path)."""
+    log = problem.state_dir / "logs" / f"validate-{path.stem}.log"
+    phases = {"trace": "starting", "compile": "import"}
+
+    def on_progress(event: dict[str, Any]) -> None:
+        if event.get("job") in phases and event.get("phase"):
+            phases[event["job"]] = event["phase"]
+
+    spec = problem.job_spec(candidate=str(path.resolve()), arch=archs)
+    result = run_child(COMPILE_JOB, spec, timeout_s=timeout_s, log_path=log,
+                       env={"TRITON_INTERPRET": "0", "CUDA_VISIBLE_DEVICES": ""}, on_progress=on_progress)
+    if result.get("state") == "ok":
+        trace, compiled = result["trace"], result["compile"]
+    else:  # a timeout, or the job died: the findings say where it was
+        trace, compiled = {**result, "launches": []}, {}
+    phase = "compile" if phases["compile"] == "compile" else phases["trace"]
+    findings = trace_findings(trace, phase, timeout_s, problem.entry_point)
+    if trace.get("launches"):
+        findings += compile_findings(compiled)
+    kernels = sorted(compiled.get("kernels") or [], key=lambda k: (k.get("line") or 0, k["name"], k["arch"]))
+    findings += kernel_findings(kernels)
+    preview = _preview(trace)
+    if preview["correct"] is False:
+        findings.append(finding(WARNING, "preview-incorrect",
+                                f"on the CPU (Triton interpreter, case {preview.get('case') or 'defaults'}): "
+                                f"{preview['message']}", None,
+                                "the interpreter runs your kernel as written: a mismatch here is usually a real bug"))
+    return findings, kernels, preview, str(log)
+
+
+def trace_findings(trace: dict[str, Any], phase: str, timeout_s: float, entry_point: str) -> list[dict[str, Any]]:
+    """What the interpreter run says: failures by stage, and a candidate that launched nothing."""
+    state = trace.get("state")
+    message = trace.get("message") or ""
+    line = trace.get("line")
+    if state == "timeout":
+        what, hint = TIMEOUT_PHASES.get(phase, TIMEOUT_PHASES["run"])
+        return [finding(ERROR, "timeout", f"{what} in {timeout_s:g} s; the job was stopped", line, hint)]
+    if state == "ok":
+        if trace.get("launches"):
+            return []
+        return [finding(WARNING, "no-launch",
+                        f"{entry_point} ran once at the first test case without launching a Triton kernel",
+                        None, "trialtui scores your kernel: move the work into a @triton.jit function and launch it")]
+    stage = trace.get("stage")
+    if stage is None:  # the child died or wrote no result
+        return [finding(ERROR, "crash", f"the validation job ended abnormally: {message}", line,
+                        "os._exit() or a crash in native code at import or run ends the process; see the log")]
+    if stage in ("reference", "inputs", "compare"):
+        return [finding(ERROR, "reference-error", f"the reference failed on the CPU ({stage}): {message}", None,
+                        "fix reference.py; the candidate was not judged")]
+    if stage == "import":
+        if trace.get("exception") == "SystemExit":
+            return [finding(ERROR, "sys-exit", f"{message} while being imported", line,
+                            "remove the sys.exit()/exit() at module level: the harness imports the file")]
+        if trace.get("exception") in ("ModuleNotFoundError", "ImportError"):
+            return [finding(ERROR, "import-error", f"importing the candidate failed: {message}", line,
+                            "candidates may import only the standard library, torch, triton and numpy")]
+        return [finding(ERROR, "import-error", f"importing the candidate failed: {message}", line,
+                        "the module's top-level code raised; the log has the traceback")]
+    if stage == "build":
+        return [finding(ERROR, "build-error", f"building {entry_point} failed: {message}", line,
+                        f"{entry_point} must take the reference's constructor arguments (get_init_inputs())")]
+    if trace.get("in_kernel"):
+        return [finding(WARNING, "preview-failed",
+                        f"the interpreted kernel {trace['in_kernel']} raised on the CPU: {message}", line,
+                        "the compile stage reports what the GPU compiler thinks of the same kernel")]
+    if trace.get("cpu_only"):
+        return [finding(WARNING, "preview-unavailable", f"the candidate cannot run on the CPU: {message}", line,
+                        "allocate with torch.empty_like(x) or device=x.device, not 'cuda', to get a CPU preview")]
+    return [finding(ERROR, "run-error", f"running {entry_point} on the CPU failed: {message}", line,
+                    "the host code raised before or after its kernels; the log has the traceback")]
+
+
+def compile_findings(compiled: dict[str, Any]) -> list[dict[str, Any]]:
+    """Compile errors (one per kernel and message, all archs named), kernels not compiled, a failed import."""
+    if compiled.get("state") != "ok":
+        return [finding(ERROR, "compile-stage", f"the compile stage failed ({compiled.get('stage')}): "
+                        f"{compiled.get('message', '')}", None, "the validate log has the traceback")]
+    findings = []
+    merged: dict[tuple, list[str]] = {}
+    for error in compiled.get("errors") or []:
+        merged.setdefault((error["name"], error.get("line"), error["error"]), []).append(error["arch"])
+    for (name, line, message), archs in merged.items():
+        hint = next((h for key, h in COMPILE_HINTS if key in message), "the line is where Triton stopped; "
+                    "the validate log has its full message")
+        findings.append(finding(ERROR, "compile-error", f"kernel {name} does not compile for {', '.join(archs)}: {message}",
+                                line, hint))
+    for why in compiled.get("skipped") or []:
+        findings.append(finding(WARNING, "not-compiled", why, None,
+                                "define kernels at module level with plain tensor, int, float and constexpr arguments"))
+    return findings
+
+
+def kernel_findings(kernels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Facts from the compile that will fail or hurt on the GPU: shared memory over the limit, spills."""
+    findings = []
+    for k in kernels:
+        cc = int(ARCH.match(k["arch"]).group(1))
+        limits = sm_limits(cc)
+        shared = k.get("shared_bytes") or 0
+        if limits and shared > limits[2] - RESERVED_SHARED_PER_BLOCK:
+            findings.append(finding(
+                ERROR, "shared-memory",
+                f"kernel {k['name']} needs {shared} bytes of shared memory on {k['arch']}, which allows "
+                f"{limits[2] - RESERVED_SHARED_PER_BLOCK} per block: the launch will fail (OutOfResources)",
+                k.get("line"), "lower num_stages or the BLOCK sizes"))
+        if k.get("spills"):
+            findings.append(finding(
+                WARNING, "spills",
+                f"kernel {k['name']} spills on {k['arch']}: {k['local_bytes']} bytes of local memory per thread "
+                f"at {k['registers']} registers", k.get("line"),
+                "smaller tiles, fewer num_stages, or more num_warps to spread the registers"))
+    return findings
+
+
+def _preview(trace: dict[str, Any]) -> dict[str, Any]:
+    preview = trace.get("preview")
+    if preview:
+        return preview
+    reason = trace.get("message") or ("timed out" if trace.get("state") == "timeout" else "did not run")
+    return {"correct": None, "max_abs_err": None, "message": f"no preview: {reason}"}
+
+
+def _finish(report: dict[str, Any], findings: list[dict[str, Any]], started: float) -> dict[str, Any]:
+    findings.sort(key=lambda f: (f["line"] or 0, f["code"]))
+    report["errors"] = [f for f in findings if f["severity"] == ERROR]
+    report["warnings"] = [f for f in findings if f["severity"] != ERROR]
+    report["ok"] = not report["errors"]
+    report["elapsed_ms"] = _ms(started)
+    return report
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)

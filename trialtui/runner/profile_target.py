@@ -1,0 +1,40 @@
+"""The program ncu profiles: warm the candidate up, then run it once inside the NVTX range.
+
+`python -m trialtui.runner.profile_target SPEC.json` (started by profile_job under ncu). Warm-up
+runs outside the range so JIT compilation and autotuning never reach the counters.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from trialtui.runner.loader import Candidate, Reference, build_pair
+from trialtui.runner.profile_job import RANGE
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(Path(argv[1]).read_text())
+    torch.backends.cuda.matmul.allow_tf32 = bool(spec.get("allow_tf32"))
+    torch.backends.cudnn.allow_tf32 = bool(spec.get("allow_tf32"))
+    reference = Reference(spec, "cuda")
+    candidate = Candidate(spec, spec["candidate"], reference)
+    case = spec["bench_cases"][int(spec.get("case", 0))]
+    _, run = build_pair(reference, candidate, case, 0)
+    inputs = reference.make_inputs(case, 0)
+    with torch.no_grad():
+        for _ in range(int(spec.get("warmup", 3))):
+            run(inputs)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_push(RANGE)
+        run(inputs)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,174 @@
+"""The tree rules: save, best, budget, strategy labels and the drawing, on hand-built trials."""
+
+from __future__ import annotations
+
+import pytest
+
+from trialtui.core import tree
+from trialtui.core.model import Trial, TrialState
+
+
+def trial(tid, *, sha="s", file="k.py", parent=None, state="detected", speedup=None, note=None, strategy=None):
+    result = None
+    if speedup is not None:
+        result = {"speedup": {"eager": speedup}, "timing": {"median_us": 100 / speedup},
+                  "baselines": {"eager": {"median_us": 100.0}}}
+    return Trial(id=tid, file=file, sha256=sha, created=0.0, parent=parent, state=state,
+                 result=result, note=note, strategy=strategy)
+
+
+CHAIN = [trial("t1", sha="a"), trial("t2", sha="b", parent="t1"), trial("t3", sha="c", parent="t2")]
+
+
+def test_save_equal_to_head_creates_nothing():
+    assert tree.on_save(CHAIN, {"k.py": "t3"}, "k.py", "c") == tree.Save(tree.UNCHANGED, head="t3")
+
+
+def test_save_equal_to_another_trial_of_the_file_checks_it_out():
+    assert tree.on_save(CHAIN, {"k.py": "t3"}, "k.py", "a") == tree.Save(tree.CHECKOUT, head="t1")
+
+
+def test_checkout_goes_to_the_first_trial_with_that_content():
+    trials = [*CHAIN, trial("t4", sha="a", parent="t3")]
+    assert tree.on_save(trials, {"k.py": "t3"}, "k.py", "a").head == "t1"
+
+
+def test_new_content_is_a_child_of_the_head_not_of_the_latest_trial():
+    assert tree.on_save(CHAIN, {"k.py": "t2"}, "k.py", "new") == tree.Save(tree.NEW, parent="t2")
+
+
+def test_content_of_another_files_trial_is_still_a_child_of_this_files_head():
+    trials = [*CHAIN, trial("t4", sha="x", file="other.py")]
+    assert tree.on_save(trials, {"k.py": "t3", "other.py": "t4"}, "k.py", "x") == tree.Save(tree.NEW, parent="t3")
+
+
+def test_new_file_copied_from_a_trial_descends_from_it():
+    assert tree.on_save(CHAIN, {"k.py": "t3"}, "copy.py", "b") == tree.Save(tree.NEW, parent="t2")
+
+
+def test_new_file_with_new_content_is_a_root():
+    assert tree.on_save(CHAIN, {"k.py": "t3"}, "fresh.py", "zzz") == tree.Save(tree.NEW, parent=None)
+
+
+def test_first_save_of_all_is_a_root():
+    assert tree.on_save([], {}, "k.py", "a") == tree.Save(tree.NEW, parent=None)
+
+
+def test_head_naming_a_missing_trial_is_no_head():
+    assert tree.on_save(CHAIN, {"k.py": "t99"}, "k.py", "new") == tree.Save(tree.NEW, parent=None)
+
+
+def test_best_is_the_highest_speedup_among_correct_trials():
+    trials = [trial("t1", state="correct", speedup=1.2), trial("t2", state="correct", speedup=2.5),
+              trial("t3", state="correct", speedup=1.9)]
+    assert tree.best(trials).id == "t2"
+
+
+@pytest.mark.parametrize("state", ["incorrect", "invalid", "error", "timeout", "interrupted", "benchmarking"])
+def test_a_trial_that_is_not_correct_is_never_best_whatever_its_numbers(state):
+    trials = [trial("t1", state="correct", speedup=1.1), trial("t2", state=state, speedup=9.0)]
+    assert tree.best(trials).id == "t1"
+
+
+def test_speedup_tie_goes_to_the_earlier_trial_by_number_not_by_text():
+    trials = [trial("t10", state="correct", speedup=2.0), trial("t9", state="correct", speedup=2.0)]
+    assert tree.best(trials).id == "t9"
+
+
+def test_best_is_against_the_given_baseline():
+    t1 = trial("t1", state="correct", speedup=3.0)
+    t2 = trial("t2", state="correct", speedup=1.0)
+    t2.result["speedup"]["compile"] = 1.5
+    assert tree.best([t1, t2], "compile").id == "t2"
+
+
+def test_correct_trial_without_speedup_such_as_a_cpu_run_is_not_best():
+    assert tree.best([trial("t1", state="correct")]) is None
+
+
+def test_no_correct_trial_means_no_best():
+    assert tree.best([trial("t1", state="incorrect", speedup=2.0)]) is None
+
+
+@pytest.mark.parametrize(
+    "state, counts",
+    [(s.value, s in {TrialState.BENCHMARKING, TrialState.PROFILING, TrialState.CORRECT, TrialState.INCORRECT,
+                     TrialState.ERROR, TrialState.TIMEOUT}) for s in TrialState],
+)
+def test_budget_counts_only_trials_that_reached_the_gpu(state, counts):
+    assert tree.budget_used([trial("t1", state=state)]) == int(counts)
+
+
+def test_invalid_and_interrupted_trials_are_free():
+    trials = [trial("t1", state="invalid"), trial("t2", state="interrupted"), trial("t3", state="correct")]
+    assert tree.budget(trials, 2) == tree.Budget(used=1, limit=2)
+
+
+def test_budget_is_spent_at_the_limit():
+    trials = [trial(f"t{i}", state="incorrect") for i in range(1, 4)]
+    assert tree.budget(trials, 3).spent and tree.budget(trials, 3).left == 0
+    assert not tree.budget(trials, 4).spent and tree.budget(trials, 4).left == 1
+
+
+def test_strategy_comes_from_a_strategy_comment_line():
+    source = "import triton\n\n  #  Strategy:  tile 128, 8 warps  \nx = 1\n"
+    assert tree.parse_strategy(source) == "tile 128, 8 warps"
+    assert tree.parse_strategy(source.encode()) == "tile 128, 8 warps"
+
+
+@pytest.mark.parametrize("source", ["x = 1\n", 'msg = "# strategy: in a string"\n', "# strategy:\n"])
+def test_no_strategy_comment_means_no_label(source):
+    assert tree.parse_strategy(source) is None
+
+
+def test_a_note_labels_a_trial_over_its_strategy_comment():
+    assert tree.label(trial("t1", strategy="tile")) == "tile"
+    assert tree.label(trial("t1", strategy="tile", note="the fast one")) == "the fast one"
+
+
+def test_drawing_marks_best_head_icons_and_speedups():
+    trials = [trial("t1", sha="a", state="correct", speedup=1.0, strategy="naive"),
+              trial("t2", sha="b", parent="t1", state="incorrect", strategy="tile"),
+              trial("t3", sha="c", parent="t1", state="correct", speedup=1.42)]
+    text = tree.render_tree(trials, best_id="t3", heads={"k.py": "t3"})
+    assert text.splitlines() == [
+        "[+] t1 k.py: 1.00x (bl=100us, tr=100us) | naive",
+        "├── [X] t2: incorrect | tile",
+        "[+] t3: 1.42x (bl=100us, tr=70us) ▸ head <<< BEST",
+    ]
+
+
+def test_earlier_children_hang_off_as_branches_with_their_own_subtrees():
+    trials = [trial("t1"), trial("t2", parent="t1"), trial("t3", parent="t2"), trial("t4", parent="t2"),
+              trial("t5", parent="t1")]
+    assert tree.render_tree(trials).splitlines() == [
+        "[~] t1 k.py: detected",
+        "├── [~] t2: detected",
+        "│   ├── [~] t3: detected",
+        "│   [~] t4: detected",
+        "[~] t5: detected",
+    ]
+
+
+def test_roots_are_apart_and_a_file_is_named_where_it_changes():
+    trials = [trial("t1"), trial("t2", file="b.py", parent="t1"), trial("t3", file="c.py"),
+              trial("t4", state="cancelled", file="c.py", parent="t3")]
+    assert tree.render_tree(trials).splitlines() == [
+        "[~] t1 k.py: detected",
+        "[~] t2 b.py: detected",
+        "",
+        "[~] t3 c.py: detected",
+        "[-] t4: cancelled",
+    ]
+
+
+def test_a_long_run_of_saves_stays_in_one_column():
+    trials = [trial("t1")] + [trial(f"t{i}", parent=f"t{i - 1}") for i in range(2, 5001)]
+    lines = tree.render_tree(trials).splitlines()
+    assert len(lines) == 5000
+    assert all(line.startswith("[~] t") for line in lines)
+
+
+def test_long_strategy_is_cut_to_trial_managers_width():
+    text = tree.render_tree([trial("t1", strategy="x" * 100)])
+    assert text.endswith("| " + "x" * tree.LABEL_WIDTH)

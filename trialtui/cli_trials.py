@@ -1,0 +1,488 @@
+"""`trialtui trials …`: the trial tree from the shell, and the way in and out of trial_manager's layout.
+
+Reading commands open the store without its lock, so they work while the TUI runs. Commands that
+write (note, branch, finalize, import) take the lock and are refused, naming the holder, while
+another process owns the problem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from textwrap import indent
+from typing import Any
+
+import click
+
+from trialtui.core import tree
+from trialtui.core.config import Config, ConfigError, load_config
+from trialtui.core.model import Trial, TrialState
+from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError, load_problem
+from trialtui.core.report import FINAL_DIR, build_report
+from trialtui.core.store import STATE_DIR, Store, StoreError, UnknownTrial, atomic_write, sha256_of
+
+HF_STATE = "state.json"
+_HF_KEY = "trialtui"  # our fields inside a trial_manager record; trial_manager ignores unknown keys
+
+
+def _dir_option(func: Any) -> Any:
+    return click.option(
+        "--dir",
+        "root",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=".",
+        help="The problem directory (default: the current one).",
+    )(func)
+
+
+def _json_option(func: Any) -> Any:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
+
+
+@contextlib.contextmanager
+def _store(root: Path, *, writer: bool = False) -> Iterator[Store]:
+    try:
+        with Store.open(root, writer=writer) as store:
+            yield store
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from exc
+    except UnknownTrial as exc:
+        raise click.ClickException(exc.args[0]) from exc
+
+
+def _config(root: Path) -> Config:
+    try:
+        return load_config(root)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _problem(root: Path) -> Problem:
+    try:
+        return load_problem(root)
+    except ProblemError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2))
+
+
+def _row(trial: Trial, baseline: str, heads: dict[str, str], best_id: str | None) -> dict[str, Any]:
+    """One trial as a line of `status --json`: enough to draw the tree, not the whole record."""
+    return {
+        "id": trial.id,
+        "parent": trial.parent,
+        "file": trial.file,
+        "state": trial.state,
+        "strategy": tree.label(trial) or None,
+        "speedup": trial.speedup(baseline),
+        "median_us": trial.median_us,
+        "created": trial.created,
+        "head": trial.id in heads.values(),
+        "best": trial.id == best_id,
+    }
+
+
+@click.group("trials")
+def trials() -> None:
+    """The trial tree of a problem: status, best, branch back, finalize, export and import."""
+
+
+@trials.command()
+@_dir_option
+@_json_option
+def status(root: Path, as_json: bool) -> None:
+    """Draw the trial tree: icons, speedups, heads (▸) and the best trial (<<< BEST)."""
+    cfg = _config(root)
+    baseline = cfg.primary_baseline
+    with _store(root) as store:
+        found, heads = store.trials(), store.heads
+    top = tree.best(found, baseline)
+    spent = tree.budget(found, cfg.max_trials)
+    if as_json:
+        best_id = top.id if top else None
+        _echo_json(
+            {
+                "problem": root.resolve().name,
+                "baseline": baseline,
+                "best": best_id,
+                "budget": {"used": spent.used, "max": spent.limit, "left": spent.left, "spent": spent.spent},
+                "heads": heads,
+                "trials": [_row(t, baseline, heads, best_id) for t in found],
+            }
+        )
+        return
+    click.echo(f"Trial tree: {root.resolve().name}")
+    click.echo(f"  Baseline: {baseline}")
+    click.echo(f"  Best: {top.id}, {tree.summary(top, baseline)}" if top else "  Best: none")
+    click.echo(f"  Budget: {spent.used}/{spent.limit} GPU trials{' (spent)' if spent.spent else ''}")
+    click.echo(f"  Trials: {len(found)}")
+    click.echo()
+    drawing = tree.render_tree(found, best_id=top.id if top else None, heads=heads, baseline=baseline)
+    click.echo(indent(drawing, "  ") if drawing else "  (no trials yet)")
+
+
+@trials.command()
+@_dir_option
+@_json_option
+@click.pass_context
+def best(ctx: click.Context, root: Path, as_json: bool) -> None:
+    """The best trial: highest speedup against the primary baseline among correct trials."""
+    baseline = _config(root).primary_baseline
+    with _store(root) as store:
+        top = tree.best(store.trials(), baseline)
+        snapshot = store.snapshot_path(top.sha256) if top else None
+    if top is None:
+        click.echo(json.dumps({"best": None}) if as_json else "No correct trials yet.")
+        ctx.exit(1)
+    base = ((top.result or {}).get("baselines") or {}).get(baseline) or {}
+    fields = {
+        "best_trial": top.id,
+        "speedup": top.speedup(baseline),
+        "baseline": baseline,
+        "baseline_us": base.get("median_us"),
+        "time_us": top.median_us,
+        "strategy": tree.label(top) or None,
+        "file": top.file,
+        "snapshot": str(snapshot),
+        "parent": top.parent,
+    }
+    if as_json:
+        _echo_json(fields)
+        return
+    for key, value in fields.items():
+        click.echo(f"{key}: {value if value is not None else ('root' if key == 'parent' else '—')}")
+
+
+@trials.command()
+@click.argument("trial_id")
+@_dir_option
+@_json_option
+def show(trial_id: str, root: Path, as_json: bool) -> None:
+    """Everything recorded about one trial."""
+    baseline = _config(root).primary_baseline
+    with _store(root) as store:
+        trial = store.get(trial_id)
+        snapshot = store.snapshot_path(trial.sha256)
+    if as_json:
+        _echo_json({**trial.to_dict(), "snapshot": str(snapshot)})
+        return
+    result = trial.result or {}
+    created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(trial.created))
+    click.echo(f"{trial.id}  {trial.file}  {trial.state}")
+    click.echo(f"  parent: {trial.parent or 'root'}   created: {created}   sha256: {trial.sha256[:12]}")
+    click.echo(f"  strategy: {trial.strategy or '—'}   note: {trial.note or '—'}")
+    click.echo(f"  {baseline}: {tree.summary(trial, baseline)}")
+    env = result.get("env") or {}
+    if env:
+        where = env.get("gpu") or env.get("device")
+        click.echo(f"  measured on: {where}, {result.get('dtype')}, sizes {result.get('sizes')}")
+    if result.get("message"):
+        click.echo(f"  message: {result['message']}")
+    for verdict in trial.verdicts:
+        click.echo(f"  verdict [{verdict.get('severity')}] {verdict.get('title')}: {verdict.get('evidence')}")
+    if trial.decision:
+        click.echo(f"  next: {trial.decision.get('action')}: {trial.decision.get('reason')}")
+    if trial.log:
+        click.echo(f"  log: {root / STATE_DIR / trial.log}")
+    click.echo(f"  source: {snapshot}")
+
+
+@trials.command()
+@click.argument("first")
+@click.argument("second", required=False)
+@_dir_option
+def diff(first: str, second: str | None, root: Path) -> None:
+    """Diff two trials' sources; with one ID, what that trial changed from its parent."""
+    with _store(root) as store:
+        new = store.get(second or first)
+        old = store.get(first) if second else (store.get(new.parent) if new.parent else None)
+        old_text = store.read_source(old) if old else ""
+        new_text = store.read_source(new)
+    lines = difflib.unified_diff(
+        old_text.splitlines(keepends=True),
+        new_text.splitlines(keepends=True),
+        fromfile=f"{old.id}/{old.file}" if old else "/dev/null",
+        tofile=f"{new.id}/{new.file}",
+    )
+    click.echo("".join(lines), nl=False)
+
+
+@trials.command()
+@click.argument("trial_id")
+@click.argument("text", nargs=-1, required=True)
+@_dir_option
+def note(trial_id: str, text: tuple[str, ...], root: Path) -> None:
+    """Label a trial; the label shows instead of its `# strategy:` comment. An empty TEXT clears it."""
+    with _store(root, writer=True) as store:
+        trial = store.update(trial_id, note=" ".join(text).strip() or None)
+    click.echo(f"{trial.id}: {tree.label(trial) or '(no label)'}")
+
+
+@trials.command()
+@click.argument("trial_id")
+@_dir_option
+@_json_option
+def branch(trial_id: str, root: Path, as_json: bool) -> None:
+    """Put a trial's source back into its file and move the head there: the next save grows from it."""
+    with _store(root, writer=True) as store:
+        target = store.get(trial_id)
+        recorded = store.branch(trial_id)
+    if as_json:
+        _echo_json({"head": target.id, "file": target.file, "recorded": recorded.id if recorded else None})
+        return
+    if recorded:
+        click.echo(f"{target.file} held changes that were not a trial yet: kept as {recorded.id}")
+    click.echo(f"{target.file} now holds {target.id}; its next save grows from {target.id}")
+
+
+@trials.command()
+@click.argument("trial_id", required=False)
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None, help="Default: cuda when a GPU is visible.")
+@_dir_option
+@_json_option
+def finalize(trial_id: str | None, device: str | None, root: Path, as_json: bool) -> None:
+    """Re-benchmark a trial (default: the best) with no cached baseline; write final/ with its report.
+
+    Holding the store's lock meanwhile also keeps a watcher's GPU jobs from running beside it.
+    """
+    from trialtui.engine.bench import bench_file  # the engine is needed by this command only
+
+    problem = _problem(root)
+    out_dir = problem.root / FINAL_DIR
+    with _store(root, writer=True) as store:
+        trial = store.get(trial_id) if trial_id else tree.best(store.trials(), problem.config.primary_baseline)
+        if trial is None:
+            raise click.ClickException("No correct trials to finalize.")
+        out_dir.mkdir(exist_ok=True)
+        kernel = out_dir / trial.file
+        atomic_write(kernel, store.snapshot_path(trial.sha256).read_bytes())
+        result = bench_file(problem, kernel, device=device, use_cache=False)
+    if result.get("state") != TrialState.CORRECT.value:
+        kernel.unlink()
+        raise click.ClickException(
+            f"{trial.id} is {result.get('state')} on the clean re-benchmark, so nothing was finalized: "
+            f"{result.get('message') or 'no message'}"
+        )
+    text, report = build_report(problem, trial, result)
+    atomic_write(out_dir / "REPORT.md", text.encode())
+    atomic_write(out_dir / "report.json", (json.dumps(report, indent=2) + "\n").encode())
+    if as_json:
+        _echo_json(report)
+    else:
+        click.echo(text, nl=False)
+        click.echo(f"\nwrote {kernel}, {out_dir / 'REPORT.md'}, {out_dir / 'report.json'}")
+
+
+@trials.command()
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "md", "hf"]), required=True)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="jsonl, md: a file (default: standard output). hf: the trials directory (default: ./trials).",
+)
+@_dir_option
+def export(fmt: str, out: Path | None, root: Path) -> None:
+    """Write the trials as JSON lines, a markdown table for a PR, or trial_manager's layout."""
+    baseline = _config(root).primary_baseline
+    with _store(root) as store:
+        found = store.trials()
+        sources = {t.id: store.snapshot_path(t.sha256) for t in found} if fmt == "hf" else {}
+    if fmt == "hf":
+        name = root.resolve().name
+        kernel_dir = (out or Path("trials")) / name
+        kernel_dir.mkdir(parents=True, exist_ok=True)
+        for trial in found:
+            atomic_write(kernel_dir / f"{trial.id}.py", sources[trial.id].read_bytes())
+        state = hf_state(name, root.resolve() / REFERENCE_NAME, found, baseline)
+        atomic_write(kernel_dir / HF_STATE, (json.dumps(state, indent=2) + "\n").encode())
+        click.echo(f"wrote {len(found)} trials to {kernel_dir}")
+        return
+    if fmt == "jsonl":
+        text = "".join(json.dumps(t.to_dict()) + "\n" for t in found)
+    else:
+        text = markdown_table(root.resolve().name, found, baseline)
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        atomic_write(out, text.encode())
+
+
+@trials.command(name="import")
+@click.option("--format", "fmt", type=click.Choice(["hf"]), required=True)
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_dir_option
+@_json_option
+def import_(fmt: str, directory: Path, root: Path, as_json: bool) -> None:
+    """Add the trials of a trial_manager directory (trials/<kernel>/ with state.json) to this problem.
+
+    Trials whose file and source are already here are matched, not duplicated.
+    """
+    state_path = directory / HF_STATE
+    if not state_path.exists():
+        kernels = sorted(p.parent.name for p in directory.glob(f"*/{HF_STATE}"))
+        hint = f"; pass one of: {', '.join(str(directory / k) for k in kernels)}" if kernels else ""
+        raise click.ClickException(f"no {HF_STATE} in {directory}{hint}")
+    try:
+        state = json.loads(state_path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise click.ClickException(f"{state_path}: {exc}") from exc
+    baseline = _config(root).primary_baseline
+    with _store(root, writer=True) as store:
+        mapping, added = import_hf(store, directory, state, baseline)
+    if as_json:
+        _echo_json({"imported": mapping, "added": added})
+    else:
+        click.echo(f"imported {len(mapping)} trials from {directory} ({len(mapping) - len(added)} were already here)")
+
+
+def markdown_table(name: str, found: list[Trial], baseline: str) -> str:
+    """The trials as a markdown table for a pull request, headed by what the numbers were measured on."""
+    top = tree.best(found, baseline)
+    lines = [f"## {name}: {len(found)} trials", ""]
+    if top:
+        result = top.result or {}
+        env = result.get("env") or {}
+        lines += [
+            f"Best: **{top.id}**, {top.speedup(baseline):.2f}× vs {baseline} "
+            f"({env.get('gpu') or env.get('device') or 'device unknown'}, {result.get('dtype') or 'dtype unknown'}, "
+            f"sizes {result.get('sizes') or 'unknown'})",
+            "",
+        ]
+    lines += [
+        f"| trial | parent | file | state | speedup vs {baseline} | time | strategy |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for trial in found:
+        speedup = trial.speedup(baseline)
+        ident = f"**{trial.id}**" if top and trial.id == top.id else trial.id
+        lines.append(
+            f"| {ident} | {trial.parent or '—'} | {trial.file} | {trial.state} | "
+            f"{f'{speedup:.2f}×' if speedup is not None else '—'} | "
+            f"{f'{trial.median_us:.2f} µs' if trial.median_us is not None else '—'} | "
+            f"{tree.label(trial).replace('|', chr(92) + '|') or '—'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _hf_status(validation: str | None, correctness: str | None, speedup: float | None) -> str:
+    """trial_manager's status rule."""
+    if "fail" in (validation, correctness):
+        return "failed"
+    if correctness == "pass" and speedup is not None:
+        return "completed"
+    return "partial" if validation or correctness else "saved"
+
+
+def hf_state(name: str, reference: Path, found: list[Trial], baseline: str) -> dict[str, Any]:
+    """trial_manager's state.json for these trials; our own fields ride along under `trialtui`."""
+    top = tree.best(found, baseline)
+    records = {}
+    for trial in found:
+        state = trial.state_enum
+        validated = state.reached_gpu or state == TrialState.QUEUED
+        validation = "fail" if state == TrialState.INVALID else ("pass" if validated else None)
+        correctness = {TrialState.CORRECT: "pass", TrialState.INCORRECT: "fail"}.get(state)
+        speedup = trial.speedup(baseline)
+        base = ((trial.result or {}).get("baselines") or {}).get(baseline) or {}
+        records[trial.id] = {
+            "parent": trial.parent,
+            "file": f"{trial.id}.py",
+            "strategy": tree.label(trial),
+            "validation": validation,
+            "correctness": correctness,
+            "speedup": speedup,
+            "baseline_us": base.get("median_us") if correctness == "pass" else None,
+            "triton_us": trial.median_us,
+            "status": _hf_status(validation, correctness, speedup),
+            _HF_KEY: {
+                "file": trial.file,
+                "state": trial.state,
+                "strategy": trial.strategy,
+                "note": trial.note,
+                "created": trial.created,
+            },
+        }
+    best_base = records[top.id]["baseline_us"] if top else None
+    return {
+        "kernel_name": name,
+        "pytorch_file": str(reference),
+        "baseline_type": "pytorch",
+        "trials": records,
+        "best_trial": top.id if top else None,
+        "next_id": max((tree.id_number(t.id) for t in found), default=0) + 1,
+        "baseline_us": [best_base] if best_base is not None else None,
+    }
+
+
+def _state_from_hf(record: dict[str, Any], ours: str | None) -> TrialState:
+    """trial_manager's pass/fail fields decide; our exported state fills in what they cannot say."""
+    if record.get("validation") == "fail":
+        return TrialState.INVALID
+    if record.get("correctness") == "fail":
+        return TrialState.INCORRECT
+    if record.get("correctness") == "pass":
+        return TrialState.CORRECT
+    kept = {TrialState.ERROR, TrialState.TIMEOUT, TrialState.CANCELLED, TrialState.SUPERSEDED}
+    if ours in {s.value for s in kept}:
+        return TrialState(ours)
+    return TrialState.INTERRUPTED  # saved but never measured: nothing is running it any more
+
+
+def _hf_result(record: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The numbers trial_manager kept, in the bench-result shape; it knew no GPU, dtype or sizes."""
+    mine = record.get("triton_us", record.get("kernel_us"))  # cpu-kernels calls it kernel_us
+    base, speedup = record.get("baseline_us"), record.get("speedup")
+    return {
+        "version": 1,
+        "state": TrialState.CORRECT.value,
+        "timing": {"median_us": mine} if mine is not None else None,
+        "baselines": {kind: {"median_us": base}} if base is not None else {},
+        "speedup": {kind: speedup} if speedup is not None else None,
+        "env": {},
+        "flags": [],
+        "message": "imported from trial_manager's state.json",
+    }
+
+
+def import_hf(store: Store, directory: Path, state: dict[str, Any], baseline: str) -> tuple[dict[str, str], list[str]]:
+    """Add trial_manager's trials, parents first; returns (its id → ours, the ids added)."""
+    kernel = state.get("kernel_name") or directory.name
+    kind = baseline if state.get("baseline_type", "pytorch") == "pytorch" else "triton"
+    known = {(t.file, t.sha256): t.id for t in store.trials()}
+    mapping: dict[str, str] = {}
+    added: list[str] = []
+    records = state.get("trials") or {}
+    for hf_id in sorted(records, key=tree.id_number):
+        record = records[hf_id]
+        ours = record.get(_HF_KEY) or {}
+        file = ours.get("file") or f"{kernel}.py"
+        path = directory / (record.get("file") or f"{hf_id}.py")
+        if "/" in file or not path.is_file():
+            raise click.ClickException(f"{hf_id}: cannot import {path} as {file!r}")
+        source = path.read_bytes()
+        key = (file, sha256_of(source))
+        if key in known:
+            mapping[hf_id] = known[key]
+            continue
+        trial_state = _state_from_hf(record, ours.get("state"))
+        trial = store.add_trial(
+            file,
+            source,
+            parent=mapping.get(record.get("parent")),
+            strategy=ours["strategy"] if "strategy" in ours else (record.get("strategy") or None),
+            move_head=False,
+            state=trial_state,
+            note=ours.get("note"),
+            created=ours.get("created") or time.time(),
+            result=_hf_result(record, kind) if trial_state == TrialState.CORRECT else None,
+        )
+        mapping[hf_id] = known[key] = trial.id
+        added.append(trial.id)
+    return mapping, added

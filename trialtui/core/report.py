@@ -1,0 +1,147 @@
+"""The report card `trials finalize` writes: what was measured, on what, against what, how near the ceiling.
+
+A pure function of the problem, the trial and the clean re-benchmark's result, so every field is
+tested without a GPU. Every number carries its GPU, dtype, sizes and baseline kind; a CPU run is
+labelled as such and has no speedup.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trialtui.core.model import Trial, TrialState
+from trialtui.core.problem import Problem
+from trialtui.core.result import CPU_TIMING_LABEL
+from trialtui.core.tree import label
+
+FINAL_DIR = "final"
+_TIME_KEYS = ("median_us", "min_us", "p20_us", "p80_us", "mean_us", "std_us", "n", "rse", "kernel_us")
+
+
+def build_report(problem: Problem, trial: Trial, result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(REPORT.md text, report.json dict) for a correct re-benchmark of `trial`."""
+    if result.get("state") != TrialState.CORRECT.value:
+        raise ValueError(f"a report needs a correct result, got {result.get('state')!r}")
+    env = result.get("env") or {}
+    on_gpu = env.get("device") == "cuda"
+    timing = result.get("timing") or {}
+    primary = problem.config.primary_baseline
+    speedups = (result.get("speedup") or {}) if on_gpu else {}
+    baselines = {
+        kind: {
+            "median_us": base.get("median_us"),
+            "p20_us": base.get("p20_us"),
+            "p80_us": base.get("p80_us"),
+            "cached": bool(base.get("cached")),
+            "speedup": speedups.get(kind),
+        }
+        for kind, base in (result.get("baselines") or {}).items()
+    }
+    data = {
+        "problem": problem.name,
+        "trial": trial.id,
+        "parent": trial.parent,
+        "file": f"{FINAL_DIR}/{trial.file}",
+        "source": trial.file,
+        "sha256": trial.sha256,
+        "strategy": label(trial) or None,
+        "gpu_timing": on_gpu,
+        "timing_label": timing.get("label") or ("GPU timing" if on_gpu else CPU_TIMING_LABEL),
+        "device": env.get("device"),
+        "gpu": env.get("gpu"),
+        "capability": env.get("capability"),
+        "sm_count": env.get("sm_count"),
+        "driver": env.get("driver"),
+        "torch": env.get("torch"),
+        "triton": env.get("triton"),
+        "dtype": result.get("dtype") or problem.config.dtype,
+        "sizes": result.get("sizes"),
+        "correctness": result.get("correctness"),
+        "tolerance": dict(zip(("atol", "rtol"), problem.config.tolerance)),
+        "time_us": {key: timing.get(key) for key in _TIME_KEYS},
+        "spread_pct": _spread_pct(timing),
+        "primary_baseline": primary,
+        "baselines": baselines,
+        "speedup": speedups.get(primary),
+        "sol": trial.sol if on_gpu else None,  # a fraction of a GPU's ceiling means nothing beside a CPU time
+        "bound": (trial.profile or {}).get("bound") or "unknown",
+        "flags": result.get("flags") or [],
+    }
+    return render_markdown(data), data
+
+
+def _spread_pct(timing: dict[str, Any]) -> float | None:
+    """p20–p80 width as a percentage of the median: how much the headline number can be trusted."""
+    median, low, high = timing.get("median_us"), timing.get("p20_us"), timing.get("p80_us")
+    if not median or low is None or high is None:
+        return None
+    return (high - low) / median * 100
+
+
+def _us(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f} µs"
+
+
+def _err(value: float | None) -> str:
+    return "?" if value is None else f"{value:.1e}"
+
+
+def _sizes(sizes: Any) -> str:
+    cases = sizes if isinstance(sizes, list) else [sizes]
+    text = "; ".join(", ".join(f"{k}={v}" for k, v in (case or {}).items()) for case in cases if case)
+    return text or "the reference's defaults"
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    on_gpu = data["gpu_timing"]
+    where = (
+        f"{data['gpu']} (compute capability {data['capability']}, {data['sm_count']} SMs, driver {data['driver']})"
+        if on_gpu
+        else f"**{CPU_TIMING_LABEL}**"
+    )
+    time = data["time_us"]
+    lines = [
+        f"# {data['problem']}: {data['trial']} ({data['file']})",
+        "",
+        f"- Measured on: {where}; torch {data['torch']}, triton {data['triton']}",
+        f"- Timing: {data['timing_label']}",
+        f"- dtype {data['dtype']}; sizes {_sizes(data['sizes'])}",
+        f"- Strategy: {data['strategy'] or '—'}",
+        "",
+        "| | median | p20–p80 | speedup |",
+        "|---|---|---|---|",
+        f"| {data['trial']} | {_us(time['median_us'])} | {_us(time['p20_us'])} – {_us(time['p80_us'])} | |",
+    ]
+    for kind, base in data["baselines"].items():
+        speedup = f"{base['speedup']:.2f}×" if base["speedup"] is not None else "—"
+        cached = " (cached)" if base["cached"] else ""
+        spread = f"{_us(base['p20_us'])} – {_us(base['p80_us'])}"
+        lines.append(f"| {kind}{cached} | {_us(base['median_us'])} | {spread} | {speedup} |")
+    lines.append("")
+    if data["speedup"] is not None:
+        lines.append(f"**{data['speedup']:.2f}× faster than {data['primary_baseline']}**")
+    elif not on_gpu:
+        lines.append("No speedup: a CPU run in Triton's interpreter says nothing about GPU speed.")
+    else:
+        lines.append(f"No {data['primary_baseline']} baseline was measured.")
+    spread = f"{data['spread_pct']:.1f}% of the median" if data["spread_pct"] is not None else "unknown"
+    if data["sol"] is not None:
+        sol = f"{data['sol']:.0%} of the ceiling"
+    else:
+        sol = "unknown (no roofline for this trial)" if on_gpu else "not applicable to a CPU run"
+    bound = f"{data['bound']} (from {data['trial']}'s profile)"
+    if data["bound"] == "unknown":
+        bound = "unknown (no profile classified this kernel)"
+    correctness = data["correctness"] or {}
+    lines += [
+        "",
+        f"- Spread (p20–p80): {spread}; n={time['n']}, kernel time {_us(time['kernel_us'])}",
+        f"- Speed-of-light: {sol}",
+        f"- Where the win comes from: {bound}",
+        f"- Correctness: passed {correctness.get('seeds', '?')} seeds on {correctness.get('cases', '?')} case(s) "
+        f"(atol {data['tolerance']['atol']:g}, rtol {data['tolerance']['rtol']:g}); "
+        f"max abs err {_err(correctness.get('max_abs_err'))}, max rel err {_err(correctness.get('max_rel_err'))}",
+    ]
+    for item in data["flags"]:
+        lines.append(f"- Flag `{item.get('code')}`: {item.get('message')}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,538 @@
+"""The trial store: the one writer of `<problem>/.trialtui/`, built so that a crash never loses a trial.
+
+TinyDB rewrites its whole file on every write: most of a second per write at 10,000 trials
+(benches/store.py). So TinyDB works on an in-memory copy, and `trials.json` is rewritten (atomically)
+only at checkpoints: when a writer opens or closes, and when the journal grows past a limit. Between
+checkpoints every change is one line appended to `journal.jsonl`, so a write costs one record. A
+line reaches the OS before its call returns (it survives the process being killed); it is fsync'd,
+so it also survives power loss, whenever it adds a trial, moves a head or makes a trial final.
+Sources are content-addressed snapshots; logs and profiles are files beside, referenced by their
+path relative to the state directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tinydb import Query, TinyDB
+from tinydb.middlewares import Middleware
+from tinydb.storages import Storage
+
+from trialtui.core import tree
+from trialtui.core.model import SCHEMA_VERSION, Trial, TrialState
+
+STATE_DIR = ".trialtui"
+DB_NAME = "trials.json"
+JOURNAL_NAME = "journal.jsonl"
+LOCK_NAME = "lock"
+SNAPSHOTS = "snapshots"
+BLOB_KINDS = ("logs", "profiles")
+TMP_SUFFIX = ".tmp"
+# A checkpoint rewrites every record, so it waits until the journal is worth folding in; the limit
+# also bounds how much a reader replays on open.
+JOURNAL_LIMIT_BYTES = 4 << 20
+TRIALS, META = "trials", "meta"
+META_ID = 1
+_CHECKPOINT_KEY = "_checkpoint"  # beside TinyDB's tables in trials.json; TinyDB never sees it
+_READ_ATTEMPTS = 5
+_PLAIN_NAME = re.compile(r"^[^/\\]+$")
+_JSON = {"separators": (",", ":")}
+_IDENTITY = {"id", "file", "sha256", "schema"}  # what a trial is; never changed after it is added
+
+
+class StoreError(RuntimeError):
+    """A state directory that cannot be used as asked; the message says why."""
+
+
+class UnknownTrial(KeyError):
+    """An id that names no trial; args[0] is the message."""
+
+
+class StoreLocked(StoreError):
+    """Another process writes this problem directory."""
+
+    def __init__(self, state_dir: Path, pid: int | None):
+        self.pid = pid
+        holder = f"pid {pid}" if pid else "another process"
+        super().__init__(
+            f"{state_dir} is held by trialtui {holder}: one writer (TUI or watcher) owns a problem "
+            "directory at a time. Stop that one, or use a read-only command (status, show, diff, export)."
+        )
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` by `data` so that a reader or a crash sees the old file or the new, never a mix.
+
+    The temporary file sits in the same directory (os.replace is atomic only within a filesystem) and
+    keeps the old file's permissions, so an editor sees an ordinary external change.
+    """
+    path = Path(path)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TMP_SUFFIX)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """The rename itself is durable only once the directory entry is."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _as_bytes(source: str | bytes) -> bytes:
+    return source.encode("utf-8") if isinstance(source, str) else bytes(source)
+
+
+class JournaledStorage(Storage):
+    """TinyDB's JSON file, replaced atomically at each checkpoint, plus the journal written since.
+
+    Each checkpoint has a generation number; the journal's first line names the generation it
+    follows. A journal of an older generation is already folded in (the writer died between the two
+    renames); a newer one means trials.json was replaced while a reader was reading, so it reads
+    again. A crash can tear or garble only what was written after the last fsync, so replay stops at
+    the first line that does not decode: nothing after it was promised to be on disk.
+    """
+
+    def __init__(self, path: str | Path, read_only: bool = False):
+        self.path = Path(path)
+        self.journal = self.path.with_name(JOURNAL_NAME)
+        self.read_only = read_only
+        self.generation = 0
+        self.journal_bytes = 0
+        self.pending = 0  # journal lines since the last checkpoint
+        self._fd: int | None = None
+
+    def read(self) -> dict[str, Any]:
+        for _ in range(_READ_ATTEMPTS):
+            data = self._read_checkpoint()
+            generation = data.pop(_CHECKPOINT_KEY, {}).get("generation", 0)
+            follows, lines = self._read_journal()
+            if follows is not None and follows > generation:
+                continue
+            if follows == generation:
+                for line in lines:
+                    for table, doc_id, doc in line:
+                        data.setdefault(table, {})[str(doc_id)] = doc
+            self.generation = generation
+            return data
+        raise StoreError(
+            f"{self.journal} follows a newer {self.path.name} than the one on disk: was {self.path.name} "
+            "replaced or deleted? Move the journal aside to open the store without it."
+        )
+
+    def _read_checkpoint(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.path.read_bytes())
+        except FileNotFoundError:
+            return {}
+        except ValueError as exc:
+            raise StoreError(f"{self.path} is not valid JSON ({exc})") from exc
+
+    def _read_journal(self) -> tuple[int | None, list[list[Any]]]:
+        try:
+            raw = self.journal.read_bytes()
+        except FileNotFoundError:
+            return None, []
+        header, *lines = raw.split(b"\n")
+        try:
+            follows = json.loads(header)["generation"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreError(f"{self.journal} has no valid header ({exc}); move it aside to open the store") from exc
+        entries = []
+        for line in lines[:-1]:  # what follows the last newline is a torn write
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                break
+        return follows, entries
+
+    def write(self, data: dict[str, Any]) -> None:
+        """A checkpoint: the whole database, then a fresh journal that follows it."""
+        if self.read_only:
+            raise StoreError("this store was opened read-only")
+        generation = self.generation + 1
+        body = {**data, _CHECKPOINT_KEY: {"generation": generation}}
+        atomic_write(self.path, json.dumps(body, **_JSON).encode())
+        header = json.dumps({"generation": generation}).encode() + b"\n"
+        atomic_write(self.journal, header)
+        self.close()
+        self._fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND)
+        self.generation = generation
+        self.journal_bytes = len(header)
+        self.pending = 0
+
+    def append(self, line: bytes, *, sync: bool) -> None:
+        """One change, in the OS when this returns, and on the disk too when `sync`."""
+        if self._fd is None:
+            raise StoreError("this store was opened read-only")
+        view = memoryview(line)
+        while view:
+            view = view[os.write(self._fd, view):]
+        if sync:
+            os.fsync(self._fd)
+        self.journal_bytes += len(line)
+        self.pending += 1
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+class Checkpointed(Middleware):
+    """TinyDB reads and writes this in-memory copy; it reaches the storage only at checkpoint()."""
+
+    def __init__(self, storage_cls: type[Storage]):
+        super().__init__(storage_cls)
+        self.data: dict[str, Any] | None = None
+
+    def read(self) -> dict[str, Any]:
+        if self.data is None:
+            self.data = self.storage.read()
+        return self.data
+
+    def write(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def checkpoint(self) -> None:
+        self.storage.write(self.read())
+
+    def put(self, table: str, doc_id: int, doc: dict[str, Any]) -> None:
+        """One document, in place: TinyDB's Table would rebuild the whole table dict to write it."""
+        self.read().setdefault(table, {})[str(doc_id)] = doc
+
+
+def migrate(record: dict[str, Any]) -> dict[str, Any]:
+    """Bring one stored record up to SCHEMA_VERSION, in place; refuse one from a newer trialtui."""
+    version = record.get("schema", 0)
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"trial {record.get('id')} has schema {version}, newer than this trialtui's "
+            f"{SCHEMA_VERSION}: upgrade trialtui to open this store"
+        )
+    while version < SCHEMA_VERSION:
+        MIGRATIONS[version](record)
+        version += 1
+        record["schema"] = version
+    return record
+
+
+def _v0_to_v1(record: dict[str, Any]) -> None:
+    """Records from before `schema` existed lack the fields added with it: give them their defaults.
+
+    A v0 record may also hold `verdicts: null`, which v1 readers iterate over.
+    """
+    missing = [key for key in ("id", "file", "sha256") if not record.get(key)]
+    if missing:
+        raise StoreError(f"a stored trial lacks {', '.join(missing)} and cannot be recovered: {record!r:.200}")
+    for key, value in Trial(id="", file="", sha256="", created=0.0).to_dict().items():
+        if record.get(key) is None:
+            record[key] = value
+
+
+MIGRATIONS = {0: _v0_to_v1}
+
+
+def doc_id(trial_id: str) -> int:
+    """`t17` is TinyDB document 17: a trial is found without scanning the table."""
+    if not re.fullmatch(r"t[1-9][0-9]*", trial_id):
+        raise UnknownTrial(f"no trial {trial_id!r} (trial ids look like t1, t2, …)")
+    return int(trial_id[1:])
+
+
+def _take_lock(path: Path) -> int:
+    """flock the lock file and write our pid into it; the kernel drops the lock when we die."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        text = os.read(fd, 32).decode(errors="replace").strip()
+        os.close(fd)
+        raise StoreLocked(path.parent, int(text) if text.isdigit() else None) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    os.fsync(fd)
+    return fd
+
+
+class Store:
+    """The trials of one problem directory, and the only code that writes them.
+
+    Open with `Store.open(root, writer=True)`: a writer holds `.trialtui/lock`; readers
+    (`writer=False`) take no lock, write nothing, may run alongside it, and see the store as it was
+    when they opened it. A writer marks trials that
+    a dead writer left in flight as interrupted (listed in `recovered`). Trials handed out are built
+    from the stored record; change them only through `update`. One store object may be shared by
+    threads: writes are serialized.
+    """
+
+    def __init__(self, root: Path, db: TinyDB, lock_fd: int | None):
+        self.root = root
+        self.state_dir = root / STATE_DIR
+        self._db = db
+        self._cache: Checkpointed = db.storage  # type: ignore[assignment]
+        self._disk: JournaledStorage = self._cache.storage  # type: ignore[assignment]
+        self._lock_fd = lock_fd
+        self._trials = db.table(TRIALS)
+        self._meta_table = db.table(META)
+        self._mutex = threading.RLock()
+        self._next = 1
+        self.recovered: list[str] = []
+
+    @classmethod
+    def open(cls, problem_root: Path | str, *, writer: bool = True) -> Store:
+        root = Path(problem_root).resolve()
+        state = root / STATE_DIR
+        lock_fd = None
+        if writer:
+            (state / SNAPSHOTS).mkdir(parents=True, exist_ok=True)
+            lock_fd = _take_lock(state / LOCK_NAME)
+        db = TinyDB(state / DB_NAME, storage=Checkpointed(JournaledStorage), read_only=not writer)
+        store = cls(root, db, lock_fd)
+        try:
+            store._prepare()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _prepare(self) -> None:
+        self._trials.update(migrate, cond=lambda doc: doc.get("schema", 0) != SCHEMA_VERSION)
+        self._next = max((doc.doc_id for doc in self._trials), default=0) + 1
+        if not self.writer:
+            return
+        for leftover in [*self.state_dir.glob(f".*{TMP_SUFFIX}"), *self.state_dir.glob(f"*/.*{TMP_SUFFIX}")]:
+            leftover.unlink()  # a write that a crash interrupted before its rename
+        in_flight = self._trials.update(
+            {"state": TrialState.INTERRUPTED.value},
+            cond=lambda doc: not TrialState(doc["state"]).is_final,
+        )
+        self.recovered = [f"t{n}" for n in sorted(in_flight)]
+        self._cache.checkpoint()
+
+    @property
+    def writer(self) -> bool:
+        return self._lock_fd is not None
+
+    def close(self) -> None:
+        """Fold the journal into trials.json and give up the lock; safe to call twice."""
+        with self._mutex:
+            if self._lock_fd is None:
+                return
+            try:
+                if self._disk.pending:
+                    self._cache.checkpoint()
+            finally:
+                self._disk.close()
+                os.ftruncate(self._lock_fd, 0)
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # Reading
+
+    def trials(self) -> list[Trial]:
+        """Every trial, in id order."""
+        return sorted((Trial.from_dict(doc) for doc in self._trials), key=lambda t: tree.id_number(t.id))
+
+    def get(self, trial_id: str) -> Trial:
+        doc = self._trials.get(doc_id=doc_id(trial_id))
+        if doc is None:
+            raise UnknownTrial(f"no trial {trial_id!r} in {self.state_dir}")
+        return Trial.from_dict(doc)
+
+    @property
+    def heads(self) -> dict[str, str]:
+        """file → the trial its next save descends from."""
+        return dict(self._meta().get("heads", {}))
+
+    def head(self, file: str) -> Trial | None:
+        head = self.heads.get(file)
+        return self.get(head) if head else None
+
+    def _meta(self) -> dict[str, Any]:
+        return dict(self._meta_table.get(doc_id=META_ID) or {"heads": {}})
+
+    def snapshot_path(self, sha: str) -> Path:
+        return self.state_dir / SNAPSHOTS / f"{sha}.py"
+
+    def read_source(self, trial: Trial) -> str:
+        return self.snapshot_path(trial.sha256).read_bytes().decode("utf-8", errors="replace")
+
+    def blob_path(self, kind: str, name: str) -> Path:
+        """Where a log or profile named `name` lives, for a child process to write (mkdir its parent first)."""
+        if kind not in BLOB_KINDS or not _PLAIN_NAME.match(name) or name in (".", ".."):
+            raise ValueError(f"a blob is one of {BLOB_KINDS} with a plain file name, got {kind}/{name}")
+        return self.state_dir / kind / name
+
+    def read_blob(self, relpath: str) -> str:
+        kind, _, name = relpath.partition("/")
+        return self.blob_path(kind, name).read_text(encoding="utf-8", errors="replace")
+
+    # Writing
+
+    def record(self, file: str, source: str | bytes) -> tuple[tree.Save, Trial]:
+        """Apply the save rule to one save of `file`: returns what it did and the file's head after.
+
+        The rule looks only at the head and at trials with the same content, so only those are read.
+        """
+        data = _as_bytes(source)
+        sha = sha256_of(data)
+        with self._mutex:
+            head = self.head(file)
+            same = [Trial.from_dict(doc) for doc in self._trials.search(Query().sha256 == sha)]
+            save = tree.on_save(same + ([head] if head else []), self.heads, file, sha)
+            if save.kind == tree.NEW:
+                return save, self.add_trial(file, data, parent=save.parent)
+            if save.kind == tree.CHECKOUT:
+                self.set_head(file, save.head)
+            return save, self.get(save.head)
+
+    def add_trial(
+        self,
+        file: str,
+        source: str | bytes,
+        *,
+        parent: str | None = None,
+        strategy: str | None = None,
+        move_head: bool = True,
+        **fields: Any,
+    ) -> Trial:
+        """A new trial of `file` with this source, as the file's head unless `move_head` is False.
+
+        The strategy defaults to the source's `# strategy:` comment. No save rule is applied: that
+        is `record`'s job.
+        """
+        self._check_writer()
+        data = _as_bytes(source)
+        with self._mutex:
+            if parent is not None:
+                self.get(parent)
+            sha = sha256_of(data)
+            if not self.snapshot_path(sha).exists():
+                atomic_write(self.snapshot_path(sha), data)
+            trial = Trial(
+                id=f"t{self._next}",
+                file=file,
+                sha256=sha,
+                created=time.time(),
+                parent=parent,
+                strategy=strategy if strategy is not None else tree.parse_strategy(data),
+            )
+            trial = self._with(trial, fields)
+            meta = self._meta()
+            if move_head:
+                meta["heads"] = {**meta.get("heads", {}), file: trial.id}
+            self._commit(trial, meta=meta if move_head else None)
+            self._next += 1
+            return trial
+
+    def update(self, trial_id: str, **fields: Any) -> Trial:
+        """Set fields of a trial; durable when this returns. `state` takes a TrialState or its value."""
+        self._check_writer()
+        with self._mutex:
+            trial = self._with(self.get(trial_id), fields)
+            self._commit(trial)
+            return trial
+
+    @staticmethod
+    def _with(trial: Trial, fields: dict[str, Any]) -> Trial:
+        refused = (set(fields) - set(Trial.__dataclass_fields__)) | (set(fields) & _IDENTITY)
+        if refused:
+            raise TypeError(f"cannot set {', '.join(sorted(refused))} on a trial")
+        if "state" in fields:
+            fields = {**fields, "state": TrialState(fields["state"]).value}
+        return Trial.from_dict({**trial.to_dict(), **fields})
+
+    def set_head(self, file: str, trial_id: str) -> None:
+        """Move `file`'s head: its next save descends from `trial_id`."""
+        self._check_writer()
+        with self._mutex:
+            self.get(trial_id)
+            meta = self._meta()
+            meta["heads"] = {**meta.get("heads", {}), file: trial_id}
+            self._commit(None, meta=meta)
+
+    def branch(self, trial_id: str) -> Trial | None:
+        """Put a trial's source back into its file and make it the file's head; creates no trial.
+
+        If the file holds content that is not a trial yet (nobody was watching), that content is
+        recorded first, so nothing the user wrote is lost; that trial is returned, else None.
+        """
+        self._check_writer()
+        with self._mutex:
+            target = self.get(trial_id)
+            if not _PLAIN_NAME.match(target.file):
+                raise StoreError(f"{trial_id}'s file {target.file!r} is not a name inside {self.root}")
+            path = self.root / target.file
+            recorded = None
+            if path.exists():
+                save, trial = self.record(target.file, path.read_bytes())
+                recorded = trial if save.kind == tree.NEW else None
+            atomic_write(path, self.snapshot_path(target.sha256).read_bytes())
+            self.set_head(target.file, trial_id)
+            return recorded
+
+    def write_blob(self, kind: str, name: str, text: str | bytes) -> str:
+        """Write a log or profile beside the database; returns the path to keep in the record."""
+        path = self.blob_path(kind, name)
+        path.parent.mkdir(exist_ok=True)
+        atomic_write(path, _as_bytes(text))
+        return f"{kind}/{name}"
+
+    def _check_writer(self) -> None:
+        if not self.writer:
+            raise StoreError(f"{self.state_dir} was opened read-only (or is closed)")
+
+    def _commit(self, trial: Trial | None, *, meta: dict[str, Any] | None = None) -> None:
+        """Journal first (one line: all or nothing), then TinyDB's copy, from the very bytes journaled.
+
+        Intermediate states skip the fsync: a power cut may lose one, and the trial then reopens
+        interrupted. Everything else is promised to be on disk when the call returns.
+        """
+        puts = []
+        if trial is not None:
+            puts.append([TRIALS, doc_id(trial.id), trial.to_dict()])
+        if meta is not None:
+            puts.append([META, META_ID, meta])
+        line = json.dumps(puts, **_JSON).encode() + b"\n"
+        is_new = trial is not None and self._trials.get(doc_id=doc_id(trial.id)) is None
+        sync = meta is not None or is_new or trial.state_enum.is_final  # type: ignore[union-attr]
+        self._disk.append(line, sync=sync)
+        for table, number, doc in json.loads(line):
+            self._cache.put(table, number, doc)
+            self._db.table(table).clear_cache()
+        if self._disk.journal_bytes > JOURNAL_LIMIT_BYTES:
+            self._cache.checkpoint()

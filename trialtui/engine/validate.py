@@ -143,7 +143,7 @@ def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: flo
     findings = trace_findings(trace, phase, timeout_s, problem.entry_point)
     if trace.get("launches"):
         findings += compile_findings(compiled)
-    kernels = sorted(compiled.get("kernels") or [], key=lambda k: (k.get("line") or 0, k["name"], k["arch"]))
+    kernels = sorted(compiled.get("kernels") or [], key=lambda k: (k.get("line") or 0, k["name"], archs.index(k["arch"])))
     findings += kernel_findings(kernels)
     preview = _preview(trace)
     if preview["correct"] is False:

@@ -1,0 +1,22 @@
+import torch
+import torch.nn as nn
+
+M = 256
+N = 256
+K = 256
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return a @ b
+
+
+def get_inputs():
+    return [torch.randn(M, K), torch.randn(K, N)]
+
+
+def get_init_inputs():
+    return []

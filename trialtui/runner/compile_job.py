@@ -1,0 +1,375 @@
+"""Child job: the compile stage of validation, for real GPU targets, without a GPU.
+
+`python -m trialtui.runner.compile_job SPEC.json RESULT.json`, without TRITON_INTERPRET. It imports
+torch once, forks the trace (trace_job, under the interpreter, whose patching would break
+compilation in this process), imports the candidate while the trace runs, then builds every
+launch the trace published with `triton.compile(ASTSource(...), target=GPUTarget("cuda", cc, 32))`
+and reads from the cubin and PTX what a kernel engineer checks first: registers, spills, shared
+memory, tensor-core instructions and the widest global load. The result holds both: `trace`
+(launches, CPU preview) and `compile` (kernels, compile errors).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from trialtui.core.result import RESULT_VERSION
+from trialtui.runner.bench_job import Progress
+from trialtui.runner.trace_job import def_line
+
+CANDIDATE_MODULE = "trialtui_candidate"
+WARP_SIZE = 32
+TENSOR_CORE_OPS = ("tcgen05.mma", "wgmma", "mma")
+_RESOURCE = re.compile(r"Function ([^\s:]+):\s*\n\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
+_TENSOR_OP = re.compile(r"^\s*(?:@!?%p\d+\s+)?(tcgen05\.mma|wgmma\.mma_async|mma\.sync)\b", re.M)
+_GLOBAL_LOAD = re.compile(r"^\s*(?:@!?%p\d+\s+)?(ld\.global\S*)", re.M)
+_CP_ASYNC = re.compile(r"^\s*(?:@!?%p\d+\s+)?cp\.async\.c[ag]\.shared\.global\S*\s+\[[^\]]*\],\s*\[[^\]]*\],\s*(0x[0-9a-fA-F]+|\d+)", re.M)
+_LOAD_TYPE = re.compile(r"\.[bfsu](\d+)$")
+_LOAD_VECTOR = re.compile(r"\.v(\d+)\.")
+
+
+def capability(arch: str) -> int:
+    """sm_90, sm_90a or 90 → 90."""
+    return int(arch.lower().removeprefix("sm_").rstrip("a"))
+
+
+def cuobjdump_path() -> str | None:
+    """The cuobjdump that ships inside triton, else one on PATH."""
+    import triton.backends.nvidia as nvidia
+
+    bundled = Path(nvidia.__file__).parent / "bin" / "cuobjdump"
+    if bundled.exists():
+        return str(bundled)
+    return shutil.which("cuobjdump")
+
+
+def resource_usage(cubin: bytes, tool: str | None) -> dict[str, dict[str, int]]:
+    """Per function: REG, STACK, SHARED (static only), LOCAL, as `cuobjdump --dump-resource-usage` prints them."""
+    if tool is None:
+        return {}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as fh:
+        fh.write(cubin)
+        fh.flush()
+        proc = subprocess.run([tool, "--dump-resource-usage", fh.name], capture_output=True, text=True, timeout=30)
+    return {
+        m.group(1): {"registers": int(m.group(2)), "stack": int(m.group(3)), "shared": int(m.group(4)), "local": int(m.group(5))}
+        for m in _RESOURCE.finditer(proc.stdout)
+    }
+
+
+def ptx_facts(ptx: str) -> dict[str, Any]:
+    """Tensor-core instructions present, and the widest global load per thread in bits."""
+    ops = {m.group(1) for m in _TENSOR_OP.finditer(ptx)}
+    op = next((name for name in TENSOR_CORE_OPS if any(o.startswith(name) for o in ops)), None)
+    widest, widest_bits = None, 0
+    for m in _GLOBAL_LOAD.finditer(ptx):
+        instr = m.group(1)
+        ty = _LOAD_TYPE.search(instr)
+        vec = _LOAD_VECTOR.search(instr + ".")
+        bits = (int(ty.group(1)) if ty else 32) * (int(vec.group(1)) if vec else 1)
+        if bits > widest_bits:
+            widest, widest_bits = instr, bits
+    for m in _CP_ASYNC.finditer(ptx):
+        bits = int(m.group(1), 0) * 8
+        if bits > widest_bits:
+            widest, widest_bits = "cp.async " + m.group(1), bits
+    return {
+        "tensor_cores": op is not None,
+        "tensor_core_op": op,
+        "vector_width": widest_bits or None,
+        "widest_load": widest,
+        "tma": "cp.async.bulk.tensor" in ptx,
+    }
+
+
+def find_kernel(module, launch: dict[str, Any]):
+    """The JITFunction behind a recorded launch: by its binding in the candidate, else by qualname."""
+    from triton.runtime.jit import JITFunction
+
+    obj = getattr(module, launch["attr"], None) if launch.get("attr") else None
+    if obj is None and "<locals>" not in launch["qualname"]:
+        obj = module if launch["module"] == CANDIDATE_MODULE else sys.modules.get(launch["module"])
+        for part in launch["qualname"].split("."):
+            obj = getattr(obj, part, None)
+    for _ in range(8):  # through @autotune / @heuristics wrappers
+        if obj is None or isinstance(obj, JITFunction):
+            break
+        obj = getattr(obj, "fn", None)
+    return obj if isinstance(obj, JITFunction) else None
+
+
+def decode_constexpr(value: Any, module) -> Any:
+    import triton.language as tl
+
+    if not isinstance(value, dict):
+        return value
+    if "dtype" in value:
+        return tl.dtype(value["dtype"])
+    if "tuple" in value:
+        return tuple(decode_constexpr(v, module) for v in value["tuple"])
+    if "jit" in value:
+        return find_kernel(module, {"attr": None, **value["jit"]})
+    raise ValueError(f"unknown constexpr encoding {value!r}")
+
+
+def ast_source(fn, launch: dict[str, Any], module, backend):
+    """ASTSource for one launch: constexprs and divisibility keyed by argument path, as the JIT does."""
+    from triton.compiler import ASTSource
+
+    names = list(fn.arg_names)
+    signature = {name: launch["signature"][name] for name in names}
+    constexprs = {(names.index(k),): decode_constexpr(v, module) for k, v in launch["constexprs"].items()}
+    divisible = backend.parse_attr("D")
+    attrs = {(names.index(k),): divisible for k in launch["divisible"]}
+    if "constexprs" not in inspect.signature(ASTSource).parameters:
+        raise RuntimeError("this triton's ASTSource has no `constexprs` parameter (triton 3.6 and 3.9 have it)")
+    return ASTSource(fn, signature, constexprs, attrs)
+
+
+def jit_functions(module):
+    """The JITFunctions a module binds, seen through @autotune / @heuristics wrappers."""
+    from triton.runtime.jit import JITFunction
+
+    for value in list(vars(module).values()):
+        for _ in range(8):
+            if value is None or isinstance(value, JITFunction):
+                break
+            value = getattr(value, "fn", None)
+        if isinstance(value, JITFunction):
+            yield value
+
+
+def error_line(exc: BaseException, module, launch: dict[str, Any]) -> int | None:
+    """The file line Triton points at: its node line counts from the `def` of the function it was
+    compiling, which may be a @jit helper the kernel calls."""
+    lineno = getattr(getattr(exc, "node", None), "lineno", None)
+    src = getattr(exc, "src", None)
+    if lineno is not None and src:
+        for fn in jit_functions(module):
+            if fn.src == src and (start := def_line(fn.fn)) is not None:
+                return start + lineno - 1
+    return launch.get("line")
+
+
+def error_message(exc: BaseException) -> str:
+    """Triton's own words, without the source excerpt it prepends."""
+    message = getattr(exc, "error_message", None)
+    if message:
+        return str(message).strip().splitlines()[0][:500]
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    for line in lines:
+        if "error" in line.lower() and not line.startswith("Repro command"):
+            return line[:500]
+    return (lines[-1] if lines else type(exc).__name__)[:500]
+
+
+def compile_launch(module, launch: dict[str, Any], arch: str, tool: str | None) -> dict[str, Any]:
+    """One kernel for one arch: its facts, or `error` (Triton's message), or `skipped` (why not compiled)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+
+    started = time.perf_counter()
+    base = {"name": launch["kernel"], "qualname": launch["qualname"], "binding": launch.get("attr"),
+            "arch": arch, "line": launch.get("line")}
+    fn = find_kernel(module, launch)
+    if fn is None:
+        return {**base, "skipped": f"kernel {launch['kernel']} is not reachable from the module (defined inside a function?)"}
+    target = GPUTarget("cuda", capability(arch), WARP_SIZE)
+    try:
+        src = ast_source(fn, launch, module, make_backend(target))
+        kernel = triton.compile(src, target=target, options=dict(launch["options"]))
+    except Exception as exc:  # noqa: BLE001 - any compile failure is a finding, not a crash
+        print(f"compiling {launch['kernel']} for {arch} failed:\n{exc}", file=sys.stderr)
+        return {**base, "error": error_message(exc), "error_type": type(exc).__name__,
+                "line": error_line(exc, module, launch), "detail": str(exc)[-2000:]}
+    cubin = kernel.asm["cubin"]
+    name = kernel.metadata.name
+    usage = resource_usage(cubin, tool).get(name) or {}
+    facts: dict[str, Any] = {
+        **base,
+        "registers": usage.get("registers"),
+        # Triton's n_spills: local memory per thread in 4-byte words (ptxas puts spills in the stack frame)
+        "spills": (usage["stack"] + usage["local"]) // 4 if usage else None,
+        "local_bytes": usage["stack"] + usage["local"] if usage else None,
+        # Triton's shared memory is dynamic (metadata); cuobjdump sees only static shared
+        "shared_bytes": max(kernel.metadata.shared, usage.get("shared", 0)),
+        **ptx_facts(kernel.asm["ptx"]),
+        "num_warps": kernel.metadata.num_warps,
+        "num_stages": kernel.metadata.num_stages,
+        "constexprs": launch["constexprs"],
+        "signature": {k: v for k, v in launch["signature"].items() if v != "constexpr"},
+        "tuning": launch.get("tuning") or {},
+        "grid": launch.get("grid"),
+        "launches": launch.get("count", 1),
+        "compile_ms": round((time.perf_counter() - started) * 1000, 1),
+    }
+    if not usage:
+        facts["note"] = "no resource usage from cuobjdump: registers and spills unknown"
+    if launch.get("bf16_from_fp32"):
+        facts["bf16_from_fp32"] = launch["bf16_from_fp32"]
+    return facts
+
+
+def warm_compiler(archs: list[str]) -> None:
+    """The one-time costs of a first compile (hashing triton itself, backend set-up), paid while the
+    candidate imports. Failures here resurface, with their message, in the real compile."""
+    try:
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler.compiler import make_backend
+        from triton.runtime.cache import triton_key
+
+        triton_key()
+        for arch in archs:
+            make_backend(GPUTarget("cuda", capability(arch), WARP_SIZE)).hash()
+    except Exception:  # noqa: BLE001 - warming is optional by design
+        pass
+
+
+class Trace:
+    """The forked trace process: its launches file and its result, whatever way it ends."""
+
+    def __init__(self, spec: dict[str, Any], workdir: Path):
+        self.launches = workdir / "launches.json"
+        self.result_path = workdir / "trace.json"
+        self.status: int | None = None
+        self.pid = os.fork()
+        if self.pid == 0:
+            self._child({**spec, "launches": str(self.launches)})
+
+    def _child(self, spec: dict[str, Any]) -> None:
+        code = 0
+        try:
+            from trialtui.runner import trace_job
+
+            result = trace_job.run(spec)
+            tmp = self.result_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(result, default=str))
+            os.replace(tmp, self.result_path)
+        except BaseException:  # noqa: BLE001 - nothing may escape a forked child into the parent's code
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+
+    def exited(self) -> bool:
+        if self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = status
+        return self.status is not None
+
+    def wait_for_launches(self, poll_s: float = 0.01) -> dict[str, Any]:
+        """The published launches; none if the trace ended without publishing (the parent kills us on timeout)."""
+        while not self.launches.exists():
+            if self.exited() and not self.launches.exists():
+                return {"launches": [], "skipped": []}
+            time.sleep(poll_s)
+        return json.loads(self.launches.read_text())
+
+    def result(self) -> dict[str, Any]:
+        if self.status is None:
+            _, self.status = os.waitpid(self.pid, 0)
+        try:
+            return json.loads(self.result_path.read_text())
+        except (OSError, ValueError):
+            if os.WIFSIGNALED(self.status):
+                why = f"died from {signal.Signals(os.WTERMSIG(self.status)).name}"
+            else:
+                why = f"exited with code {os.WEXITSTATUS(self.status)} before writing a result"
+            return {"state": "error", "message": f"the trace process {why}", "launches": []}
+
+
+def compile_all(spec: dict[str, Any], trace: Trace, progress: Progress) -> dict[str, Any]:
+    """Import the candidate (interpreter off), wait for the trace's launches, compile each for each arch."""
+    archs = list(spec.get("arch") or ["sm_90"])
+    result: dict[str, Any] = {"state": "error", "kernels": [], "errors": [], "skipped": [], "message": ""}
+    stage = "import"
+    try:
+        progress(job="compile", phase="import")
+        warmer = threading.Thread(target=warm_compiler, args=(archs,), daemon=True)
+        warmer.start()
+        from trialtui.runner.loader import load_module
+
+        module = load_module(spec["candidate"], CANDIDATE_MODULE)
+        stage = "wait"
+        progress(job="compile", phase="wait")
+        traced = trace.wait_for_launches()
+        result["skipped"] = list(traced.get("skipped") or [])
+        stage = "compile"
+        progress(job="compile", phase="compile", n=len(traced["launches"]) * len(archs))
+        warmer.join()
+        tool = cuobjdump_path()
+        jobs = [(launch, arch) for launch in traced["launches"] for arch in archs]
+        workers = max(1, min(len(jobs), os.cpu_count() or 1, 4))
+        with ThreadPoolExecutor(workers) as pool:  # ptxas and much of MLIR run outside the GIL
+            compiled = list(pool.map(lambda job: compile_launch(module, job[0], job[1], tool), jobs))
+        for entry in compiled:
+            if entry.get("skipped"):
+                if entry["skipped"] not in result["skipped"]:  # once, not once per arch
+                    result["skipped"].append(entry["skipped"])
+            elif "error" in entry:
+                result["errors"].append(entry)
+            else:
+                result["kernels"].append(entry)
+        result["state"] = "ok"
+        progress(job="compile", phase="done")
+    except BaseException as exc:  # noqa: BLE001 - the candidate may raise anything at import, SystemExit included
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        result["stage"] = stage
+        result["message"] = f"{type(exc).__name__}: {str(exc).strip()[:500]}"
+        print(traceback.format_exc(), file=sys.stderr)
+    return result
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    """Trace (forked, interpreted) and compile (here) side by side, after one shared torch import."""
+    progress = Progress(spec.get("progress"))
+    progress(job="trace", phase="starting")
+    # torch is the one import both processes share. triton is imported after the fork, once per
+    # mode: @triton.jit reads TRITON_INTERPRET when it decorates, triton.language's own helpers included.
+    import torch  # noqa: F401
+
+    import trialtui.runner.compare  # noqa: F401 - the trace's imports, paid once before the fork
+    import trialtui.runner.loader  # noqa: F401
+
+    if "triton" in sys.modules:
+        raise RuntimeError("triton was imported before the fork: the trace would get compiled, not interpreted, helpers")
+
+    with tempfile.TemporaryDirectory(prefix="trialtui-compile-") as tmp:
+        trace = Trace(spec, Path(tmp))
+        compiled = compile_all(spec, trace, progress)
+        traced = trace.result()
+    return {"version": RESULT_VERSION, "state": "ok", "trace": traced, "compile": compiled}
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(Path(argv[1]).read_text())
+    result = run(spec)
+    tmp = Path(argv[2]).with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, default=str))
+    os.replace(tmp, argv[2])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # threads the candidate started must not keep the result waiting
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -43,7 +43,7 @@ class FakeBench:
             self.calls.append((Path(path).name, (env or {}).get("CUDA_VISIBLE_DEVICES", "cpu"), start, time.monotonic()))
         return {"version": 1, "state": "correct", "message": "", "correctness": {"passed": True},
                 "timing": {"median_us": 100.0, "rse": 0.001}, "baselines": {"eager": {"median_us": 150.0}},
-                "speedup": {"eager": 1.5}, "flags": [], "env": {"device": "cuda", "gpu": "fake"}, "dtype": "float32",
+                "speedup": {"eager": 1.5}, "flags": [], "env": {"device": "cpu", "gpu": None}, "dtype": "float32",
                 "sizes": [{}]}
 
 
@@ -343,3 +343,57 @@ def test_sigkill_mid_job_leaves_an_interrupted_trial_on_restart(tmp_path):
     assert store.get("t1").state == TrialState.INTERRUPTED.value
     assert store.recovered == ["t1"]
     store.close()
+
+
+class GpuBench(FakeBench):
+    """A fake GPU result (H200 env) whose median each call sets."""
+
+    def __init__(self, medians):
+        super().__init__()
+        self.medians = list(medians)
+
+    def __call__(self, problem, path, **kw):
+        result = super().__call__(problem, path, **kw)
+        median = self.medians.pop(0)
+        result["timing"] = {"median_us": median, "rse": 0.001, "p20_us": median, "p80_us": median}
+        result["speedup"] = {"eager": 300.0 / median}
+        result["env"] = {"device": "cuda", "gpu": "NVIDIA H200", "driver": "580.159.04"}
+        return result
+
+
+def test_profile_policy_auto_profiles_first_correct_and_new_best_only(root, monkeypatch):
+    import trialtui.engine.loop as loop
+    from test_planted_verdicts import HERE as PLANTED
+    from trialtui.core import ncu
+    from trialtui.runner.profile_job import _kernel
+
+    profiled = []
+
+    def fake_profile(problem, path, *, name, env=None, handle=None):
+        profiled.append(name)
+        raw = ncu.parse_raw((PLANTED / "copy_raw.csv").read_text())
+        details = ncu.parse_details((PLANTED / "copy_details.csv").read_text())
+        return {"version": 1, "state": "ok", "available": True, "kernels": [_kernel(k) for k in ncu.merge(raw, details)]}
+
+    analysis = {"state": "ok", "flops": 0, "min_bytes": 8 * 2**28, "dtype": "float32", "matmul_like": False}
+    monkeypatch.setenv("XDG_CACHE_HOME", str(root.parent / "cache"))
+    monkeypatch.setattr(loop, "profile_file", fake_profile)
+    monkeypatch.setattr(loop, "analyze", lambda problem, **kw: analysis)
+    engine = make_engine(root, bench=GpuBench([600.0, 700.0, 530.0]), config="[watch]\nquiet_ms = 50\n")
+
+    async def body():
+        await asyncio.sleep(0.5)
+        write_atomic(root / "kernel.py", KB_GOOD + "\n# slower\n")
+        await asyncio.sleep(0.5)
+        write_atomic(root / "kernel.py", KB_GOOD + "\n# faster\n")
+
+    asyncio.run(run_for(engine, body, settle=1.0))
+    t1, t2, t3 = (engine.store.get(f"t{i}") for i in (1, 2, 3))
+    floor_us = 8 * 2**28 / 4.8e12 * 1e6  # the H200 datasheet's 4.8 TB/s: nothing calibrated here
+    assert profiled == ["t1", "t3"]  # first correct, then the new best; not the regression
+    assert t1.profile["available"] and "at_sol" in {v["id"] for v in t3.verdicts}
+    assert t2.profile is None and all(v["source"] == "analytic" for v in t2.verdicts)
+    assert abs(t2.sol - floor_us / 700.0) < 0.01  # analytic speed-of-light without counters
+    assert abs(t3.sol - floor_us / 530.0) < 0.01
+    assert t2.decision["action"] == "branch_back"
+    engine.close()

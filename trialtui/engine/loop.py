@@ -14,13 +14,15 @@ from typing import Any
 
 from trialtui.core import tree
 from trialtui.core.decide import decide
-from trialtui.core.model import Trial, TrialState
+from trialtui.core.model import Decision, Trial, TrialState
+from trialtui.core.verdicts import profile_policy
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError, load_problem
 from trialtui.core.store import Store
 from trialtui.engine import events as ev
 from trialtui.engine.bench import bench_file, detect_device
 from trialtui.engine.jobs import ChildHandle
 from trialtui.engine.lanes import Job, Lane, Lanes
+from trialtui.engine.profile import analyze, profile_file, trial_verdicts
 from trialtui.engine.validate import validate_file
 from trialtui.engine.watcher import saves
 from trialtui.render import trial_summary
@@ -262,9 +264,9 @@ class Engine:
             )
         finally:
             self._handles.pop(trial.id, None)
-        self._finish(trial, result, log_rel)
+        await self._finish(trial, result, log_rel, lane)
 
-    def _finish(self, trial: Trial, result: dict[str, Any], log_rel: str) -> None:
+    async def _finish(self, trial: Trial, result: dict[str, Any], log_rel: str, lane: Lane) -> None:
         before = tree.best(self.store.trials(), self.problem.config.primary_baseline)
         state = TrialState(result["state"]) if result["state"] in TrialState._value2member_map_ else TrialState.ERROR
         result.pop("log_tail", None)
@@ -275,14 +277,63 @@ class Engine:
             base = self.problem.config.primary_baseline
             self.emit(ev.NewBest(after.id, after.speedup(base) or 0.0, before.id if before else None,
                                  before.speedup(base) if before else None))
-        self._decide(trial)
+        if trial.median_us is not None:  # a correct trial timed on a GPU: verdicts, maybe counters
+            first = not any(t.median_us is not None for t in self.store.trials() if t.id != trial.id)
+            event = "first_correct" if first else ("new_best" if after is not None and after.id == trial.id else "correct")
+            await self._profile(trial.id, lane, profile_policy(self.problem.config.profile_when, event))
+        trial = self.store.get(trial.id)
+        decision = self._decide(trial)
+        if (decision.action == "switch_approach" and trial.profile is None and trial.median_us is not None
+                and profile_policy(self.problem.config.profile_when, "plateau")):
+            await self._profile(trial.id, lane, True)  # a plateau: counters choose the new approach
+            self._decide(self.store.get(trial.id))
 
-    def _decide(self, trial: Trial) -> None:
+    async def _profile(self, trial_id: str, lane: Lane, with_counters: bool) -> None:
+        """Verdicts for a correct GPU trial: from ncu counters when asked for, else analytic."""
+        trial = self.store.get(trial_id)
+        env = (trial.result or {}).get("env") or {}
+        analysis = await asyncio.to_thread(analyze, self.problem, gpu=env.get("gpu"), driver=env.get("driver"))
+        profile = None
+        if with_counters:
+            self._set_state(trial_id, TrialState.PROFILING, f"Nsight Compute on {lane.name}")
+            handle = ChildHandle()
+            self._handles[trial_id] = handle
+            try:
+                profile = await asyncio.to_thread(profile_file, self.problem, self.store.snapshot_path(trial.sha256),
+                                                  name=trial_id, env=lane.env, handle=handle)
+            finally:
+                self._handles.pop(trial_id, None)
+            profile = {k: v for k, v in profile.items() if k not in ("log_tail", "command")}
+        verdicts, sol = trial_verdicts(self.problem, trial, analysis, profile)
+        fields: dict[str, Any] = {"verdicts": verdicts, "sol": sol}
+        if profile is not None:
+            fields["profile"] = profile
+        if self.store.get(trial_id).state != TrialState.CORRECT.value:
+            fields["state"] = TrialState.CORRECT
+        self.store.update(trial_id, **fields)
+        if "state" in fields:
+            self.emit(ev.StateChanged(trial_id, TrialState.CORRECT.value, f"{len(verdicts)} verdict(s)"))
+
+    def profile_now(self, trial_id: str) -> None:
+        """Queue an Nsight Compute profile of a correct GPU trial on a lane (the `p` key)."""
+        trial = self.store.get(trial_id)
+        if trial.median_us is None:
+            self.emit(ev.Notice(f"{trial_id} has no GPU timing to profile (correct trials on a GPU only)", "warning"))
+            return
+
+        async def run(lane: Lane) -> None:
+            await self._profile(trial_id, lane, True)
+            self._decide(self.store.get(trial_id))
+
+        self.lanes.submit(Job(trial_id, trial.file, run))
+
+    def _decide(self, trial: Trial) -> Decision:
         trials = self.store.trials()
         source = self.store.read_source(trial)
         decision = decide(trials, trial, trial.verdicts, self.problem.config, source=source)
         self.store.update(trial.id, decision=decision.to_dict())
         self.emit(ev.DecisionMade(trial.id, decision.action, decision.reason, decision.key))
+        return decision
 
     # Things that change under the engine
 

@@ -1,0 +1,52 @@
+"""Results recorded on the H200 (benches/gpu_bench_check.py, 2026-11-29): the schema reads them, the
+labels name GPU, dtype and shape, and the bad kernels got the verdicts BENCHMARKS.md reports."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trialtui.core.model import Trial
+from trialtui.core.result import check_result
+from trialtui.render import render_bench, trial_summary
+
+HERE = Path(__file__).parent / "fixtures" / "gpu"
+
+
+def load(name):
+    return json.loads((HERE / name).read_text())
+
+
+@pytest.mark.parametrize("name", ["axpy", "rowsoftmax", "matmul"])
+def test_h200_results_follow_the_schema_and_are_labelled(name):
+    result = check_result(load(f"result_{name}.json"))
+    assert result["state"] == "correct"
+    assert result["env"]["gpu"] == "NVIDIA H200"
+    text = render_bench(result)
+    assert "NVIDIA H200" in text and result["dtype"] in text and "vs eager (measured)" in text
+    trial = Trial(id="t1", file="kernel.py", sha256="0", created=0.0, state="correct", result=result)
+    assert "vs eager" in trial_summary(trial) and "NVIDIA H200" in trial_summary(trial)
+
+
+@pytest.mark.parametrize("name", ["axpy", "rowsoftmax", "matmul"])
+def test_cupti_kernel_time_agrees_with_ncu_within_3_percent(name):
+    record = load("bench_check.json")["problems"][name]
+    kernel_us = record["runs"][0]["kernel_us"]
+    assert abs(kernel_us / record["ncu_us"] - 1) <= 0.03
+
+
+def test_wrong_kernel_is_incorrect_with_numbers():
+    bad = check_result(load("bad_wrong.json"))
+    assert bad["state"] == "incorrect" and bad["speedup"] is None and bad["timing"] is None
+    assert bad["correctness"]["mismatch_frac"] > 0.5
+
+
+def test_side_stream_work_is_caught_by_the_cupti_cross_check():
+    bad = check_result(load("bad_side_stream.json"))
+    codes = {f["code"] for f in bad["flags"]}
+    assert "side-stream" in codes
+
+
+def test_illegal_memory_access_is_an_error_not_a_crash():
+    bad = check_result(load("bad_illegal_address.json"))
+    assert bad["state"] == "error" and "CUDA error" in bad["message"]

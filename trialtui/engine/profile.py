@@ -1,0 +1,79 @@
+"""Parent side of analyze, profile and calibrate: specs in, checked results out, and the verdicts.
+
+The analysis (FLOPs and minimum bytes of the reference) is cached per reference hash and bench
+sizes: it never changes between trials, so it is computed once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from trialtui.core.baselines import reference_hash
+from trialtui.core.gpus import ceilings_for
+from trialtui.core.model import Trial
+from trialtui.core.problem import Problem
+from trialtui.core.verdicts import context_for, verdicts_for_profile
+from trialtui.engine.bench import child_env
+from trialtui.engine.jobs import ChildHandle, run_child
+
+ANALYSIS_NAME = "analysis.json"
+NCU_TIMEOUT_S = 300.0
+ANALYZE_TIMEOUT_S = 120.0
+
+
+def analyze(problem: Problem, *, gpu: str | None = None, driver: str | None = None, use_cache: bool = True) -> dict[str, Any]:
+    """The reference's ops, FLOPs, minimum bytes, fusion chances and roofline (no GPU needed)."""
+    key = {"ref": reference_hash(problem.reference), "sizes": problem.bench_cases[0], "dtype": problem.config.dtype}
+    cache = problem.state_dir / ANALYSIS_NAME
+    if use_cache:
+        try:
+            cached = json.loads(cache.read_text())
+            if cached.get("key") == key:
+                return cached["analysis"]
+        except (OSError, ValueError, KeyError):
+            pass
+    spec = problem.job_spec(gpu=gpu, driver=driver, case=0)
+    log = problem.state_dir / "logs" / "analyze.log"
+    result = run_child("trialtui.runner.analyze_job", spec, timeout_s=ANALYZE_TIMEOUT_S, log_path=log,
+                       env={"CUDA_VISIBLE_DEVICES": ""})
+    if result.get("state") == "ok":
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"key": key, "analysis": result}, default=str))
+    return result
+
+
+def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str] | None = None,
+                 handle: ChildHandle | None = None) -> dict[str, Any]:
+    """The candidate under Nsight Compute; the .ncu-rep stays under .trialtui/profiles/ for the GUI."""
+    report = problem.state_dir / "profiles" / name
+    spec = problem.job_spec(candidate=str(Path(path).resolve()), report=str(report), case=0,
+                            ncu_timeout_s=NCU_TIMEOUT_S)
+    log = problem.state_dir / "logs" / f"profile-{name}.log"
+    started = time.monotonic()
+    result = run_child("trialtui.runner.profile_job", spec, timeout_s=NCU_TIMEOUT_S + 150, log_path=log,
+                       env={**child_env("cuda"), **(env or {})}, handle=handle)
+    result["wall_s"] = round(time.monotonic() - started, 3)
+    return result
+
+
+def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> dict[str, Any]:
+    """Measure this GPU's copy bandwidth and matmul rates once; cached per GPU name and driver."""
+    log = log_path or Path.home() / ".cache" / "trialtui" / "calibrate.log"
+    return run_child("trialtui.runner.calibrate_job", {"version": 1}, timeout_s=timeout_s, log_path=log,
+                     env=child_env("cuda"))
+
+
+def trial_verdicts(problem: Problem, trial: Trial, analysis: dict[str, Any] | None,
+                   profile: dict[str, Any] | None) -> tuple[list[dict[str, Any]], float | None]:
+    """Verdicts (counters when the profile has them, else analytic) and the speed-of-light fraction."""
+    env = (trial.result or {}).get("env") or {}
+    ceilings = ceilings_for(env["gpu"], env.get("driver")) if env.get("gpu") else None
+    context = context_for(analysis, ceilings, trial.median_us, allow_tf32=problem.config.allow_tf32,
+                          sol_target=problem.config.sol_target)
+    kernels = (trial.validation or {}).get("kernels") or []
+    facts = next((k for k in kernels if k.get("arch") == "sm_90"), kernels[0] if kernels else None)
+    verdicts = verdicts_for_profile(profile, context, facts)
+    return [v.to_dict() for v in verdicts], context.sol()

@@ -102,3 +102,51 @@ def trial_summary(trial, baseline: str = "eager") -> str:
         speed_text = f"{speed:.2f}× vs {baseline}" if speed is not None else "no baseline"
         return f"{speed_text}, {fmt_us(timing.get('median_us'))} [{label(result)}]"
     return result.get("message") or trial.state
+
+
+def _bytes(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def render_analysis(result: dict[str, Any], problem=None) -> str:
+    if result.get("state") != "ok":
+        return f"analyze failed: {result.get('message')}"
+    roof = result.get("roofline") or {}
+    case = result.get("case") or {}
+    lines = [
+        f"reference at bench sizes ({sizes_label([case]) if case else 'defaults'}, {result.get('dtype')}"
+        f"{', scaled from test sizes: approximate' if result.get('scaled') else ''}):",
+        f"  FLOPs {result['flops']:.3g}; minimum bytes {_bytes(result['min_bytes'])} (each input read once, each "
+        f"output written once); eager moves ≈ {_bytes(result.get('eager_bytes') or 0)}",
+    ]
+    if roof:
+        lines.append(
+            f"  intensity {roof['intensity']:.1f} FLOP/B vs ridge {roof['ridge']:.1f} on {roof['gpu']} ({roof['source']}): "
+            f"{roof['bound']}-bound; floor {fmt_us(roof['floor_us'])} "
+            f"(compute {fmt_us(roof['compute_us'])}, memory {fmt_us(roof['memory_us'])})"
+        )
+    lines.append("  ops:")
+    for op in result.get("ops", [])[:20]:
+        shapes = " ".join("×".join(map(str, s)) for s in op.get("inputs", []))
+        flops = f", {op['flops']:.3g} FLOPs" if op.get("flops") else ""
+        lines.append(f"    {op['op']:<24} {op['kind']:<12} {shapes}{flops}")
+    for chance in result.get("fusion", []):
+        lines.append(f"  fusion: {chance['message']}")
+    return "\n".join(lines)
+
+
+def render_verdicts(out: dict[str, Any]) -> str:
+    env = out.get("env") or {}
+    profile = out.get("profile") or {}
+    source = "Nsight Compute counters" if profile.get("available") else f"analytic ({profile.get('reason')})"
+    sol = f", {out['sol']:.0%} of speed-of-light" if out.get("sol") else ""
+    lines = [f"{env.get('gpu')}: median {fmt_us(out.get('median_us'))}{sol}; verdicts from {source}"]
+    if profile.get("report"):
+        lines.append(f"  report: {profile['report']} (open it in the Nsight Compute GUI)")
+    for v in out.get("verdicts", []):
+        lines.append(f"  [{v['severity']}] {v['title']} — {v['evidence']}")
+        lines.append(f"      → {v['hint']}")
+    return "\n".join(lines)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from watchfiles import Change, awatch
 
+STATE_DIR = ".trialtui"
+
 _EDITOR_TEMP = re.compile(
     r"""(
         ^4913$ | ~$ | \.sw[a-p]$ | \.swx$ | ^\#.*\#$ | ^\.\# | ___jb_(tmp|old)___$ |
@@ -27,31 +29,60 @@ def is_editor_temp(name: str) -> bool:
     return bool(_EDITOR_TEMP.search(name))
 
 
+def _interesting(path: Path) -> bool:
+    """trialtui's own writes (.trialtui/) must not keep the quiet window from ever closing."""
+    return STATE_DIR not in path.parts and "__pycache__" not in path.parts and not is_editor_temp(path.name)
+
+
+POLL_MS = 20
+
+
 async def saves(
     root: Path,
     *,
     quiet_ms: int,
     stop: asyncio.Event,
 ) -> AsyncIterator[tuple[set[Path], set[Path]]]:
-    """Yield (changed, deleted) sets of files once `quiet_ms` passes without a change."""
-    async for changes in awatch(
+    """Yield (changed, deleted) sets of files once `quiet_ms` passes without a change.
+
+    watchfiles reports a batch after POLL_MS of quiet; the rest of the quiet window is timed here
+    from that batch, so a save is seen within the window plus one poll.
+    """
+    changes = awatch(
         root,
-        step=quiet_ms,
+        step=POLL_MS,
         debounce=max(1600, quiet_ms * 4),
         stop_event=stop,
         recursive=True,
-        force_polling=False,
-        watch_filter=lambda change, name: not is_editor_temp(Path(name).name),
-    ):
-        changed: set[Path] = set()
-        deleted: set[Path] = set()
-        for change, name in changes:
-            path = Path(name)
-            if ".trialtui" in path.parts:
+        watch_filter=lambda change, name: _interesting(Path(name)),
+    ).__aiter__()
+    changed: set[Path] = set()
+    deleted: set[Path] = set()
+    pending: asyncio.Future | None = None
+    remaining = max(0.0, (quiet_ms - POLL_MS) / 1000)
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(changes.__anext__())
+            done, _ = await asyncio.wait({pending}, timeout=remaining if (changed or deleted) else None)
+            if not done:  # the window closed quietly: one save
+                yield changed, deleted
+                changed, deleted = set(), set()
                 continue
-            if change == Change.deleted and not path.exists():
-                deleted.add(path)
-            elif path.exists():
-                changed.add(path)
-                deleted.discard(path)
-        yield changed, deleted
+            try:
+                batch = pending.result()
+            except StopAsyncIteration:
+                return
+            finally:
+                pending = None
+            for change, name in batch:
+                path = Path(name)
+                if change == Change.deleted and not path.exists():
+                    deleted.add(path)
+                    changed.discard(path)
+                elif path.exists():
+                    changed.add(path)
+                    deleted.discard(path)
+    finally:
+        if pending is not None:
+            pending.cancel()

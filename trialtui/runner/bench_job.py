@@ -63,20 +63,23 @@ class LaunchCounter:
 
 @contextmanager
 def poisoned_allocations() -> Iterator[None]:
-    """Fresh allocations filled with NaN, so outputs the kernel never wrote cannot pass."""
+    """Fresh allocations filled with NaN, so outputs the kernel never wrote cannot pass.
+
+    The C switch under torch.use_deterministic_algorithms does the same without importing
+    torch._inductor (1.5 s of CPU). Warn-only: the candidate's own nondeterministic ops still run.
+    """
     import torch
     import torch.utils.deterministic as deterministic
 
-    was_det = torch.are_deterministic_algorithms_enabled()
-    was_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
     was_fill = deterministic.fill_uninitialized_memory
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch._C._set_deterministic_algorithms(True, warn_only=True)
     deterministic.fill_uninitialized_memory = True
     try:
         yield
     finally:
         deterministic.fill_uninitialized_memory = was_fill
-        torch.use_deterministic_algorithms(was_det, warn_only=was_warn)
+        torch._C._set_deterministic_algorithms(was[0], warn_only=was[1])
 
 
 def environment(device) -> dict[str, Any]:
@@ -333,14 +336,25 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     counter = LaunchCounter()
     counter.install()
     stage = "loading the reference"
+    phases = result["phases_s"] = {}
+    mark = time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal mark
+        now = time.perf_counter()
+        phases[name] = round(now - mark, 3)
+        mark = now
+
     try:
         reference = Reference(spec, device_name)
         if reference.emulated:
             result["flags"].append(flag("bf16-emulated", BF16_NOTE))
         stage = "importing the candidate"
         candidate = Candidate(spec, spec["candidate"], reference)
+        phase("load")
         stage = "checking correctness"
         correctness = check_correctness(spec, reference, candidate, cases, seeds, progress, counter)
+        phase("correctness")
         result["correctness"] = correctness
         for warning in correctness.pop("warnings", []):
             result["flags"].append(flag("trivial-reference", warning))
@@ -361,6 +375,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             result["flags"] += flags
             result["speedup"], more = speedups(cand, baselines)
             result["flags"] += more
+            phase("timing")
         else:
             _, cand_fn = build_pair(reference, candidate, cases[0], 0)
             inputs = reference.make_inputs(cases[0], 0)

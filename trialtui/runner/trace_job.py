@@ -17,12 +17,11 @@ import math
 import os
 import sys
 import traceback
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from trialtui.core.result import RESULT_VERSION
-from trialtui.runner.bench_job import Progress
+from trialtui.runner.bench_job import Progress, poisoned_allocations
 
 # Launch options the compile child passes on to triton.compile (the rest are kernel arguments).
 OPTION_NAMES = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_pdl")
@@ -42,28 +41,6 @@ CPU_ONLY_SIGNS = (
 
 class Unsupported(ValueError):
     """A launch argument the compile stage cannot rebuild from JSON."""
-
-
-@contextmanager
-def nan_filled_allocations():
-    """Fresh allocations filled with NaN, so output the kernel never wrote cannot pass the preview.
-
-    bench_job's poisoned_allocations flips the same two switches through
-    torch.use_deterministic_algorithms, which imports torch._inductor: 1.5 s of CPU, half the
-    compile stage's budget. The C switch underneath does the same without it.
-    """
-    import torch
-    import torch.utils.deterministic as deterministic
-
-    was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
-    was_fill = deterministic.fill_uninitialized_memory
-    torch._C._set_deterministic_algorithms(True, warn_only=True)
-    deterministic.fill_uninitialized_memory = True
-    try:
-        yield
-    finally:
-        deterministic.fill_uninitialized_memory = was_fill
-        torch._C._set_deterministic_algorithms(was[0], warn_only=was[1])
 
 
 def encode_constexpr(value: Any) -> Any:
@@ -360,7 +337,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         inputs = reference.make_inputs(case, 0)
         stage = "run"
         progress(job="trace", phase="run")
-        with torch.no_grad(), nan_filled_allocations():
+        with torch.no_grad(), poisoned_allocations():
             output = cand_fn(clone(inputs))
         result["launches"] = list(recorder.launches.values())
         publish(spec.get("launches"), result["launches"], recorder.skipped)

@@ -189,3 +189,29 @@ def test_gpumode_candidate_passes(tmp_path):
 def test_gpumode_wrong_candidate_fails(tmp_path):
     r = gm_problem(tmp_path, GM_GOOD.replace("x = x - tl.max(x, axis=0)", "x = x - 1.0").replace("e / tl.sum(e, axis=0)", "e"))
     assert r["state"] == "incorrect"
+
+
+def test_warm_child_runs_the_job_with_imports_done_and_keeps_its_log(tmp_path):
+    import time
+
+    from trialtui.engine.bench import BENCH_MODULE, child_env
+    from trialtui.engine.jobs import WarmChildren
+
+    root = write_problem(tmp_path / "p", files={"cand.py": KB_GOOD, "bad.py": variant(
+        "out = torch.empty_like(x)", "out = torch.empty_like(x)\n        print('to the log'); import os; os._exit(9)")},
+        config=FAST)
+    problem = load_problem(root)
+    warm = WarmChildren()
+    try:
+        warm.prime(BENCH_MODULE, child_env("cpu"))
+        time.sleep(6)  # the import finishes while "the user edits"
+        started = time.monotonic()
+        good = bench_file(problem, root / "cand.py", device="cpu", warm=warm)
+        assert good["state"] == "correct"
+        assert time.monotonic() - started < 1.5, "the warm child should not import torch again"
+        time.sleep(6)
+        bad = bench_file(problem, root / "bad.py", device="cpu", warm=warm, log_path=tmp_path / "bad.log")
+        assert bad["state"] == "error" and "exited with code 9" in bad["message"]
+        assert "to the log" in (tmp_path / "bad.log").read_text()
+    finally:
+        warm.close()

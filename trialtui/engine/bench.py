@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from trialtui.core.baselines import BaselineCache, reference_hash
 from trialtui.core.problem import Problem
-from trialtui.engine.jobs import ChildHandle, run_child
+from trialtui.engine.jobs import ChildHandle, WarmChildren, run_child
 
 BENCH_MODULE = "trialtui.runner.bench_job"
 
@@ -39,6 +39,7 @@ def bench_file(
     on_progress: Callable[[dict[str, Any]], None] | None = None,
     cuda_graph: bool = False,
     env: dict[str, str] | None = None,
+    warm: WarmChildren | None = None,
 ) -> dict[str, Any]:
     """Check and time one candidate file in a child process; returns the result JSON as a dict."""
     device = device or detect_device()
@@ -62,7 +63,7 @@ def bench_file(
         log_path = problem.state_dir / "logs" / f"bench-{Path(path).stem}-{int(time.time() * 1000)}.log"
     result = run_child(
         BENCH_MODULE, spec, timeout_s=cfg.bench_timeout_s, log_path=log_path,
-        env={**child_env(device), **(env or {})}, handle=handle, on_progress=on_progress,
+        env={**child_env(device), **(env or {})}, handle=handle, on_progress=on_progress, warm=warm,
     )
     result["log"] = str(log_path)
     result.setdefault("dtype", cfg.dtype)

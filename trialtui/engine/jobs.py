@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,48 @@ def failure(state: str, message: str, log: str = "", **extra: Any) -> dict[str, 
     return {"version": RESULT_VERSION, "state": state, "message": message, "log_tail": log, **extra}
 
 
+WAIT_FLAG = "--wait"
+
+
+class WarmChildren:
+    """Children started ahead of their job: torch and triton imported, CUDA untouched, waiting for a spec.
+
+    Each job still runs in a fresh process (a crashed CUDA context dies with it), but the seconds of
+    imports are spent while the previous job runs or the user edits. One warm child per module and
+    environment (a lane's CUDA_VISIBLE_DEVICES, the interpreter flag).
+    """
+
+    def __init__(self) -> None:
+        self._ready: dict[tuple, subprocess.Popen] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(module: str, env: dict[str, str]) -> tuple:
+        return (module, tuple(sorted(env.items())))
+
+    def prime(self, module: str, env: dict[str, str]) -> None:
+        key = self._key(module, env)
+        with self._lock:
+            if key in self._ready and self._ready[key].poll() is None:
+                return
+            self._ready[key] = subprocess.Popen(
+                [sys.executable, "-m", module, WAIT_FLAG],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                env={**os.environ, **env, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+            )
+
+    def take(self, module: str, env: dict[str, str]) -> subprocess.Popen | None:
+        with self._lock:
+            process = self._ready.pop(self._key(module, env), None)
+        return process if process is not None and process.poll() is None else None
+
+    def close(self) -> None:
+        with self._lock:
+            for process in self._ready.values():
+                kill_group(process)
+            self._ready.clear()
+
+
 def run_child(
     module: str,
     spec: dict[str, Any],
@@ -76,32 +119,41 @@ def run_child(
     env: dict[str, str] | None = None,
     handle: ChildHandle | None = None,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
+    warm: WarmChildren | None = None,
 ) -> dict[str, Any]:
     """Run `python -m MODULE SPEC RESULT` and return its checked result, or a failure result.
 
     Progress lines the child writes to its progress file are passed to `on_progress` as dicts.
+    With `warm`, a pre-started child takes the job if one is ready, and the next one is primed.
     """
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = env or {}
     with tempfile.TemporaryDirectory(prefix="trialtui-job-") as tmp:
         spec_path = Path(tmp) / "spec.json"
         result_path = Path(tmp) / "result.json"
         progress_path = Path(tmp) / "progress.jsonl"
         spec_path.write_text(json.dumps({**spec, "progress": str(progress_path)}))
-        child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
         started = time.monotonic()
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", module, str(spec_path), str(result_path)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=child_env,
-                start_new_session=True,
-            )
-            if handle is not None:
-                handle.process = process
-            returncode = _wait(process, timeout_s, progress_path, on_progress)
+        process = warm.take(module, env) if warm is not None else None
+        if process is not None:
+            process.stdin.write(f"{spec_path}\t{result_path}\t{log_path}\n".encode())
+            process.stdin.close()
+        else:
+            with open(log_path, "wb") as log:
+                process = subprocess.Popen(
+                    [sys.executable, "-m", module, str(spec_path), str(result_path)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env={**os.environ, **env, "PYTHONUNBUFFERED": "1"},
+                    start_new_session=True,
+                )
+        if warm is not None:
+            warm.prime(module, env)
+        if handle is not None:
+            handle.process = process
+        returncode = _wait(process, timeout_s, progress_path, on_progress)
         elapsed = time.monotonic() - started
         if returncode is None:
             return failure("timeout", f"timed out after {timeout_s:g} s; the child was killed", log_tail(log_path))

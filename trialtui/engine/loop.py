@@ -19,8 +19,8 @@ from trialtui.core.verdicts import profile_policy
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError, load_problem
 from trialtui.core.store import Store
 from trialtui.engine import events as ev
-from trialtui.engine.bench import bench_file, detect_device
-from trialtui.engine.jobs import ChildHandle
+from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env, detect_device
+from trialtui.engine.jobs import ChildHandle, WarmChildren
 from trialtui.engine.lanes import Job, Lane, Lanes
 from trialtui.engine.profile import analyze, profile_file, trial_verdicts
 from trialtui.engine.validate import validate_file
@@ -58,6 +58,7 @@ class Engine:
         self._handles: dict[str, ChildHandle] = {}
         self._pending: set[asyncio.Task] = set()
         self._stop = asyncio.Event()
+        self._warm = WarmChildren() if bench is bench_file else None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reference_sha = self._reference_hash()
 
@@ -81,6 +82,9 @@ class Engine:
     async def run(self, *, once: bool = False, watch: bool = True) -> None:
         """Score what is new since last time, then follow saves until stopped (or, with once, until idle)."""
         self._loop = asyncio.get_running_loop()
+        if self._warm is not None:  # each lane's next job finds torch and triton already imported
+            for lane in self.lanes.lanes:
+                self._warm.prime(BENCH_MODULE, {**child_env(self.device), **lane.env})
         workers = [asyncio.create_task(self.lanes.work(lane)) for lane in self.lanes.lanes]
         watcher = None
         try:
@@ -113,6 +117,8 @@ class Engine:
         self._stop.set()
 
     def close(self) -> None:
+        if self._warm is not None:
+            self._warm.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
 
@@ -260,7 +266,7 @@ class Engine:
         try:
             result = await asyncio.to_thread(
                 self._bench, self.problem, source, device=self.device, log_path=self.store.state_dir / log_rel,
-                handle=handle, on_progress=progress, env=lane.env,
+                handle=handle, on_progress=progress, env=lane.env, **({"warm": self._warm} if self._warm else {}),
             )
         finally:
             self._handles.pop(trial.id, None)

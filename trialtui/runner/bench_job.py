@@ -403,7 +403,28 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
+def wait_for_job() -> list[str]:
+    """A warm child: import what every job needs, then block until the parent sends a job.
+
+    CUDA is not touched here, so the job still gets a fresh context. Output goes to the job's log.
+    """
+    import torch  # noqa: F401
+    import triton  # noqa: F401
+    import triton.language  # noqa: F401
+
+    line = sys.stdin.readline().rstrip("\n")
+    if not line:
+        os._exit(0)  # the parent went away
+    spec_path, result_path, log_path = line.split("\t")
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    return [sys.argv[0], spec_path, result_path]
+
+
 def main(argv: list[str]) -> int:
+    if argv[1:] == ["--wait"]:
+        argv = wait_for_job()
     spec_path, result_path = argv[1], argv[2]
     spec = json.loads(Path(spec_path).read_text())
     result = run(spec)

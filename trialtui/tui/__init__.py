@@ -1,0 +1,1 @@
+"""The Textual front end: the app, its widgets and screens. Only this package imports textual."""

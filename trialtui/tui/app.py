@@ -1,0 +1,631 @@
+"""The Textual app: the engine runs in a worker, its events become messages, handlers own the widgets.
+
+`make_app` builds it for the CLI (`trialtui [DIR]`, `trialtui watch`), the demo and every snapshot
+test. The engine's subscriber only posts messages (progress and queue messages coalesce); every
+widget change happens in an `on_*` handler or an action, on the app's thread. Keys call engine
+operations, which return at once; nothing here waits on a job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Any, Protocol
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Static
+from textual.worker import Worker
+
+from trialtui.core import tree
+from trialtui.core.model import Trial, TrialState
+from trialtui.core.problem import Problem
+from trialtui.core.report import FINAL_DIR, build_report
+from trialtui.core.store import Store, StoreError, UnknownTrial, atomic_write
+from trialtui.engine import events as ev
+from trialtui.tui import describe
+from trialtui.tui.commands import TrialCommands
+from trialtui.tui.messages import (
+    DecisionMade,
+    EngineFailed,
+    EngineNotice,
+    EngineStopped,
+    FinalizeDone,
+    JobProgress,
+    NewBest,
+    QueueChanged,
+    ResultReady,
+    SaveIgnored,
+    TrialCreated,
+    TrialStateChanged,
+    to_message,
+)
+from trialtui.tui.screens.confirm import ConfirmScreen
+from trialtui.tui.screens.find import FindScreen
+from trialtui.tui.screens.help import HelpScreen
+from trialtui.tui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
+from trialtui.tui.widgets.detail import TABS, TrialDetail
+from trialtui.tui.widgets.next_action import NextAction
+from trialtui.tui.widgets.plots import SpeedupHistory
+from trialtui.tui.widgets.status_bar import StatusBar
+from trialtui.tui.widgets.trial_tree import TrialTree
+
+_NOTICE_SEVERITY = {"info": "information", "warning": "warning", "error": "error"}
+
+
+class Demo(Protocol):
+    async def play(self, engine: Any) -> None: ...
+
+
+class TrialApp(App):
+    """One problem directory, live."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "trialtui"
+    COMMANDS = App.COMMANDS | {TrialCommands}
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
+    BINDINGS = [
+        Binding("b", "branch_best", "Best", id="branch-best",
+                tooltip="branch to best: write the best trial's source into its file; the next save grows from it"),
+        Binding("B", "branch_cursor", "Branch", id="branch-cursor",
+                tooltip="branch from the trial under the cursor: write its source into its file"),
+        Binding("r", "rerun", "Re-run", id="rerun", tooltip="queue the trial under the cursor again"),
+        Binding("x", "cancel", "Cancel", id="cancel", tooltip="cancel the running job (or the cursor's queued trial)"),
+        Binding("p", "profile", "Profile", id="profile", tooltip="profile the trial under the cursor now"),
+        Binding("f", "follow", "Follow", id="follow", tooltip="follow mode: the cursor jumps to each new trial"),
+        Binding("F", "finalize", "Finalize", id="finalize",
+                tooltip="finalize the best trial: clean re-benchmark, final/ with REPORT.md (asks first)"),
+        Binding("d", "diff", "Diff", id="diff", tooltip="Source tab: diff against the parent, or back to the source"),
+        Binding("s", "summary_raw", "Raw", id="summary-raw", tooltip="Profile tab: verdicts or the raw ncu summary"),
+        Binding("space", "pause", "Pause", id="pause", key_display="space",
+                tooltip="pause or resume watching (saves while paused are scored on resume)"),
+        Binding("slash", "find", "Find", id="find", key_display="/", tooltip="find a trial by id, strategy or state"),
+        Binding("question_mark,f1", "help", "Help", id="help", key_display="?", tooltip="this help"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="quit (the engine stops; trials are saved)"),
+        Binding("1", "tab('metrics')", "Metrics", show=False, id="tab-metrics"),
+        Binding("2", "tab('profile')", "Profile tab", show=False, id="tab-profile"),
+        Binding("3", "tab('source')", "Source tab", show=False, id="tab-source"),
+        Binding("4", "tab('log')", "Log tab", show=False, id="tab-log"),
+        Binding("escape", "focus_tree", "Tree", show=False, id="focus-tree"),
+    ]
+
+    def __init__(self, problem: Problem, engine: Any, *, theme: str | None = None, demo: Demo | None = None,
+                 owns_engine: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.problem = problem
+        self.engine = engine
+        self.owns_engine = owns_engine
+        self.store: Store = engine.store
+        self.config = problem.config
+        self.baseline = self.config.primary_baseline
+        self.demo = demo
+        self.clock = clock
+        self.trials: dict[str, Trial] = {}
+        self.heads: dict[str, str] = {}
+        self.best: Trial | None = None
+        self.follow = True
+        self.unseen = 0
+        self.running: set[str] = set()
+        self.engine_worker: Worker | None = None
+        self._find_origin: str | None = None
+        themes, self.theme_problems = load_themes()
+        for item in themes:
+            self.register_theme(item)
+        self.trialtui_themes = [item.name for item in themes]
+        wanted = theme or DEFAULT_THEME
+        if self.get_theme(wanted) is None:
+            self.theme_problems.append(f"no theme {wanted!r}; themes: {', '.join(self.trialtui_themes)}")
+            wanted = DEFAULT_THEME
+        self.theme = wanted
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(VARIABLE_DEFAULTS)
+
+    # Layout
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(self.clock, id="status")
+        with Horizontal(id="body"):
+            with Vertical(id="left"):
+                yield TrialTree(self.baseline, id="tree")
+                yield Static(id="follow-hint")
+                yield SpeedupHistory(id="history")
+            yield TrialDetail(self.store, self.config, id="detail")
+        yield NextAction(id="next")
+        yield Footer(compact=True, show_command_palette=False)
+
+    @property
+    def tree(self) -> TrialTree:
+        return self.query_one(TrialTree)
+
+    @property
+    def detail(self) -> TrialDetail:
+        return self.query_one(TrialDetail)
+
+    @property
+    def status(self) -> StatusBar:
+        return self.query_one(StatusBar)
+
+    def on_mount(self) -> None:
+        self.trials = {t.id: t for t in self.store.trials()}
+        self.heads = self.store.heads
+        self.best = tree.best(self.trials.values(), self.baseline)
+        self.running = {t.id for t in self.trials.values() if t.state_enum in describe.RUNNING}
+        self.tree.border_title = "Trials"
+        self.tree.load(self.trials.values(), self._best_id, self.heads)
+        self.query_one("#history", SpeedupHistory).border_title = "History"
+        self.detail.border_title = "Trial"
+        self._refresh_standing()
+        self._refresh_history()
+        if not self.trials:
+            self._show(None)
+        self.tree.focus()
+        for problem in self.theme_problems:
+            self.notify(problem, severity="warning", timeout=8)
+        self.engine.subscribe(self._on_engine_event)
+        self.engine_worker = self.run_worker(self._run_engine(), name="engine", group="engine", exit_on_error=False)
+        if self.demo is not None:
+            self.run_worker(self.demo.play(self.engine), name="demo", group="demo", exit_on_error=False)
+        self.set_interval(1 / 8, self._spin)
+        self.set_interval(1.0, self._tail_log)
+
+    def _on_engine_event(self, event: ev.Event) -> None:
+        """The engine's subscriber: runs wherever the engine emits, so it only posts."""
+        self.post_message(to_message(event))
+
+    async def _run_engine(self) -> None:
+        try:
+            await self.engine.run()
+        except Exception as exc:  # the app stays open to read the trials; the status bar says why
+            self.post_message(EngineStopped(f"{type(exc).__name__}: {exc}"))
+
+    def on_unmount(self) -> None:
+        if self.owns_engine:
+            self.engine.stop()
+            self.engine.close()
+
+    async def action_quit(self) -> None:
+        self.engine.stop()
+        worker = self.engine_worker
+        if worker is not None and worker.is_running:
+            with suppress(Exception):
+                await asyncio.wait_for(worker.wait(), timeout=3.0)
+        self.exit()
+
+    # Model
+
+    @property
+    def _best_id(self) -> str | None:
+        return self.best.id if self.best else None
+
+    @property
+    def cursor_trial(self) -> Trial | None:
+        return self.trials.get(self.tree.cursor_id or "")
+
+    def _reload(self, trial_id: str) -> Trial | None:
+        try:
+            trial = self.store.get(trial_id)
+        except UnknownTrial:
+            return None
+        self.trials[trial.id] = trial
+        return trial
+
+    def _rebest(self) -> None:
+        self.best = tree.best(self.trials.values(), self.baseline)
+        self.tree.set_marks(self._best_id, self.heads)
+        self.detail.set_marks(self._best_id, set(self.heads.values()))
+
+    def _show(self, trial: Trial | None) -> None:
+        parent = self.trials.get(trial.parent or "") if trial else None
+        self.detail.set_marks(self._best_id, set(self.heads.values()))
+        self.detail.show(trial, parent)
+        self.query_one(NextAction).show(trial)
+        self.refresh_bindings()
+
+    def _changed(self, trial: Trial) -> None:
+        """A known trial has newer data: its tree line, and the panes if it is the one shown."""
+        self.tree.upsert(trial)
+        if trial.id == self.tree.cursor_id:
+            self.detail.refresh_trial(trial, self.trials.get(trial.parent or ""))
+            self.query_one(NextAction).show(trial)
+            self.refresh_bindings()
+
+    def _where(self) -> str:
+        """The GPU that timed the latest GPU result (and whether it was a recording), else the device."""
+        for trial in sorted(self.trials.values(), key=lambda t: -tree.id_number(t.id)):
+            env = (trial.result or {}).get("env") or {}
+            if env.get("device") == "cuda" and env.get("gpu"):
+                rec = describe.recorded(trial.result)
+                return f"{env['gpu']} ({rec})" if rec else env["gpu"]
+        if getattr(self.engine, "device", None) == "cpu":
+            return "CPU · Triton interpreter (correctness only)"
+        return "GPU"
+
+    def _refresh_standing(self) -> None:
+        standing = self.status.standing
+        standing.problem = self.problem.name
+        standing.where = self._where()
+        standing.baseline = self.baseline
+        best = self.best
+        standing.best_id = best.id if best else None
+        standing.best_speedup = best.speedup(self.baseline) if best else None
+        base = (((best.result or {}).get("baselines") or {}).get(self.baseline) or {}) if best else {}
+        standing.baseline_us = base.get("median_us")
+        budget = tree.budget(self.trials.values(), self.config.max_trials)
+        standing.used, standing.limit = budget.used, budget.limit
+        standing.paused = bool(self.engine.paused)
+        standing.waiting_saves = self.engine.saves_while_paused
+        standing.stale = sum(1 for t in self.trials.values() if not t.state_enum.is_final)
+        standing.follow = self.follow
+        self.status.refresh()
+
+    def _refresh_history(self) -> None:
+        ordered = sorted(self.trials.values(), key=lambda t: tree.id_number(t.id))
+        self.query_one("#history", SpeedupHistory).update(ordered, self.baseline, self.engine.device == "cpu")
+
+    def _refresh_follow_hint(self) -> None:
+        hint = self.query_one("#follow-hint", Static)
+        if self.follow or not self.unseen:
+            hint.display = False
+            return
+        hint.update(f"↓ {self.unseen} new trial{'s' if self.unseen != 1 else ''} — f to follow")
+        hint.display = True
+
+    # Engine messages
+
+    def on_trial_created(self, message: TrialCreated) -> None:
+        trial = self._reload(message.event.trial_id)
+        if trial is None:
+            return
+        self.heads = self.store.heads
+        self.tree.upsert(trial)
+        self.tree.set_marks(self._best_id, self.heads)
+        if self.follow or self.tree.cursor_id is None:
+            self.tree.move_to(trial.id, by_user=False)
+        else:
+            self.unseen += 1
+            self._refresh_follow_hint()
+        self._refresh_standing()
+
+    def on_trial_state_changed(self, message: TrialStateChanged) -> None:
+        trial = self._reload(message.event.trial_id)
+        if trial is None:
+            return
+        state = trial.state_enum
+        if state in describe.RUNNING:
+            self.running.add(trial.id)
+            self.status.activity.states[trial.id] = state.value
+        else:
+            self.running.discard(trial.id)
+        self._changed(trial)
+        if state.is_final:
+            self._rebest()
+            self._refresh_history()
+        self._refresh_standing()
+
+    def on_result_ready(self, message: ResultReady) -> None:
+        trial = self._reload(message.event.trial_id)
+        if trial is None:
+            return
+        self._changed(trial)
+        self._rebest()
+        self._refresh_history()
+        self._refresh_standing()
+
+    def on_new_best(self, message: NewBest) -> None:
+        event = message.event
+        self._reload(event.trial_id)
+        self._rebest()
+        self._refresh_standing()
+        if event.previous and event.previous_speedup is not None:
+            gain = event.speedup - event.previous_speedup
+            text = (f"{event.trial_id} beats {event.previous}: {event.previous_speedup:.2f}× → "
+                    f"{event.speedup:.2f}× ({gain:+.2f})")
+        else:
+            text = f"{event.trial_id} is the first best: {event.speedup:.2f}× vs {self.baseline}"
+        self.notify(text, title="★ New best", timeout=6)
+
+    def on_decision_made(self, message: DecisionMade) -> None:
+        trial = self._reload(message.event.trial_id)
+        if trial is not None:
+            self._changed(trial)
+
+    def on_save_ignored(self, message: SaveIgnored) -> None:
+        event = message.event
+        if event.how == "checkout" and event.head:
+            self.heads = self.store.heads
+            self.tree.set_marks(self._best_id, self.heads)
+            self.detail.set_marks(self._best_id, set(self.heads.values()))
+            self.notify(f"{event.file} holds {event.head}'s source again: its next save grows from {event.head}",
+                        timeout=4)
+
+    def on_queue_changed(self, message: QueueChanged) -> None:
+        event = message.event
+        activity = self.status.activity
+        now = self.clock()
+        running = {tid for tid in event.lanes.values() if tid}
+        for trial_id in running - set(activity.started):
+            activity.started[trial_id] = now
+        for trial_id in set(activity.started) - running:
+            activity.started.pop(trial_id, None)
+            activity.progress.pop(trial_id, None)
+            activity.states.pop(trial_id, None)
+            self.tree.set_progress(trial_id, None)
+        activity.lanes = dict(event.lanes)
+        activity.queued = list(event.queued)
+        self.status.refresh()
+        self.refresh_bindings()
+
+    def on_job_progress(self, message: JobProgress) -> None:
+        event = message.event
+        self.status.activity.progress[event.trial_id] = event
+        self.tree.set_progress(event.trial_id, describe.progress_text(event.phase, event.i, event.n, event.runs))
+        self.status.refresh()
+
+    def on_engine_notice(self, message: EngineNotice) -> None:
+        self.notify(message.event.message, severity=_NOTICE_SEVERITY.get(message.event.level, "information"),
+                    timeout=6)
+
+    def on_engine_failed(self, message: EngineFailed) -> None:
+        self.notify(message.event.message, title="Engine", severity="error", timeout=10)
+        self._refresh_standing()
+
+    def on_engine_stopped(self, message: EngineStopped) -> None:
+        self.status.standing.engine_down = message.reason
+        self.notify(f"the engine stopped: {message.reason}", title="Engine", severity="error", timeout=15)
+        self._refresh_standing()
+
+    def on_finalize_done(self, message: FinalizeDone) -> None:
+        self.notify(message.text, title=f"Finalize {message.trial_id}",
+                    severity="information" if message.ok else "error", timeout=12)
+        self._refresh_standing()
+
+    # Tree messages
+
+    def on_trial_tree_highlighted(self, message: TrialTree.Highlighted) -> None:
+        if message.by_user and self.follow:
+            self.follow = False
+            self.unseen = 0
+            self._refresh_standing()
+        if message.by_user and not self.follow and message.trial_id == self._newest_id():
+            self.unseen = 0
+            self._refresh_follow_hint()
+        self._show(self.trials.get(message.trial_id))
+
+    def on_trial_tree_selected(self, message: TrialTree.Selected) -> None:
+        scroll = self.detail.query_one(f"#{self.detail.active}-scroll")
+        scroll.focus()
+
+    def _newest_id(self) -> str | None:
+        return max(self.trials, key=tree.id_number) if self.trials else None
+
+    # Timers
+
+    def _spin(self) -> None:
+        if self.running:
+            self.tree.tick(int(self.clock() * 8))
+
+    def _tail_log(self) -> None:
+        trial = self.cursor_trial
+        if trial is not None and not trial.state_enum.is_final:
+            self.detail.reload_log()
+
+    # Actions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        cursor = self.cursor_trial
+        # False hides a key from the footer (and disables it): the footer lists what works now
+        if action in ("branch_best", "finalize"):
+            return self.best is not None
+        if action == "branch_cursor":
+            return cursor is not None
+        if action == "rerun":
+            return cursor is not None and cursor.state_enum.is_final and cursor.state_enum is not TrialState.INVALID
+        if action == "profile":
+            return cursor is not None and cursor.state_enum is TrialState.CORRECT and not describe.cpu_run(cursor)
+        if action == "cancel":
+            activity = self.status.activity if self.is_mounted else None
+            return activity is not None and bool(any(activity.lanes.values()) or activity.queued)
+        return True
+
+    def branch_from(self, trial_id: str) -> None:
+        """Write a trial's source into its file (atomically) and make it the file's head."""
+        try:
+            self.engine.branch(trial_id)
+        except (StoreError, OSError) as exc:
+            self.notify(f"could not branch from {trial_id}: {exc}", severity="error")
+            return
+        self.heads = self.store.heads
+        self.tree.set_marks(self._best_id, self.heads)
+        self.detail.set_marks(self._best_id, set(self.heads.values()))
+        self.go_to(trial_id)
+
+    def go_to(self, trial_id: str) -> None:
+        if trial_id in self.trials:
+            self.tree.move_to(trial_id, by_user=True)
+            self.tree.focus()
+
+    def action_branch_best(self) -> None:
+        if self.best is not None:
+            self.branch_from(self.best.id)
+
+    def action_branch_cursor(self) -> None:
+        if self.tree.cursor_id:
+            self.branch_from(self.tree.cursor_id)
+
+    def action_rerun(self) -> None:
+        trial = self.cursor_trial
+        if trial is not None:
+            self.engine.rerun(trial.id)
+
+    def action_cancel(self) -> None:
+        activity = self.status.activity
+        cursor = self.tree.cursor_id
+        running = [tid for tid in activity.lanes.values() if tid]
+        if cursor in running or cursor in activity.queued:
+            target = cursor
+        else:
+            target = (running or activity.queued or [None])[0]
+        if target and self.engine.cancel(target):
+            self.notify(f"cancelling {target}", timeout=3)
+
+    def action_profile(self) -> None:
+        trial = self.cursor_trial
+        if trial is not None:
+            self.engine.profile_now(trial.id)
+            self.notify(f"{trial.id} queued for profiling", timeout=3)
+
+    def action_follow(self) -> None:
+        self.follow = not self.follow
+        if self.follow:
+            self.unseen = 0
+            newest = self._newest_id()
+            if newest:
+                self.tree.move_to(newest, by_user=False)
+        self._refresh_follow_hint()
+        self._refresh_standing()
+
+    def action_diff(self) -> None:
+        self.detail.toggle_diff()
+
+    def action_summary_raw(self) -> None:
+        self.detail.toggle_raw()
+
+    def action_tab(self, tab: str) -> None:
+        if tab in TABS:
+            self.detail.activate(tab)
+
+    def action_focus_tree(self) -> None:
+        self.tree.focus()
+
+    def action_pause(self) -> None:
+        paused = self.engine.toggle_pause()
+        self.notify("watching paused: saves are counted, scored on resume" if paused else "watching resumed",
+                    timeout=3)
+        self._refresh_standing()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_find(self) -> None:
+        self._find_origin = self.tree.cursor_id
+
+        def done(query: str | None) -> None:
+            if query is None and self._find_origin:
+                self.tree.move_to(self._find_origin, by_user=True)
+            self.tree.focus()
+
+        self.push_screen(FindScreen(), done)
+
+    def find_trial(self, query: str) -> str:
+        """Move the cursor to the first trial matching `query`; returns a line for the find box."""
+        query = query.strip().lower()
+        if not query:
+            return ""
+        ids = sorted(self.trials, key=tree.id_number)
+        wanted = query if query.startswith("t") else f"t{query}"
+        if wanted in self.trials:
+            match = [wanted]
+        else:
+            match = [tid for tid in ids if query in self._haystack(self.trials[tid])]
+        if not match:
+            return f"no trial matches {query!r}"
+        self.tree.move_to(match[0], by_user=True)
+        more = f" (+{len(match) - 1} more)" if len(match) > 1 else ""
+        return f"{match[0]}{more}: enter keeps it, esc goes back"
+
+    def _haystack(self, trial: Trial) -> str:
+        outcome, _ = describe.outcome(trial, self.baseline)
+        return f"{trial.id} {trial.file} {trial.state} {tree.label(trial)} {outcome}".lower()
+
+    def switch_theme(self, name: str) -> None:
+        self.theme = name
+
+    def action_finalize(self, trial_id: str | None = None) -> None:
+        target = self.trials.get(trial_id) if trial_id else self.best
+        if target is None:
+            self.notify("No correct trial to finalize yet", severity="warning")
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.finalize(target.id)
+
+        body = (f"Re-benchmark {target.id} ({describe.outcome(target, self.baseline)[0]}) with no cached baseline "
+                f"and write {FINAL_DIR}/{target.file}, {FINAL_DIR}/REPORT.md and {FINAL_DIR}/report.json.\n"
+                "Watching pauses until it is done, and the GPU lane finishes its current job first.")
+        self.push_screen(ConfirmScreen(f"Finalize {target.id}?", body, yes="Finalize"), answer)
+
+    @work(group="finalize", exclusive=True, exit_on_error=False)
+    async def finalize(self, trial_id: str) -> None:
+        was_paused = self.engine.paused
+        if not was_paused:
+            self.engine.toggle_pause()
+        self._refresh_standing()
+        self.notify(f"finalizing {trial_id}: re-benchmarking with no cached baseline", timeout=4)
+        try:
+            while not self.engine.lanes.idle:
+                await asyncio.sleep(0.2)
+            trial = self.trials[trial_id]
+            ok, text = await asyncio.to_thread(finalize_trial, self.problem, self.store, trial, self.engine.device)
+        except Exception as exc:
+            ok, text = False, f"{type(exc).__name__}: {exc}"
+        finally:
+            if not was_paused and self.engine.paused:
+                self.engine.toggle_pause()
+        self.post_message(FinalizeDone(trial_id, ok, text))
+
+    def export(self, fmt: str) -> None:
+        from trialtui.cli_trials import markdown_table
+
+        found = sorted(self.trials.values(), key=lambda t: tree.id_number(t.id))
+        if fmt == "md":
+            path, text = self.problem.root / "trials.md", markdown_table(self.problem.name, found, self.baseline)
+        else:
+            path, text = self.problem.root / "trials.jsonl", "".join(json.dumps(t.to_dict()) + "\n" for t in found)
+        try:
+            atomic_write(path, text.encode())
+        except OSError as exc:
+            self.notify(f"export failed: {exc}", severity="error")
+            return
+        self.notify(f"wrote {len(found)} trials to {path}", title="Export", timeout=6)
+
+
+def finalize_trial(problem: Problem, store: Store, trial: Trial, device: str | None) -> tuple[bool, str]:
+    """`trialtui trials finalize` for a store this process already holds: (ok, what happened).
+
+    Runs the clean re-benchmark in this thread; the caller keeps the GPU lanes idle meanwhile.
+    """
+    from trialtui.engine.bench import bench_file
+
+    out_dir = problem.root / FINAL_DIR
+    out_dir.mkdir(exist_ok=True)
+    kernel = out_dir / trial.file
+    atomic_write(kernel, store.snapshot_path(trial.sha256).read_bytes())
+    result = bench_file(problem, kernel, device=device, use_cache=False)
+    if result.get("state") != TrialState.CORRECT.value:
+        kernel.unlink()
+        return False, (f"{trial.id} is {result.get('state')} on the clean re-benchmark, so nothing was "
+                       f"finalized: {result.get('message') or 'no message'}")
+    text, report = build_report(problem, trial, result)
+    atomic_write(out_dir / "REPORT.md", text.encode())
+    atomic_write(out_dir / "report.json", (json.dumps(report, indent=2) + "\n").encode())
+    return True, f"wrote {kernel}, {out_dir / 'REPORT.md'} and {out_dir / 'report.json'}"
+
+
+def make_app(problem: Problem, *, engine: Any = None, device: str | None = None, theme: str | None = None,
+             demo: Demo | None = None) -> TrialApp:
+    """The app for one problem. Without `engine`, builds the real one (it takes the store's lock now,
+    so a second writer fails here with StoreLocked, before the terminal is taken over)."""
+    owns = engine is None
+    if engine is None:
+        from trialtui.engine.loop import Engine
+
+        engine = Engine(problem, device=device)
+    return TrialApp(problem, engine, theme=theme, demo=demo, owns_engine=owns)

@@ -1,0 +1,154 @@
+"""How the TUI words a trial: its glyph, its one-line outcome, and the label every number carries.
+
+Honesty rules live here so every pane applies them alike: a CPU-interpreter run is "correct (CPU
+interpreter)" and never a speed; a number says which GPU, dtype and sizes it came from; a replayed
+result says it was recorded, where and when.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from trialtui.core.model import Trial, TrialState
+from trialtui.core.result import CPU_TIMING_LABEL
+from trialtui.render import fmt_us, label
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+CPU_CORRECT = "correct (CPU interpreter) — GPU timing needs a GPU"
+
+# state → (glyph, theme variable naming its colour)
+GLYPHS: dict[TrialState, tuple[str, str]] = {
+    TrialState.DETECTED: ("…", "trial-muted"),
+    TrialState.VALIDATING: ("…", "trial-running"),
+    TrialState.INVALID: ("!", "trial-invalid"),
+    TrialState.QUEUED: ("◌", "trial-muted"),
+    TrialState.BENCHMARKING: ("⠋", "trial-running"),
+    TrialState.PROFILING: ("⠋", "trial-running"),
+    TrialState.CORRECT: ("●", "success"),
+    TrialState.INCORRECT: ("✗", "trial-failure"),
+    TrialState.ERROR: ("✗", "trial-failure"),
+    TrialState.TIMEOUT: ("✗", "trial-failure"),
+    TrialState.CANCELLED: ("–", "trial-muted"),
+    TrialState.SUPERSEDED: ("–", "trial-muted"),
+    TrialState.INTERRUPTED: ("–", "trial-muted"),
+}
+RUNNING = frozenset({TrialState.BENCHMARKING, TrialState.PROFILING})
+
+
+def glyph(state: TrialState, frame: int = 0) -> tuple[str, str]:
+    mark, var = GLYPHS.get(state, ("?", "trial-muted"))
+    if state in RUNNING:
+        mark = SPINNER[frame % len(SPINNER)]
+    return mark, var
+
+
+def cpu_run(trial: Trial) -> bool:
+    """A correct result from Triton's CPU interpreter: correct, but it measures nothing about speed."""
+    result = trial.result or {}
+    timing = result.get("timing") or {}
+    return trial.state_enum is TrialState.CORRECT and (
+        (result.get("env") or {}).get("device") == "cpu" or timing.get("label") == CPU_TIMING_LABEL
+    )
+
+
+def recorded(result: dict[str, Any] | None) -> str:
+    """`recorded on NVIDIA H200, 2026-03-02` for a replayed result, else ""."""
+    rec = (result or {}).get("recorded") or {}
+    if not rec:
+        return ""
+    return f"recorded on {rec.get('gpu') or 'an unnamed GPU'}, {rec.get('date') or 'an unknown date'}"
+
+
+def measured_on(result: dict[str, Any] | None) -> str:
+    """The label every number of this result carries: GPU (or CPU), dtype, sizes, and replay."""
+    if not result:
+        return ""
+    text = label(result)
+    rec = recorded(result)
+    return f"{text} · {rec}" if rec else text
+
+
+def first_line(text: str | None, width: int = 80) -> str:
+    line = next((part.strip() for part in (text or "").splitlines() if part.strip()), "")
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def failing_check(trial: Trial) -> str:
+    """What failed, in a few words: the validation error, the correctness numbers, or the crash."""
+    state = trial.state_enum
+    result = trial.result or {}
+    if state is TrialState.INVALID:
+        errors = (trial.validation or {}).get("errors") or []
+        if not errors:
+            return "invalid"
+        first = errors[0]
+        where = f"line {first['line']}: " if first.get("line") else ""
+        return f"{where}{first_line(first.get('message'))}"
+    if state is TrialState.INCORRECT:
+        corr = result.get("correctness") or {}
+        if corr.get("max_abs_err") is not None:
+            return f"wrong (err {corr['max_abs_err']:.1e})"
+        return "wrong: " + (first_line(corr.get("message") or result.get("message")) or "outputs differ")
+    if state is TrialState.TIMEOUT:
+        return "timed out"
+    if state is TrialState.ERROR:
+        return "error: " + (first_line(result.get("message")) or "crashed")
+    return state.value
+
+
+def outcome(trial: Trial, baseline: str) -> tuple[str, str]:
+    """The short text at the end of a tree row, and the theme variable for its colour."""
+    state = trial.state_enum
+    if state is TrialState.CORRECT:
+        if cpu_run(trial):
+            return "correct (CPU)", "success"
+        speed = trial.speedup(baseline)
+        if speed is None:
+            return "correct", "success"
+        return f"{speed:.2f}×", "success" if speed >= 1.0 else "warning"
+    if state.is_failure:
+        return failing_check(trial), "trial-invalid" if state is TrialState.INVALID else "trial-failure"
+    if state is TrialState.QUEUED:
+        return "queued", "trial-muted"
+    if state in RUNNING or state is TrialState.VALIDATING:
+        return state.value, "trial-running"
+    return state.value, "trial-muted"
+
+
+def speed_text(trial: Trial, baseline: str) -> str:
+    """A sentence for the speed of a finished trial, labelled; a CPU run gets no speed at all."""
+    if cpu_run(trial):
+        return CPU_CORRECT
+    speed = trial.speedup(baseline)
+    if speed is None:
+        return trial.state
+    return f"{speed:.2f}× vs {baseline} · {fmt_us(trial.median_us)} [{measured_on(trial.result)}]"
+
+
+def progress_text(phase: str, i: int | None, n: int | None, runs: int | None) -> str:
+    """`seeds 3/5`, `timing 120 runs`: a job's progress in a few characters."""
+    name = {"correctness": "seeds"}.get(phase, phase.replace("_", " "))
+    if i is not None and n:
+        return f"{name} {i}/{n}"
+    if runs is not None:
+        return f"{name} {runs} runs"
+    return name
+
+
+def clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else f"{seconds // 3600}h{seconds // 60 % 60:02d}"
+
+
+def saved_at(trial: Trial) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(trial.created))
+
+
+def bar(fraction: float, width: int) -> str:
+    """A smooth horizontal bar in eighths of a cell."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    eighths = round(fraction * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full + ("" if part == 0 else " ▏▎▍▌▋▊▉"[part])
+    return text.ljust(width)

@@ -1,0 +1,63 @@
+"""`?` / F1: every key by what it does, the glyphs, and where the numbers come from."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+GLYPHS = [
+    ("●", "correct: the speedup vs the primary baseline, or 'correct (CPU)' from the interpreter"),
+    ("★", "best: the fastest correct GPU trial (never an incorrect or CPU one)"),
+    ("▸", "head: the next save of that file grows from this trial"),
+    ("✗", "incorrect, error or timeout: the failing check is shown"),
+    ("!", "invalid: failed the fast checks, cost no budget"),
+    ("◌", "queued for the GPU lane"),
+    ("⠋", "benchmarking or profiling"),
+    ("…", "validating"),
+    ("–", "cancelled, superseded or interrupted"),
+]
+TREE_KEYS = [
+    ("↑ ↓  k j", "move"),
+    ("g G  home end", "first, last trial"),
+    ("h  shift+←", "to the parent"),
+    ("enter", "open the trial's detail (esc returns to the tree)"),
+    ("1 2 3 4", "Metrics, Profile, Source, Log"),
+]
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help.close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body"):
+            yield Static(self._content())
+
+    def _content(self) -> Table:
+        keys = Table(box=None, show_header=False, padding=(0, 2), expand=True)
+        keys.add_column(style="bold", no_wrap=True)
+        keys.add_column(ratio=1)
+        keys.add_row(Text("Keys", style="bold underline"), "")
+        for key, what in TREE_KEYS:
+            keys.add_row(key, what)
+        for binding in self.app.BINDINGS:
+            if isinstance(binding, Binding) and binding.description and binding.id:
+                shown = binding.key_display or ", ".join(k.replace("question_mark", "?").replace("slash", "/")
+                                                         for k in binding.key.split(","))
+                keys.add_row(shown, binding.tooltip or binding.description)
+        keys.add_row("ctrl+p", "command palette: go to trial, branch from trial, export, finalize, switch theme")
+        keys.add_row("", "")
+        keys.add_row(Text("Glyphs", style="bold underline"), "")
+        for mark, what in GLYPHS:
+            keys.add_row(mark, what)
+        keys.add_row("", "")
+        keys.add_row(Text("Numbers", style="bold underline"), "")
+        keys.add_row("", "Every time and speedup names its GPU, dtype and sizes. On a machine without a GPU the "
+                         "candidate runs in Triton's CPU interpreter: correctness only, never a speed. A replayed "
+                         "result says where and when it was recorded.")
+        keys.add_row("", "Keys are remappable by binding id (set_keymap); esc, q or ? closes this.")
+        return keys

@@ -1,0 +1,145 @@
+"""Two lines at the top: what is being optimised and how far (line 1), what is happening now (line 2).
+
+Line 1: problem, GPU, baseline time, best trial and speedup, budget. Line 2: watching or paused,
+the running job with its elapsed time and progress, the queue, and a stale badge while saves wait
+for results. Elapsed time ticks from the app's clock, not from the job, so it moves between events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+from textual.color import Color
+from textual.widget import Widget
+
+from trialtui.engine import events as ev
+from trialtui.render import fmt_us
+from trialtui.tui import describe
+
+
+@dataclass
+class Activity:
+    """The engine's moving parts as the status bar draws them."""
+
+    lanes: dict[str, str | None] = field(default_factory=dict)
+    queued: list[str] = field(default_factory=list)
+    started: dict[str, float] = field(default_factory=dict)  # trial id → clock() when it started running
+    progress: dict[str, ev.Progress] = field(default_factory=dict)
+    states: dict[str, str] = field(default_factory=dict)  # running trial id → its state
+
+
+@dataclass
+class Standing:
+    problem: str = ""
+    where: str = ""
+    baseline: str = "eager"
+    baseline_us: float | None = None
+    best_id: str | None = None
+    best_speedup: float | None = None
+    used: int = 0
+    limit: int = 0
+    paused: bool = False
+    waiting_saves: int = 0  # saves seen while paused
+    stale: int = 0  # trials saved but without a result yet
+    follow: bool = True
+    engine_down: str = ""
+
+
+class StatusBar(Widget):
+    DEFAULT_CSS = "StatusBar { height: 2; }"
+
+    def __init__(self, clock, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.clock = clock
+        self.standing = Standing()
+        self.activity = Activity()
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._tick)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
+
+    def _tick(self) -> None:
+        if any(self.activity.lanes.values()):
+            self.refresh()
+
+    def color(self, var: str, **extra: Any) -> Style:
+        value = self.app.theme_variables.get(var) or self.app.theme_variables.get("foreground", "white")
+        return Style(color=Color.parse(value).rich_color, **extra)
+
+    def render(self) -> Text:
+        text = Text("\n").join([self._identity(), self._activity()])
+        text.no_wrap, text.overflow = True, "ellipsis"
+        return text
+
+    def _sep(self, text: Text) -> None:
+        text.append("  │  ", self.color("trial-muted"))
+
+    def _identity(self) -> Text:
+        s = self.standing
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(" trialtui ", Style(bold=True, reverse=True) + self.color("primary"))
+        text.append(f" {s.problem}", Style(bold=True))
+        text.append(f" · {s.where}", self.color("trial-muted"))
+        if s.baseline_us is not None:
+            text.append(f" · {s.baseline} {fmt_us(s.baseline_us)}", self.color("trial-muted"))
+        self._sep(text)
+        if s.best_id:
+            text.append(f"★ {s.best_id} {s.best_speedup:.2f}×", self.color("trial-best", bold=True))
+        else:
+            text.append("★ no best yet", self.color("trial-muted"))
+        self._sep(text)
+        if s.limit:
+            spent = s.used >= s.limit
+            text.append("budget ", self.color("trial-muted"))
+            text.append(f"{s.used}/{s.limit}", self.color("trial-failure" if spent else "foreground", bold=spent))
+            text.append(" " + describe.bar(s.used / s.limit, 8), self.color("trial-failure" if spent else "primary"))
+            if spent:
+                text.append(" spent", self.color("trial-failure", bold=True))
+        return text
+
+    def _activity(self) -> Text:
+        s, a = self.standing, self.activity
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if s.engine_down:
+            text.append(f" ✗ engine stopped: {s.engine_down}", self.color("trial-failure", bold=True))
+            return text
+        if s.paused:
+            text.append(" ⏸ paused", self.color("warning", bold=True))
+            if s.waiting_saves:
+                text.append(f" · {s.waiting_saves} save{'s' if s.waiting_saves != 1 else ''} waiting", self.color("warning"))
+        else:
+            text.append(" ● watching", self.color("success"))
+        running = [(lane, tid) for lane, tid in a.lanes.items() if tid]
+        for lane, trial_id in running:
+            self._sep(text)
+            state = a.states.get(trial_id, "running")
+            text.append(f"▶ {trial_id} {state}", self.color("trial-running", bold=True))
+            if len(a.lanes) > 1:
+                text.append(f" on {lane}", self.color("trial-muted"))
+            started = a.started.get(trial_id)
+            if started is not None:
+                text.append(f" {describe.clock(self.clock() - started)}")
+            progress = a.progress.get(trial_id)
+            if progress is not None:
+                text.append(" ")
+                self._progress(text, progress)
+        if a.queued:
+            self._sep(text)
+            text.append(f"{len(a.queued)} queued", self.color("trial-muted"))
+        if s.stale:
+            self._sep(text)
+            text.append(f" {s.stale} save{'s' if s.stale != 1 else ''} since last result ",
+                        Style(reverse=True) + self.color("warning"))
+        if not s.follow:
+            self._sep(text)
+            text.append("follow off (f)", self.color("trial-muted"))
+        return text
+
+    def _progress(self, text: Text, progress: ev.Progress) -> None:
+        if progress.i is not None and progress.n:
+            text.append("▕" + describe.bar(progress.i / progress.n, 10) + "▏ ", self.color("trial-running"))
+        text.append(describe.progress_text(progress.phase, progress.i, progress.n, progress.runs),
+                    self.color("trial-muted"))

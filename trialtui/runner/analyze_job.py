@@ -9,12 +9,9 @@ runs on CPU at bench sizes when they are small enough, else at test sizes scaled
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import sys
 import traceback
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -25,6 +22,7 @@ from trialtui.core.gpus import ceilings_for
 from trialtui.core.result import RESULT_VERSION
 from trialtui.core.roofline import roofline
 from trialtui.runner.loader import Reference, map_tensors
+from trialtui.runner.child import serve
 
 CPU_BYTES_LIMIT = 512 * 1024**2
 MAX_OPS = 500
@@ -218,14 +216,5 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def main(argv: list[str]) -> int:
-    spec = json.loads(Path(argv[1]).read_text())
-    result = run(spec)
-    tmp = Path(argv[2]).with_suffix(".tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, argv[2])
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    serve(run, sys.argv)

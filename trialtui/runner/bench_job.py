@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 from trialtui.core.baselines import matching
 from trialtui.core.result import CPU_TIMING_LABEL, RESULT_VERSION, flag
+from trialtui.runner.child import serve
 
 SUSPICIOUS_SPEEDUP = 10.0
 
@@ -422,18 +423,10 @@ def wait_for_job() -> list[str]:
     return [sys.argv[0], spec_path, result_path]
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str]) -> None:
     if argv[1:] == ["--wait"]:
         argv = wait_for_job()
-    spec_path, result_path = argv[1], argv[2]
-    spec = json.loads(Path(spec_path).read_text())
-    result = run(spec)
-    tmp = Path(result_path).with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, default=str))
-    os.replace(tmp, result_path)
-    sys.stdout.flush()
-    # CUDA teardown after an illegal access can hang or abort; the result is already safe.
-    os._exit(0)
+    serve(run, argv)
 
 
 if __name__ == "__main__":

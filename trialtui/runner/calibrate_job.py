@@ -8,8 +8,6 @@ bytes read plus written; throughput is a large cuBLAS matrix product per dtype o
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import sys
 import time
@@ -21,6 +19,7 @@ import torch
 from trialtui.core.gpus import CALIBRATED, Ceilings, save_calibrated
 from trialtui.core.result import RESULT_VERSION
 from trialtui.runner.bench_job import environment
+from trialtui.runner.child import serve
 
 COPY_BYTES = 2 * 1024**3
 MATMUL_N = 8192
@@ -103,14 +102,5 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     return {"version": RESULT_VERSION, "state": "ok", "ceilings": ceilings.to_dict(), "cache": str(path)}
 
 
-def main(argv: list[str]) -> int:
-    spec = json.loads(Path(argv[1]).read_text())
-    result = run(spec)
-    tmp = Path(argv[2]).with_suffix(".tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, argv[2])
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    serve(run, sys.argv)

@@ -30,6 +30,7 @@ from typing import Any
 from trialtui.core.result import RESULT_VERSION
 from trialtui.runner.bench_job import Progress
 from trialtui.runner.trace_job import def_line
+from trialtui.runner.child import serve
 
 CANDIDATE_MODULE = "trialtui_candidate"
 WARP_SIZE = 32
@@ -360,16 +361,5 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     return {"version": RESULT_VERSION, "state": "ok", "trace": traced, "compile": compiled}
 
 
-def main(argv: list[str]) -> int:
-    spec = json.loads(Path(argv[1]).read_text())
-    result = run(spec)
-    tmp = Path(argv[2]).with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, default=str))
-    os.replace(tmp, argv[2])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # threads the candidate started must not keep the result waiting
-
-
 if __name__ == "__main__":
-    main(sys.argv)
+    serve(run, sys.argv)

@@ -11,7 +11,6 @@ to the analytic profile. ncu stays in this job's process group so the parent's k
 from __future__ import annotations
 
 import glob
-import json
 import os
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ from typing import Any
 
 from trialtui.core import ncu
 from trialtui.core.result import RESULT_VERSION
+from trialtui.runner.child import serve
 
 RANGE = "trialtui_profile"
 SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis")
@@ -161,15 +161,5 @@ def run(spec: dict[str, Any], spec_path: str) -> dict[str, Any]:
     return {"version": RESULT_VERSION, "state": "ok", **body}
 
 
-def main(argv: list[str]) -> int:
-    spec_path, result_path = argv[1], argv[2]
-    spec = json.loads(Path(spec_path).read_text())
-    result = run(spec, spec_path)
-    tmp = Path(result_path).with_suffix(".tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, result_path)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    serve(lambda spec: run(spec, spec["spec_path"]), sys.argv)

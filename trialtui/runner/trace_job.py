@@ -22,6 +22,7 @@ from typing import Any
 
 from trialtui.core.result import RESULT_VERSION
 from trialtui.runner.bench_job import Progress, poisoned_allocations
+from trialtui.runner.child import serve
 
 # Launch options the compile child passes on to triton.compile (the rest are kernel arguments).
 OPTION_NAMES = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_pdl")
@@ -369,16 +370,5 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def main(argv: list[str]) -> int:
-    spec = json.loads(Path(argv[1]).read_text())
-    result = run(spec)
-    tmp = Path(argv[2]).with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, default=str))
-    os.replace(tmp, argv[2])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # skip interpreter teardown of whatever threads the candidate started
-
-
 if __name__ == "__main__":
-    main(sys.argv)
+    serve(run, sys.argv)

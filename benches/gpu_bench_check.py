@@ -7,7 +7,6 @@ Writes OUTDIR/bench_check.json and prints a table.
 """
 
 import json
-import re
 import shutil
 import subprocess
 import sys

@@ -53,7 +53,6 @@ async def measure(root: Path) -> dict[str, list[float]]:
     engine = Engine(problem, device="cpu", lanes=Lanes([Lane("cpu", None)]), bench=instant_bench,
                     validate=static_only)
     stamps: dict[str, dict[str, float]] = {}
-    job_spans: list[tuple[float, float]] = []
 
     def on_event(event: ev.Event) -> None:
         now = time.monotonic()
@@ -107,7 +106,6 @@ def main() -> None:
         import shutil
 
         shutil.copytree(ROOT / "sample_kernels" / "bias_gelu_residual", root, ignore=shutil.ignore_patterns("demo", "recorded", ".trialtui"))
-        (root / "trialtui.toml").write_text((root / "trialtui.toml").read_text() + f"\n")
         result = asyncio.run(measure(root))
     load = os.getloadavg()[0]
     print(f"engine latency, {SAVES} saves, quiet window {QUIET_MS} ms, {os.cpu_count()} CPUs, load {load:.2f}")

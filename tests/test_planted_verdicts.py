@@ -3,7 +3,6 @@ each verdict must name the problem that was planted, from the CSVs alone."""
 
 from pathlib import Path
 
-import pytest
 
 from trialtui.core import ncu
 from trialtui.core.gpus import Ceilings

@@ -212,7 +212,9 @@ def detect() -> str:
 
 
 def main() -> None:
+    from trialtui.cli_demo import demo
     from trialtui.cli_trials import trials
 
     cli.add_command(trials)
+    cli.add_command(demo)
     cli()

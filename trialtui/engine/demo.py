@@ -22,7 +22,11 @@ Recordings (written by `trialtui demo --record DIR` on a GPU, one file per story
 
     {"problem": "softmax", "version": "v3", "file": "v3.py", "sha256": "<source sha256>",
      "recorded_at": "2025-11-29T10:00:00+00:00", "trial": "t3", "state": "correct",
-     "result": {<the trial's whole bench result, as the engine stored it>}}
+     "result": {<the trial's whole bench result, as the engine stored it>},
+     "sol": 0.81, "verdicts": [...], "profile": null}
+
+Replay indexes every recording of a problem by sha256, so only byte-identical source ever gets
+numbers, whatever its file is called.
 
 No Textual here: the TUI receives a `DemoPlayer` and awaits `play(engine)`; headless runs print.
 """
@@ -367,7 +371,6 @@ class Outcome:
     state: str
     parent: str | None
     speedup: float | None
-    note: str = ""
 
     @property
     def as_expected(self) -> bool:
@@ -564,12 +567,19 @@ class DemoPlayer:
             self._notice(engine, f"{chosen.id} is where the story ends (not finalized: --no-finalize)")
             return
         self._notice(engine, f"finalizing {chosen.id}: a clean re-benchmark without cached baselines, then the report card")
+        await engine.drain()  # a trailing profile must not share the GPU with the re-benchmark
+        pausing = not engine.paused  # and no save gets scored meanwhile (the TUI is still open)
+        if pausing:
+            engine.toggle_pause()
         try:
             run.report = await asyncio.to_thread(self._finalize, engine, chosen)
         except DemoError as exc:
             run.report_note = str(exc)
             self._notice(engine, run.report_note, "warning")
             return
+        finally:
+            if pausing and engine.paused:
+                engine.toggle_pause()
         if self.record_dir is not None:
             dest = self.record_dir / self.story.problem / FINAL_DIR
             dest.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,442 @@
+"""`trialtui demo`: samples found, copies clean, replay honest, stories played through the real loop.
+
+The fast tests use fake benches; the slow one plays every sample headless on the CPU (real
+validation, real interpreter correctness) with replayed numbers from a hand-made fixture
+(tests/fixtures/demo/recordings.json, labelled as such), and checks the story in the store and in
+the printed lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from trialtui.core.config import load_config
+from trialtui.core.problem import load_problem
+from trialtui.core.store import Store, sha256_of
+from trialtui.engine import demo as d
+from trialtui.engine import events as ev
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_kernels"
+FIXTURE = ROOT / "tests" / "fixtures" / "demo" / "recordings.json"
+PROBLEMS = ("bias_gelu_residual", "softmax", "rmsnorm", "matmul_epilogue")
+
+
+def fixture_recordings(dest: Path, problems=PROBLEMS) -> dict:
+    """Per-version recording files for the sample stories, from the hand-made fixture's numbers."""
+    spec = json.loads(FIXTURE.read_text())
+    for name in problems:
+        story = d.load_story(SAMPLES / name)
+        (dest / name).mkdir(parents=True, exist_ok=True)
+        for version in story.versions:
+            stem = version.stem
+            if stem in spec["missing"] or stem not in spec["speedups"]:
+                continue
+            s = spec["speedups"][stem]
+            result = json.loads(json.dumps(spec["result"]))
+            eager, compile_ = spec["eager_us"], spec["compile_us"]
+            mine = eager / s
+            result["timing"] = {"median_us": mine, "p20_us": mine, "p80_us": mine, "n": 10, "rse": 0.001,
+                                "kernel_us": mine, "label": "GPU, CUDA events, L2 flushed, median"}
+            result["baselines"] = {"eager": {"median_us": eager, "cached": False},
+                                   "compile": {"median_us": compile_, "cached": False}}
+            result["speedup"] = {"eager": s, "compile": compile_ / mine}
+            sha = sha256_of(story.source(version))
+            if stem in spec["stale"]:
+                sha = "0" * 64  # a recording of some older source: must never be used
+            (dest / name / f"{stem}.json").write_text(json.dumps({
+                "problem": name, "version": stem, "file": version.file, "sha256": sha,
+                "recorded_at": spec["recorded_at"], "trial": "t0", "state": "correct", "result": result,
+            }))
+    return spec
+
+
+# ---------------------------------------------------------------------------------------------
+# samples, stories, copies
+
+
+def test_samples_found_beside_the_package():
+    root = d.samples_root()
+    assert root == SAMPLES
+    assert d.sample_names(root)[:4] == list(PROBLEMS)
+
+
+def test_missing_samples_say_where_and_what_to_do(tmp_path):
+    with pytest.raises(d.DemoError, match="no sample problems at .*pip install -e|--samples"):
+        d.samples_root(tmp_path / "nowhere")
+
+
+def test_bad_problem_name_lists_the_samples():
+    result = CliRunner().invoke(__import__("trialtui.cli_demo", fromlist=["demo"]).demo,
+                                ["no_such_problem", "--headless", "--replay"])
+    assert result.exit_code == 2
+    for name in PROBLEMS:
+        assert name in result.output
+
+
+def test_default_problems():
+    assert d.resolve_names(SAMPLES, [], several=True)[:4] == list(PROBLEMS)
+    assert d.resolve_names(SAMPLES, [], several=False) == ["bias_gelu_residual"]
+    with pytest.raises(d.DemoError, match="one problem"):
+        d.resolve_names(SAMPLES, ["softmax", "rmsnorm"], several=False)
+
+
+def test_live_without_a_gpu_is_refused(monkeypatch):
+    from trialtui.cli_demo import demo
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    for args in (["--live"], ["--record", "x"]):
+        result = CliRunner().invoke(demo, ["softmax", "--headless", *args])
+        assert result.exit_code == 2, result.output
+        assert "GPU" in result.output
+
+
+def test_prepare_copies_clean_and_starts_at_v1(tmp_path):
+    sample = tmp_path / "samples" / "softmax"
+    import shutil
+
+    shutil.copytree(SAMPLES / "softmax", sample)
+    for leftover in (".trialtui", "recorded", "final", "__pycache__"):
+        (sample / leftover).mkdir(exist_ok=True)
+        (sample / leftover / "x.json").write_text("{}")
+    story = d.load_story(sample)
+    (sample / story.candidate).write_text("# edited by someone\n")
+    dest = d.prepare(sample, tmp_path / "play", story, baselines=["eager"], profile="never")
+    assert dest == tmp_path / "play" / "softmax"
+    for leftover in (".trialtui", "recorded", "final", "__pycache__"):
+        assert not (dest / leftover).exists()
+    assert (dest / "demo" / "v8.py").exists()  # versions ride along, in a subdirectory: never candidates
+    assert (dest / story.candidate).read_bytes() == story.source(story.versions[0])
+    assert load_config(dest).baselines == ["eager"]
+    assert load_config(dest).profile_when == "never"
+    problem = load_problem(dest)
+    assert [p.name for p in problem.candidates()] == [story.candidate]
+    assert problem.config.seeds == load_config(SAMPLES / "softmax").seeds  # the rest of the toml intact
+    with pytest.raises(d.DemoError, match="not empty"):
+        d.prepare(sample, tmp_path / "play", story)
+
+
+def test_toml_overrides_land_in_the_right_table(tmp_path):
+    import tomllib
+
+    text = 'seeds = 3\nbaselines = ["eager", "compile"]\n[test_sizes]\nn = 4\n[profile]\nwhen = "auto"\n'
+    out = d._set_key(d._set_key(text, "baselines", '["eager"]'), "when", '"never"', table="profile")
+    assert tomllib.loads(out) == {"seeds": 3, "baselines": ["eager"], "test_sizes": {"n": 4}, "profile": {"when": "never"}}
+    out = d._set_key(d._set_key("[test_sizes]\nn = 4\n", "baselines", '["eager"]'), "when", '"never"', table="profile")
+    assert tomllib.loads(out) == {"baselines": ["eager"], "test_sizes": {"n": 4}, "profile": {"when": "never"}}
+
+
+def test_editor_save_renames_and_keeps_the_mode(tmp_path):
+    path = tmp_path / "kernel.py"
+    path.write_text("old\n")
+    path.chmod(0o640)
+    inode = path.stat().st_ino
+    d.editor_save(path, b"new\n")
+    assert path.read_bytes() == b"new\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert path.stat().st_ino != inode  # replaced by rename, not rewritten in place
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kernel.py"]
+
+
+def test_demo_modules_import_without_textual():
+    code = ("import sys, trialtui.cli_demo, trialtui.engine.demo; "
+            "bad = [m for m in ('textual', 'torch', 'triton') if m in sys.modules]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+# ---------------------------------------------------------------------------------------------
+# replay
+
+
+def cpu_result(state="correct"):
+    return {"version": 1, "state": state, "correctness": {"passed": state == "correct", "seeds": 3},
+            "timing": {"median_us": 5e4, "label": "CPU, interpreted — not a GPU timing"} if state == "correct" else None,
+            "baselines": {}, "speedup": None, "flags": [], "env": {"device": "cpu", "gpu": None},
+            "sizes": [{"n": 3}], "dtype": "float32", "message": ""}
+
+
+def test_replay_merges_only_a_recording_of_the_same_source(tmp_path):
+    fixture_recordings(tmp_path / "recs", ["softmax"])
+    recordings = d.load_recordings(tmp_path / "recs" / "softmax")
+    story = d.load_story(SAMPLES / "softmax")
+    calls = []
+
+    def inner(problem, path, **kw):
+        calls.append(kw["device"])
+        return cpu_result()
+
+    bench = d.ReplayBench(recordings, inner)
+    for stem, speed in (("v3", 1.4), ("v6", None), ("v7", None)):  # recorded, missing, stale
+        path = tmp_path / f"{stem}.py"
+        path.write_bytes(story.source(story.by_file(f"{stem}.py")))
+        result = bench(None, path, device="cuda")
+        if speed is None:
+            assert result["speedup"] is None and "recorded" not in result
+            assert result["env"]["device"] == "cpu"
+            assert any(f["code"] == "no-recording" for f in result["flags"])
+            assert d.numbers_label(result) == "no GPU recording for this source: no speed"
+        else:
+            assert result["speedup"]["eager"] == pytest.approx(speed)
+            assert result["recorded"]["source"] == "replay"
+            assert result["recorded"]["date"] == "2000-01-01"
+            assert result["recorded"]["gpu"].startswith("FIXTURE-GPU")
+            assert result["correctness"]["seeds"] == 3  # the live CPU check, not the recording's
+            assert result["recorded"]["cpu"]["env"]["device"] == "cpu"
+            assert d.recorded_label(result) == "recorded on FIXTURE-GPU (test data, not a measurement), 2000-01-01"
+            assert "recorded on FIXTURE-GPU" in d.numbers_label(result)
+    assert calls == ["cpu", "cpu", "cpu"]  # the real check always runs on the CPU
+
+
+def test_replay_never_speeds_up_an_incorrect_or_unrecorded_failure(tmp_path):
+    fixture_recordings(tmp_path / "recs", ["softmax"])
+    recordings = d.load_recordings(tmp_path / "recs" / "softmax")
+    story = d.load_story(SAMPLES / "softmax")
+    path = tmp_path / "v3.py"
+    path.write_bytes(story.source(story.by_file("v3.py")))
+    result = d.ReplayBench(recordings, lambda *a, **k: cpu_result("incorrect"))(None, path, device="cpu")
+    assert result["state"] == "incorrect" and result["speedup"] is None and "recorded" not in result
+    # a recording whose GPU run was not correct adds nothing either
+    sha = sha256_of(path.read_bytes())
+    recordings[sha]["result"] = {**recordings[sha]["result"], "state": "error", "speedup": None, "message": "boom"}
+    result = d.ReplayBench(recordings, lambda *a, **k: cpu_result())(None, path, device="cpu")
+    assert result["speedup"] is None and "recorded" not in result
+    assert any(f["code"] == "recording-not-correct" for f in result["flags"])
+
+
+def test_record_files_round_trip_into_replay(tmp_path):
+    from trialtui.core.model import Trial
+
+    story = d.load_story(SAMPLES / "rmsnorm")
+    version = story.by_file("v3.py")
+    source = story.source(version)
+    gpu_result = {**cpu_result(), "timing": {"median_us": 100.0, "label": "GPU"}, "speedup": {"eager": 3.0},
+                  "baselines": {"eager": {"median_us": 300.0}}, "env": {"device": "cuda", "gpu": "NVIDIA H200"}}
+    trial = Trial("t3", "kernel.py", sha256_of(source), 0.0, state="correct", result=gpu_result)
+    player = d.DemoPlayer(story, mode="live", record_dir=tmp_path / "rec")
+    player._record(version, trial)
+    written = json.loads((tmp_path / "rec" / "rmsnorm" / "v3.json").read_text())
+    assert written["sha256"] == sha256_of(source) and written["version"] == "v3"
+    assert written["recorded_at"][:4].isdigit() and written["result"]["speedup"] == {"eager": 3.0}
+    path = tmp_path / "v3.py"
+    path.write_bytes(source)
+    result = d.ReplayBench(d.load_recordings(tmp_path / "rec" / "rmsnorm"), lambda *a, **k: cpu_result())(None, path)
+    assert result["speedup"] == {"eager": 3.0}
+    assert d.recorded_label(result) == f"recorded on NVIDIA H200, {written['recorded_at'][:10]}"
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_shipped_recordings_match_the_current_versions(name):
+    """A recording replays only for identical source: one that matches no version is stale."""
+    recorded = SAMPLES / name / d.RECORDED_DIR
+    files = sorted(recorded.glob("*.json")) if recorded.is_dir() else []
+    if not files:
+        pytest.skip(f"no recordings in {recorded} yet")
+    story = d.load_story(SAMPLES / name)
+    shas = {sha256_of(story.source(v)): v.stem for v in story.versions}
+    for path in files:
+        data = json.loads(path.read_text())
+        assert shas.get(data["sha256"]) == path.stem, f"{path} is stale: re-record it (trialtui demo --record)"
+        assert data["result"]["env"]["device"] == "cuda" and data["result"]["env"]["gpu"], path
+        assert "FIXTURE" not in json.dumps(data), f"{path}: test fixtures never go into sample_kernels"
+
+
+def test_final_table_labels_every_number():
+    replayed = {**cpu_result(), "speedup": {"eager": 2.5, "compile": 1.5}, "env": {"gpu": "NVIDIA H200"},
+                "sizes": [{"rows": 8}], "dtype": "float16",
+                "recorded": {"gpu": "NVIDIA H200", "date": "2025-11-29", "source": "replay"}}
+    runs = [d.ProblemRun("a", Path("."), "replay", best="t8", best_version="v8.py", best_result=replayed),
+            d.ProblemRun("b", Path("."), "replay")]
+    table = d.final_table(runs)
+    row_a, row_b = table.splitlines()[1:]
+    assert "2.50×" in row_a and "1.50×" in row_a and "recorded on NVIDIA H200, 2025-11-29" in row_a
+    assert "float16" in row_a and "rows=8" in row_a
+    assert "CPU: no GPU timing" in row_b and "×" not in row_b
+
+
+# ---------------------------------------------------------------------------------------------
+# the player on a real engine with fake jobs (fast)
+
+
+def test_branch_back_goes_to_the_real_best(tmp_path):
+    """Numbers that disagree with the story: the demo branches to the real best and says so."""
+    from trialtui.engine.lanes import Lane, Lanes
+    from trialtui.engine.loop import Engine
+
+    story = d.load_story(SAMPLES / "softmax")
+    root = d.prepare(story.sample, tmp_path, story, profile="never")
+    speed = {"v1": 2.0, "v3": 1.5, "v4": 1.0, "v5": 1.2, "v6": 1.2, "v7": 3.0, "v8": 4.0}
+    by_sha = {sha256_of(story.source(v)): v.stem for v in story.versions}
+
+    def bench(problem, path, **kw):
+        stem = by_sha[sha256_of(Path(path).read_bytes())]
+        if stem == "v2":
+            return cpu_result("incorrect")
+        return {**cpu_result(), "timing": {"median_us": 100 / speed[stem], "rse": 0.001},
+                "baselines": {"eager": {"median_us": 100.0}}, "speedup": {"eager": speed[stem]},
+                "env": {"device": "cuda", "gpu": "fake"}}
+
+    def validate(problem, path, compile=True, **kw):
+        return {"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0}
+
+    problem = load_problem(root)
+    engine = Engine(problem, device="cuda", lanes=Lanes([Lane("gpu0", "0")]), bench=bench, validate=validate)
+    out = io.StringIO()
+    engine.subscribe(d.DemoPrinter(engine, out))
+    player = d.DemoPlayer(story, mode="live", speed=0, finalize=False)
+
+    async def main():
+        task = asyncio.create_task(engine.run())
+        try:
+            return await asyncio.wait_for(player.play(engine), 120)
+        finally:
+            engine.stop()
+            await task
+
+    try:
+        run = asyncio.run(main())
+    finally:
+        engine.close()
+    assert run.error is None, run.error
+    ids = {o.version.stem: o.trial_id for o in run.outcomes}
+    assert [o.state for o in run.outcomes] == [v.expected for v in story.versions]
+    assert run.branched_to == ids["v1"]  # the best at that point, not the story's v3
+    assert {o.version.stem: o.parent for o in run.outcomes}["v5"] == ids["v1"]
+    text = out.getvalue()
+    assert f"branch back to {ids['v1']} — the best so far (2.00× vs eager); the story expected v3.py" in text
+    assert run.best == ids["v8"] and run.best_version == "v8.py"
+    assert "measured live on fake" in text
+
+
+# ---------------------------------------------------------------------------------------------
+# every sample, headless, on the CPU (slow)
+
+
+def beat_lines(text: str, problem: str) -> list[str]:
+    return [line.split(f"[{problem}] ", 1)[1] for line in text.splitlines() if f"[{problem}] beat: " in line]
+
+
+@pytest.mark.slow
+def test_demo_headless_plays_every_story_on_the_cpu(tmp_path):
+    recs = tmp_path / "recs"
+    spec = fixture_recordings(recs)
+    play = tmp_path / "play"
+    args = ["--headless", "--replay", "--speed", "0", "--jobs", "2", "--recordings", str(recs), "--into", str(play)]
+    # run the command in a fresh interpreter that then reports whether Textual was ever imported
+    code = ("import sys\nfrom trialtui.cli_demo import demo\n"
+            "try:\n    demo.main(sys.argv[1:], prog_name='trialtui demo')\n"
+            "finally:\n    print('TEXTUAL_IMPORTED', 'textual' in sys.modules)\n")
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=600)
+    out = proc.stdout
+    assert proc.returncode == 0, out[-4000:] + proc.stderr[-4000:]
+    assert "TEXTUAL_IMPORTED False" in out
+    label = f"recorded on {spec['gpu']}, 2000-01-01"
+    table = out[out.index("problem  "):]
+    for name in PROBLEMS:
+        story = d.load_story(SAMPLES / name)
+        root = play / name
+        with Store.open(root, writer=False) as store:
+            trials = store.trials()
+        by_sha = {t.sha256: t for t in trials}
+        got = {v.stem: by_sha[sha256_of(story.source(v))] for v in story.versions}
+        # every version became a trial with the state the story expects
+        assert [got[v.stem].state for v in story.versions] == [v.expected for v in story.versions], name
+        # each grows from the version the story names: the branch-back one from the best (v3)
+        for v in story.versions:
+            assert got[v.stem].parent == (got[Path(v.parent).stem].id if v.parent else None), (name, v.file)
+        back = next(v for v in story.versions if v.beat == "branch_back")
+        assert got[back.stem].parent == got["v3"].id != got["v4"].id
+        # replayed numbers: from the recording of the same source, labelled; never anything else
+        v3 = got["v3"].result
+        assert v3["recorded"]["source"] == "replay" and v3["speedup"]["eager"] == pytest.approx(1.4)
+        assert v3["correctness"]["passed"] and v3["recorded"]["cpu"]["env"]["device"] == "cpu"
+        for stem in ("v6", "v7"):  # missing, stale
+            assert got[stem].speedup("eager") is None and "recorded" not in got[stem].result, (name, stem)
+        assert got["v2"].result.get("speedup") is None
+        # the printed story, in order
+        lines = beat_lines(out, name)
+        done = [line for line in lines if re.match(r"beat: \w+ — v\d+\.py is t\d+ \(", line)]
+        assert [line.split(" — ")[0] for line in done] == [f"beat: {v.beat}" for v in story.versions], name
+        for v, line in zip(story.versions, done):
+            assert f"{v.file} is {got[v.stem].id}" in line and f": {v.expected}" in line, line
+            assert "as the story expects" in line, line
+        branch = next(line for line in lines if "branch back to" in line)
+        assert f"branch back to {got['v3'].id} — the best so far (1.40× vs eager)" in branch
+        events = [line for line in out.splitlines() if line.startswith(tuple("0123456789")) and f"[{name}]" in line]
+        v3_line = next(line for line in events if f"{got['v3'].id} result correct" in line)
+        assert "1.40× vs eager" in v3_line and label in v3_line
+        v6_line = next(line for line in events if f"{got['v6'].id} result correct" in line)
+        assert "no GPU recording for this source: no speed" in v6_line and "×" not in v6_line
+        v2_line = next(line for line in events if f"{got['v2'].id} result incorrect" in line)
+        assert "×" not in v2_line
+        # the final table and the report card (a CPU one, with the recorded numbers apart)
+        row = next(line for line in table.splitlines() if line.startswith(name + " "))
+        assert f"{got['v8'].id} (v8.py)" in row and "2.60×" in row and label in row, row
+        assert "8/8 as expected" in row
+        report = (root / "final" / "REPORT.md").read_text()
+        assert "CPU, interpreted — not a GPU timing" in report
+        assert f"GPU numbers {label} (replayed, not measured in this run)" in report
+        assert re.search(r"\| eager \| 1000\.00 µs \| 2\.60× \|", report)
+        assert f"report card ({name}): {root / 'final' / 'REPORT.md'}" in out
+
+
+@pytest.mark.slow
+def test_record_mode_writes_what_replay_reads(tmp_path, monkeypatch):
+    """--record on a (pretend) GPU: per-version recordings, report card, summary; replay reads them back."""
+    import trialtui.engine.bench as bench_mod
+    import trialtui.engine.lanes as lanes_mod
+    from trialtui.cli_demo import demo
+
+    story = d.load_story(SAMPLES / "softmax")
+    by_sha = {sha256_of(story.source(v)): v.stem for v in story.versions}
+    calls = []
+
+    def fake_gpu_bench(problem, path, *, device=None, use_cache=True, env=None, **kw):
+        stem = by_sha[sha256_of(Path(path).read_bytes())]
+        calls.append((stem, device, (env or {}).get("CUDA_VISIBLE_DEVICES"), use_cache))
+        if stem == "v2":
+            return cpu_result("incorrect")
+        s = int(stem[1:])
+        return {**cpu_result(), "timing": {"median_us": 100.0 / s, "rse": 0.001, "label": "GPU"},
+                "baselines": {"eager": {"median_us": 100.0}, "compile": {"median_us": 80.0}},
+                "speedup": {"eager": float(s), "compile": 0.8 * s}, "sizes": [{"rows": 1}],
+                "env": {"device": "cuda", "gpu": "PRETEND-H200"}}
+
+    monkeypatch.setattr(bench_mod, "detect_device", lambda: "cuda")
+    monkeypatch.setattr(lanes_mod, "visible_gpus", lambda: ["0"])
+    monkeypatch.setattr(d, "bench_file", fake_gpu_bench)
+    rec = tmp_path / "rec"
+    result = CliRunner().invoke(demo, ["softmax", "--record", str(rec), "--profile", "never",
+                                       "--into", str(tmp_path / "play")])
+    assert result.exit_code == 0, result.output
+    assert "live: every number is measured" in result.output
+    assert all(device == "cuda" and gpu == "0" for _, device, gpu, _ in calls)
+    assert calls[-1] == ("v8", "cuda", "0", False)  # the finalize: no cached baselines
+    for v in story.versions:
+        data = json.loads((rec / "softmax" / f"{v.stem}.json").read_text())
+        assert data["sha256"] == sha256_of(story.source(v)) and data["version"] == v.stem
+        assert data["state"] == v.expected and data["result"]["state"] == v.expected
+    assert (rec / "softmax" / "final" / "REPORT.md").exists()
+    summary = json.loads((rec / "summary.json").read_text())["softmax"]
+    assert summary["best_version"] == "v8.py" and summary["speedup"]["eager"] == 8.0 and summary["error"] is None
+    row = next(line for line in result.output.splitlines() if line.startswith("softmax "))
+    assert "8.00×" in row and "measured live on PRETEND-H200" in row
+    # what was recorded replays, labelled with its GPU and date
+    path = tmp_path / "v8.py"
+    path.write_bytes(story.source(story.by_file("v8.py")))
+    replayed = d.ReplayBench(d.load_recordings(rec / "softmax"), lambda *a, **k: cpu_result())(None, path)
+    assert replayed["speedup"]["eager"] == 8.0
+    assert d.recorded_label(replayed).startswith("recorded on PRETEND-H200, 20")

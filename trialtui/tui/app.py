@@ -13,6 +13,8 @@ import json
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from functools import cached_property
+from pathlib import Path
 from typing import Any, Protocol
 
 from textual import work
@@ -56,6 +58,10 @@ from trialtui.tui.widgets.status_bar import StatusBar
 from trialtui.tui.widgets.trial_tree import TrialTree
 
 _NOTICE_SEVERITY = {"info": "information", "warning": "warning", "error": "error"}
+_GPU_STATES = frozenset(state.value for state in TrialState if state.reached_gpu)
+_IN_FLIGHT = frozenset(state.value for state in TrialState if not state.is_final)
+# Actions whose keys come and go with the state; the footer is told when this set changes.
+_DYNAMIC_ACTIONS = ("branch_best", "finalize", "branch_cursor", "rerun", "profile", "cancel")
 
 
 class Demo(Protocol):
@@ -65,7 +71,7 @@ class Demo(Protocol):
 class TrialApp(App):
     """One problem directory, live."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere find it too
     TITLE = "trialtui"
     COMMANDS = App.COMMANDS | {TrialCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
@@ -114,6 +120,12 @@ class TrialApp(App):
         self.running: set[str] = set()
         self.engine_worker: Worker | None = None
         self._find_origin: str | None = None
+        self._gpu_name: str | None = None  # the GPU of the latest GPU result, for the status bar
+        self._pending: set[str] = set()  # what _recompute redoes: "best", "history"
+        self._best_changed: set[str] = set()  # trials whose result may change the best
+        self._recompute_queued = False
+        self._progress_dirty = False
+        self._binding_state: tuple = ()
         themes, self.theme_problems = load_themes()
         for item in themes:
             self.register_theme(item)
@@ -133,33 +145,45 @@ class TrialApp(App):
         yield StatusBar(self.clock, id="status")
         with Horizontal(id="body"):
             with Vertical(id="left"):
-                yield TrialTree(self.baseline, id="tree")
+                yield TrialTree(self.baseline, f"No trials yet: save a candidate *.py in {self.problem.name}/",
+                                id="tree")
                 yield Static(id="follow-hint")
                 yield SpeedupHistory(id="history")
             yield TrialDetail(self.store, self.config, id="detail")
         yield NextAction(id="next")
         yield Footer(compact=True, show_command_palette=False)
 
-    @property
+    @cached_property
     def tree(self) -> TrialTree:
         return self.query_one(TrialTree)
 
-    @property
+    @cached_property
     def detail(self) -> TrialDetail:
         return self.query_one(TrialDetail)
 
-    @property
+    @cached_property
     def status(self) -> StatusBar:
         return self.query_one(StatusBar)
+
+    @cached_property
+    def next_action(self) -> NextAction:
+        return self.query_one(NextAction)
+
+    @cached_property
+    def history(self) -> SpeedupHistory:
+        return self.query_one(SpeedupHistory)
 
     def on_mount(self) -> None:
         self.trials = {t.id: t for t in self.store.trials()}
         self.heads = self.store.heads
         self.best = tree.best(self.trials.values(), self.baseline)
         self.running = {t.id for t in self.trials.values() if t.state_enum in describe.RUNNING}
+        for trial in reversed(self.trials.values()):
+            if self._note_gpu(trial):
+                break
         self.tree.border_title = "Trials"
         self.tree.load(self.trials.values(), self._best_id, self.heads)
-        self.query_one("#history", SpeedupHistory).border_title = "History"
+        self.history.border_title = "History"
         self.detail.border_title = "Trial"
         self._refresh_standing()
         self._refresh_history()
@@ -216,36 +240,76 @@ class TrialApp(App):
         self.trials[trial.id] = trial
         return trial
 
+    def _soon(self, *parts: str) -> None:
+        """Recompute `parts` once the messages already queued are handled: a burst costs one pass."""
+        self._pending.update(parts)
+        if not self._recompute_queued:
+            self._recompute_queued = True
+            self.call_later(self._recompute)
+
+    def _recompute(self) -> None:
+        self._recompute_queued = False
+        parts, self._pending = self._pending, set()
+        if "best" in parts:
+            self._rebest()
+        if "history" in parts:
+            self._refresh_history()
+        self._refresh_standing()
+        self._refresh_bindings()
+
     def _rebest(self) -> None:
-        self.best = tree.best(self.trials.values(), self.baseline)
+        """The best trial after some trials changed: only a change to the best itself needs a full scan."""
+        changed, self._best_changed = self._best_changed, set()
+        if self.best is not None and self.best.id in changed:
+            self.best = tree.best(self.trials.values(), self.baseline)
+        else:
+            top = self.best.speedup(self.baseline) if self.best else None
+            for trial_id in sorted(changed, key=tree.id_number):
+                trial = self.trials.get(trial_id)
+                speed = trial.speedup(self.baseline) if trial else None
+                if speed is not None and (top is None or speed > top):
+                    self.best, top = trial, speed
         self.tree.set_marks(self._best_id, self.heads)
         self.detail.set_marks(self._best_id, set(self.heads.values()))
+
+    def _refresh_bindings(self) -> None:
+        """Tell the footer only when the set of usable keys changed: it rebuilds itself each time."""
+        state = tuple(self.check_action(action, ()) for action in _DYNAMIC_ACTIONS)
+        if state != self._binding_state:
+            self._binding_state = state
+            self.refresh_bindings()
 
     def _show(self, trial: Trial | None) -> None:
         parent = self.trials.get(trial.parent or "") if trial else None
         self.detail.set_marks(self._best_id, set(self.heads.values()))
         self.detail.show(trial, parent)
-        self.query_one(NextAction).show(trial)
-        self.refresh_bindings()
+        self.next_action.show(trial)
+        self._refresh_bindings()
 
     def _changed(self, trial: Trial) -> None:
         """A known trial has newer data: its tree line, and the panes if it is the one shown."""
         self.tree.upsert(trial)
         if trial.id == self.tree.cursor_id:
             self.detail.refresh_trial(trial, self.trials.get(trial.parent or ""))
-            self.query_one(NextAction).show(trial)
-            self.refresh_bindings()
+            self.next_action.show(trial)
+
+    def _note_gpu(self, trial: Trial) -> bool:
+        """Remember the GPU (and replay) of a GPU result; True if the trial had one."""
+        env = (trial.result or {}).get("env") or {}
+        if env.get("device") != "cuda" or not env.get("gpu"):
+            return False
+        rec = describe.recorded(trial.result)
+        self._gpu_name = f"{env['gpu']} ({rec})" if rec else env["gpu"]
+        return True
 
     def _where(self) -> str:
         """The GPU that timed the latest GPU result (and whether it was a recording), else the device."""
-        for trial in sorted(self.trials.values(), key=lambda t: -tree.id_number(t.id)):
-            env = (trial.result or {}).get("env") or {}
-            if env.get("device") == "cuda" and env.get("gpu"):
-                rec = describe.recorded(trial.result)
-                return f"{env['gpu']} ({rec})" if rec else env["gpu"]
-        if getattr(self.engine, "device", None) == "cpu":
+        if self._gpu_name:
+            return self._gpu_name
+        if self.engine.device == "cpu":
             return "CPU · Triton interpreter (correctness only)"
-        return "GPU"
+        lanes = [lane.name for lane in self.engine.lanes.lanes]
+        return f"GPU lane{'s' if len(lanes) != 1 else ''} {', '.join(lanes)} (its name comes with the first result)"
 
     def _refresh_standing(self) -> None:
         standing = self.status.standing
@@ -257,25 +321,28 @@ class TrialApp(App):
         standing.best_speedup = best.speedup(self.baseline) if best else None
         base = (((best.result or {}).get("baselines") or {}).get(self.baseline) or {}) if best else {}
         standing.baseline_us = base.get("median_us")
-        budget = tree.budget(self.trials.values(), self.config.max_trials)
-        standing.used, standing.limit = budget.used, budget.limit
+        used = stale = 0
+        for trial in self.trials.values():  # one pass over plain strings: this runs after every burst
+            used += trial.state in _GPU_STATES
+            stale += trial.state in _IN_FLIGHT
+        standing.used, standing.limit = used, self.config.max_trials
         standing.paused = bool(self.engine.paused)
         standing.waiting_saves = self.engine.saves_while_paused
-        standing.stale = sum(1 for t in self.trials.values() if not t.state_enum.is_final)
+        standing.stale = stale
         standing.follow = self.follow
         self.status.refresh()
 
     def _refresh_history(self) -> None:
-        ordered = sorted(self.trials.values(), key=lambda t: tree.id_number(t.id))
-        self.query_one("#history", SpeedupHistory).update(ordered, self.baseline, self.engine.device == "cpu")
+        self.history.update(list(self.trials.values()), self.baseline,
+                                                            self.engine.device == "cpu")
 
     def _refresh_follow_hint(self) -> None:
         hint = self.query_one("#follow-hint", Static)
-        if self.follow or not self.unseen:
-            hint.display = False
-            return
-        hint.update(f"↓ {self.unseen} new trial{'s' if self.unseen != 1 else ''} — f to follow")
-        hint.display = True
+        shown = not self.follow and self.unseen > 0
+        if shown:
+            hint.update(f"↓ {self.unseen} new trial{'s' if self.unseen != 1 else ''} — f to follow", layout=False)
+        if hint.display != shown:
+            hint.display = shown
 
     # Engine messages
 
@@ -291,7 +358,7 @@ class TrialApp(App):
         else:
             self.unseen += 1
             self._refresh_follow_hint()
-        self._refresh_standing()
+        self._soon("standing")
 
     def on_trial_state_changed(self, message: TrialStateChanged) -> None:
         trial = self._reload(message.event.trial_id)
@@ -305,24 +372,25 @@ class TrialApp(App):
             self.running.discard(trial.id)
         self._changed(trial)
         if state.is_final:
-            self._rebest()
-            self._refresh_history()
-        self._refresh_standing()
+            self._note_gpu(trial)
+            self._best_changed.add(trial.id)
+            self._soon("best", "history")
+        self._soon("standing")
 
     def on_result_ready(self, message: ResultReady) -> None:
         trial = self._reload(message.event.trial_id)
         if trial is None:
             return
         self._changed(trial)
-        self._rebest()
-        self._refresh_history()
-        self._refresh_standing()
+        self._note_gpu(trial)
+        self._best_changed.add(trial.id)
+        self._soon("best", "history")
 
     def on_new_best(self, message: NewBest) -> None:
         event = message.event
-        self._reload(event.trial_id)
-        self._rebest()
-        self._refresh_standing()
+        if self._reload(event.trial_id) is not None:
+            self._best_changed.add(event.trial_id)
+        self._soon("best")
         if event.previous and event.previous_speedup is not None:
             gain = event.speedup - event.previous_speedup
             text = (f"{event.trial_id} beats {event.previous}: {event.previous_speedup:.2f}× → "
@@ -360,13 +428,14 @@ class TrialApp(App):
         activity.lanes = dict(event.lanes)
         activity.queued = list(event.queued)
         self.status.refresh()
-        self.refresh_bindings()
+        self._soon("standing")
 
     def on_job_progress(self, message: JobProgress) -> None:
+        """Progress only records; the spinner's timer repaints it at most 8 times a second."""
         event = message.event
         self.status.activity.progress[event.trial_id] = event
-        self.tree.set_progress(event.trial_id, describe.progress_text(event.phase, event.i, event.n, event.runs))
-        self.status.refresh()
+        self.tree.progress[event.trial_id] = describe.progress_text(event.phase, event.i, event.n, event.runs)
+        self._progress_dirty = True
 
     def on_engine_notice(self, message: EngineNotice) -> None:
         self.notify(message.event.message, severity=_NOTICE_SEVERITY.get(message.event.level, "information"),
@@ -389,11 +458,10 @@ class TrialApp(App):
     # Tree messages
 
     def on_trial_tree_highlighted(self, message: TrialTree.Highlighted) -> None:
-        if message.by_user and self.follow:
+        if message.by_user and self.follow:  # moving the cursor by hand ends follow mode
             self.follow = False
-            self.unseen = 0
-            self._refresh_standing()
-        if message.by_user and not self.follow and message.trial_id == self._newest_id():
+            self._soon("standing")
+        if self.unseen and message.trial_id == self._newest_id():
             self.unseen = 0
             self._refresh_follow_hint()
         self._show(self.trials.get(message.trial_id))
@@ -403,13 +471,18 @@ class TrialApp(App):
         scroll.focus()
 
     def _newest_id(self) -> str | None:
-        return max(self.trials, key=tree.id_number) if self.trials else None
+        return next(reversed(self.trials), None)  # loaded in id order, new trials appended
 
     # Timers
 
     def _spin(self) -> None:
         if self.running:
-            self.tree.tick(int(self.clock() * 8))
+            self.tree.tick(int(self.clock() * 8), self.running)
+        if self._progress_dirty:
+            self._progress_dirty = False
+            self.status.refresh()
+            for trial_id in self.status.activity.progress:
+                self.tree.set_progress(trial_id, self.tree.progress.get(trial_id))
 
     def _tail_log(self) -> None:
         trial = self.cursor_trial
@@ -419,19 +492,18 @@ class TrialApp(App):
     # Actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        cursor = self.cursor_trial
-        # False hides a key from the footer (and disables it): the footer lists what works now
+        """Keys that need a best trial or a running job leave the footer (False) until they work.
+
+        Keys about the trial under the cursor (B, r, p) stay: hiding them as the cursor moves would
+        rebuild the footer on every key press, so they say why when they cannot act.
+        """
         if action in ("branch_best", "finalize"):
             return self.best is not None
-        if action == "branch_cursor":
-            return cursor is not None
-        if action == "rerun":
-            return cursor is not None and cursor.state_enum.is_final and cursor.state_enum is not TrialState.INVALID
-        if action == "profile":
-            return cursor is not None and cursor.state_enum is TrialState.CORRECT and not describe.cpu_run(cursor)
         if action == "cancel":
             activity = self.status.activity if self.is_mounted else None
             return activity is not None and bool(any(activity.lanes.values()) or activity.queued)
+        if action in ("branch_cursor", "rerun", "profile"):
+            return bool(self.trials)
         return True
 
     def branch_from(self, trial_id: str) -> None:
@@ -461,7 +533,14 @@ class TrialApp(App):
 
     def action_rerun(self) -> None:
         trial = self.cursor_trial
-        if trial is not None:
+        if trial is None:
+            return
+        if not trial.state_enum.is_final:
+            self.notify(f"{trial.id} is {trial.state}: it already has a job", timeout=3)
+        elif trial.state_enum is TrialState.INVALID:
+            self.notify(f"{trial.id} is invalid: fix the file and save again (r re-runs measured trials)",
+                        severity="warning", timeout=4)
+        else:
             self.engine.rerun(trial.id)
 
     def action_cancel(self) -> None:
@@ -477,7 +556,13 @@ class TrialApp(App):
 
     def action_profile(self) -> None:
         trial = self.cursor_trial
-        if trial is not None:
+        if trial is None:
+            return
+        if trial.state_enum is not TrialState.CORRECT:
+            self.notify(f"{trial.id} is {trial.state}: only a correct trial is worth profiling", timeout=4)
+        elif describe.cpu_run(trial):
+            self.notify(f"{trial.id} ran on the CPU interpreter: profiling needs a GPU", timeout=4)
+        else:
             self.engine.profile_now(trial.id)
             self.notify(f"{trial.id} queued for profiling", timeout=3)
 

@@ -34,7 +34,9 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark,f1", "dismiss", "Close", id="help.close")]
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help-body"):
+        with VerticalScroll(id="help-body") as body:
+            body.border_title = "trialtui help"
+            body.border_subtitle = "esc, q or ? closes"
             yield Static(self._content())
 
     def _content(self) -> Table:
@@ -59,5 +61,5 @@ class HelpScreen(ModalScreen[None]):
         keys.add_row("", "Every time and speedup names its GPU, dtype and sizes. On a machine without a GPU the "
                          "candidate runs in Triton's CPU interpreter: correctness only, never a speed. A replayed "
                          "result says where and when it was recorded.")
-        keys.add_row("", "Keys are remappable by binding id (set_keymap); esc, q or ? closes this.")
+        keys.add_row("", "Every key has a binding id (b is branch-best, F is finalize…), so a keymap can remap it.")
         return keys

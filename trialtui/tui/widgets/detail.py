@@ -17,7 +17,6 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.color import Color
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static, TabbedContent, TabPane
 
@@ -27,6 +26,7 @@ from trialtui.core.model import Trial, TrialState
 from trialtui.core.store import Store
 from trialtui.render import fmt_us
 from trialtui.tui import describe
+from trialtui.tui.palette import Themed
 from trialtui.tui.widgets.plots import RooflinePlot, TimingSpread, achieved, roofline_of, si
 
 TABS = ("metrics", "profile", "source", "log")
@@ -41,7 +41,7 @@ def _span(low: float, high: float) -> str:
     return f"{low:.2f}–{high:.2f} µs"
 
 
-class TrialDetail(Vertical):
+class TrialDetail(Themed, Vertical):
     """Header line plus tabs for one trial; `show` swaps the trial, `refresh_trial` repaints it."""
 
     def __init__(self, store: Store, config: Config, **kwargs) -> None:
@@ -137,9 +137,6 @@ class TrialDetail(Vertical):
 
     # Rendering
 
-    def color(self, var: str, **extra: Any) -> Style:
-        value = self.app.theme_variables.get(var) or self.app.theme_variables.get("foreground", "white")
-        return Style(color=Color.parse(value).rich_color, **extra)
 
     @property
     def baseline(self) -> str:
@@ -149,7 +146,8 @@ class TrialDetail(Vertical):
         header = self.query_one("#detail-header", Static)
         trial = self.trial
         if trial is None:
-            header.update(Text("No trial yet: save a candidate file and it appears here.", self.color("trial-muted")))
+            header.update(Text("No trial yet: save a candidate file and it appears here.", self.color("trial-muted")),
+                          layout=False)
             return
         mark, var = describe.glyph(trial.state_enum)
         best = trial.id == self.best_id
@@ -172,7 +170,7 @@ class TrialDetail(Vertical):
             line.append(state.value, self.color(var))
         line.append(f" · {trial.file} from {trial.parent or 'nothing (root)'} · saved {describe.saved_at(trial)}",
                     self.color("trial-muted"))
-        header.update(Text("\n").join([top, line]))
+        header.update(Text("\n").join([top, line]), layout=False)  # fixed height: no layout pass
 
     def _render_tab(self, tab: str) -> None:
         if tab in self._fresh or not self.is_mounted:
@@ -294,8 +292,9 @@ class TrialDetail(Vertical):
         for key, name in (("max_abs_err", "max abs err"), ("max_rel_err", "max rel err")):
             if corr.get(key) is not None:
                 errs.append(f"{name} {corr[key]:.3g}")
-        if corr.get("mismatch_frac"):
-            errs.append(f"mismatches {corr['mismatch_frac']:.2%}")
+        frac = corr.get("mismatch_frac")
+        if frac:
+            errs.append(f"mismatches {frac:.2%}" if frac >= 1e-4 else f"mismatches {frac:.1e} of values")
         if corr.get("first_mismatch") is not None and not passed:
             errs.append(f"first at {corr['first_mismatch']}")
         if errs:

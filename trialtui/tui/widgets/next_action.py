@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
-from textual.color import Color
 from textual.widgets import Static
 
 from trialtui.core.model import Action, Trial, TrialState
+from trialtui.tui.palette import Themed
 
 ACTION_WORDS = {
     Action.FINALIZE.value: ("Finalize", "success"),
@@ -25,8 +24,11 @@ ACTION_WORDS = {
 KEY_WORDS = {"b": "branch to best", "B": "branch from here", "F": "finalize", "p": "profile now", "r": "re-run"}
 
 
-class NextAction(Static):
-    """One sentence, the numbers behind it, the first hints, and the key that acts on it."""
+class NextAction(Themed, Static):
+    """One sentence, the numbers behind it, the first hints, and the key that acts on it.
+
+    Its height is fixed (app.tcss), so a new decision repaints it without a layout pass.
+    """
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -35,9 +37,6 @@ class NextAction(Static):
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.show(self.trial))
 
-    def color(self, var: str, **extra: Any) -> Style:
-        value = self.app.theme_variables.get(var) or self.app.theme_variables.get("foreground", "white")
-        return Style(color=Color.parse(value).rich_color, **extra)
 
     def _mark(self, action: str) -> None:
         for name in (*ACTION_WORDS, "invalid"):
@@ -48,7 +47,7 @@ class NextAction(Static):
         decision = (trial.decision if trial else None) or {}
         if trial is None:
             self.update(Text("Save a candidate file: each save becomes a trial, validated, checked, timed and "
-                             "given a next step here.", self.color("trial-muted")))
+                             "given a next step here.", self.color("trial-muted")), layout=False)
             self.border_title = "Next"
             self._mark("wait")
             return
@@ -57,7 +56,7 @@ class NextAction(Static):
             self.border_title = f"Next · {trial.id}"
             why = (f"{trial.id} is {trial.state}; the next step comes with its result."
                    if not trial.state_enum.is_final else f"{trial.id} has no decision recorded.")
-            self.update(Text(why, self.color("trial-muted")))
+            self.update(Text(why, self.color("trial-muted")), layout=False)
             return
         word, var = ACTION_WORDS.get(decision.get("action", ""), (decision.get("action", "?"), "primary"))
         self.border_title = f"Next · {trial.id} · {word}"
@@ -82,7 +81,7 @@ class NextAction(Static):
             body.append(str(hint))
         key = decision.get("key") or ""
         if not key:
-            self.update(body)
+            self.update(body, layout=False)
             return
         badge = Text()
         badge.append(f" {key} ", Style(reverse=True, bold=True) + self.color(var))
@@ -91,4 +90,4 @@ class NextAction(Static):
         grid.add_column(ratio=1)
         grid.add_column(no_wrap=True, justify="right")
         grid.add_row(body, badge)
-        self.update(grid)
+        self.update(grid, layout=False)

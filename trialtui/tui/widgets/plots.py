@@ -13,12 +13,12 @@ from typing import Any
 
 from rich.style import Style
 from rich.text import Text
-from textual.color import Color
 from textual.widget import Widget
 
 from trialtui.core.model import Trial, TrialState
 from trialtui.render import fmt_us
 from trialtui.tui import describe
+from trialtui.tui.palette import Themed
 
 _DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row][col] within a cell
 
@@ -62,17 +62,37 @@ class BrailleCanvas:
         return lines
 
 
-class Plot(Widget):
+class Plot(Themed, Widget):
     """A plot re-renders from its data at whatever size it is given."""
 
     DEFAULT_CSS = "Plot { height: auto; }"
 
-    def color(self, var: str, **extra: Any) -> Style:
-        value = self.app.theme_variables.get(var) or self.app.theme_variables.get("foreground", "white")
-        return Style(color=Color.parse(value).rich_color, **extra)
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._drawn: tuple[tuple, Text] | None = None
+
+    def draw(self) -> Text:
+        """The plot at the current width; subclasses draw, render() caches."""
+        raise NotImplementedError
+
+    def _key(self) -> tuple:
+        return (self.size.width, self.size.height, self.app.theme)
+
+    def render(self) -> Text:
+        key = self._key()
+        if self._drawn is None or self._drawn[0] != key:
+            self._drawn = (key, self.draw())
+        return self._drawn[1]
+
+    def _repaint(self) -> None:
+        """A layout pass only when the plot's height changes: the usual update is a repaint."""
+        self._drawn = None
+        lines = len(self.render().plain.splitlines()) if self.size.width else -1
+        self.refresh(layout=lines != self.size.height)
+
 
     def on_mount(self) -> None:
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._repaint())
 
 
 @dataclass(frozen=True)
@@ -109,9 +129,10 @@ class SpeedupHistory(Plot):
                     points.append(Point(trial.id, None, top))
         self.points = points
         self.border_subtitle = self.gpu
+        self._drawn = None
         self.refresh()
 
-    def render(self) -> Text:
+    def draw(self) -> Text:
         width, height = self.size.width, self.size.height
         title = Text(f"speedup vs {self.baseline}", style=Style(bold=True))
         speeds = [p.speedup for p in self.points if p.speedup is not None]
@@ -182,7 +203,7 @@ class TimingSpread(Plot):
 
     def show(self, trial: Trial | None) -> None:
         self.trial = trial
-        self.refresh(layout=True)
+        self._repaint()
 
     def _rows(self) -> list[tuple[str, dict[str, Any], str]]:
         trial = self.trial
@@ -194,7 +215,7 @@ class TimingSpread(Plot):
                 rows.append((kind, base, "trial-muted"))
         return rows
 
-    def render(self) -> Text:
+    def draw(self) -> Text:
         trial = self.trial
         rows = self._rows()
         if trial is None:
@@ -275,9 +296,9 @@ class RooflinePlot(Plot):
 
     def show(self, trial: Trial | None) -> None:
         self.trial = trial
-        self.refresh(layout=True)
+        self._repaint()
 
-    def render(self) -> Text:
+    def draw(self) -> Text:
         trial = self.trial
         if trial is None:
             return Text("")

@@ -8,16 +8,15 @@ for results. Elapsed time ticks from the app's clock, not from the job, so it mo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from rich.style import Style
 from rich.text import Text
-from textual.color import Color
 from textual.widget import Widget
 
 from trialtui.engine import events as ev
 from trialtui.render import fmt_us
 from trialtui.tui import describe
+from trialtui.tui.palette import Themed
 
 
 @dataclass
@@ -48,7 +47,7 @@ class Standing:
     engine_down: str = ""
 
 
-class StatusBar(Widget):
+class StatusBar(Themed, Widget):
     DEFAULT_CSS = "StatusBar { height: 2; }"
 
     def __init__(self, clock, **kwargs) -> None:
@@ -65,9 +64,6 @@ class StatusBar(Widget):
         if any(self.activity.lanes.values()):
             self.refresh()
 
-    def color(self, var: str, **extra: Any) -> Style:
-        value = self.app.theme_variables.get(var) or self.app.theme_variables.get("foreground", "white")
-        return Style(color=Color.parse(value).rich_color, **extra)
 
     def render(self) -> Text:
         text = Text("\n").join([self._identity(), self._activity()])

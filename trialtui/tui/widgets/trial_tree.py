@@ -17,7 +17,6 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
-from textual.color import Color
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -26,6 +25,7 @@ from textual.strip import Strip
 from trialtui.core import tree
 from trialtui.core.model import Trial, TrialState
 from trialtui.tui import describe
+from trialtui.tui.palette import Themed
 
 BRANCH, COLUMN = "├╴", "│ "
 
@@ -58,7 +58,7 @@ def layout(trials: Iterable[Trial]) -> list[Row]:
     return rows
 
 
-class TrialTree(ScrollView, can_focus=True):
+class TrialTree(Themed, ScrollView, can_focus=True):
     """Trials with state glyph, id, ★ best, ▸ head, strategy and outcome; the cursor is a trial id."""
 
     BINDINGS = [
@@ -81,14 +81,19 @@ class TrialTree(ScrollView, can_focus=True):
             self.trial_id = trial_id
             self.by_user = by_user
 
+        def can_replace(self, message: Message) -> bool:
+            """Under key repeat only the trial the cursor lands on is drawn in the detail pane."""
+            return isinstance(message, TrialTree.Highlighted) and message.by_user == self.by_user
+
     class Selected(Message):
         def __init__(self, trial_id: str) -> None:
             super().__init__()
             self.trial_id = trial_id
 
-    def __init__(self, baseline: str = "eager", **kwargs) -> None:
+    def __init__(self, baseline: str = "eager", empty_hint: str = "No trials yet.", **kwargs) -> None:
         super().__init__(**kwargs)
         self.baseline = baseline
+        self.empty_hint = empty_hint
         self.trials: dict[str, Trial] = {}
         self.rows: list[Row] = []
         self.index: dict[str, int] = {}
@@ -98,7 +103,6 @@ class TrialTree(ScrollView, can_focus=True):
         self.frame = 0
         self.progress: dict[str, str] = {}  # running trial id → what its job is doing
         self._lines: dict[str, Strip] = {}
-        self._palette: dict[str, Style] = {}
 
     # Data in
 
@@ -132,12 +136,13 @@ class TrialTree(ScrollView, can_focus=True):
             self.progress[trial_id] = text
         self._dirty(trial_id)
 
-    def tick(self, frame: int) -> None:
-        """Advance the spinner of running trials."""
+    def tick(self, frame: int, running: Iterable[str]) -> None:
+        """Advance the spinner of the running trials."""
+        if frame == self.frame:
+            return
         self.frame = frame
-        for trial_id, trial in self.trials.items():
-            if trial.state_enum in describe.RUNNING:
-                self._dirty(trial_id)
+        for trial_id in running:
+            self._dirty(trial_id)
 
     def _relayout(self) -> None:
         top = self.scroll_y
@@ -171,12 +176,17 @@ class TrialTree(ScrollView, can_focus=True):
             return
         old = self.cursor_id
         self.cursor_id = trial_id
-        if old is not None:
-            self._dirty(old)
-        self._dirty(trial_id)
         self._scroll_to_cursor()
         if old != trial_id or by_user:
-            self.post_message(self.Highlighted(trial_id, by_user))
+            # Straight to the app, and the cursor repainted after it is handled: the tree and the
+            # detail pane then change in one frame instead of two a frame interval apart.
+            self.app.post_message(self.Highlighted(trial_id, by_user))
+        self.app.call_later(self._repaint_cursor, old, trial_id)
+
+    def _repaint_cursor(self, old: str | None, new: str) -> None:
+        if old is not None:
+            self._dirty(old)
+        self._dirty(new)
 
     def _scroll_to_cursor(self) -> None:
         row = self.cursor_row
@@ -230,7 +240,6 @@ class TrialTree(ScrollView, can_focus=True):
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._restyle())
 
     def _restyle(self) -> None:
-        self._palette.clear()
         self._lines.clear()
         self.refresh()
 
@@ -240,20 +249,17 @@ class TrialTree(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._palette.clear()
         self._lines.clear()
 
-    def color(self, var: str) -> Style:
-        style = self._palette.get(var)
-        if style is None:
-            value = self.app.theme_variables.get(var) or self.app.theme_variables.get("foreground", "white")
-            style = Style(color=Color.parse(value).rich_color)
-            self._palette[var] = style
-        return style
 
     def render_line(self, y: int) -> Strip:
         row_index = int(self.scroll_y) + y
         width = self.scrollable_content_region.width
+        if not self.rows and y == 1:
+            hint = Text(f" {self.empty_hint}", self.color("trial-muted"))
+            hint.truncate(width)
+            return Strip([s for s in hint.render(self.app.console) if s.text != "\n"]).adjust_cell_length(
+                width).apply_style(self.rich_style)
         if row_index >= len(self.rows):
             return Strip.blank(width, self.rich_style)
         row = self.rows[row_index]

@@ -159,7 +159,7 @@ def test_branch_command_puts_the_trial_back_and_keeps_unrecorded_work(problem):
 def bench(monkeypatch):
     calls = []
 
-    def fake(problem, path, *, device=None, use_cache=True):
+    def fake(problem, path, *, device=None, use_cache=True, **kw):
         calls.append({"path": Path(path), "device": device, "use_cache": use_cache, "source": Path(path).read_text()})
         return copy.deepcopy(bench.result)
 

@@ -52,8 +52,14 @@ def open_(directory: Path | None, theme: str | None) -> None:
     """Open the TUI on DIRECTORY (default: the current directory)."""
     from trialtui.tui.app import make_app
 
+    from trialtui.core.store import StoreError
+
     problem = problem_for((directory or Path.cwd()).resolve())
-    make_app(problem, theme=theme).run()
+    try:
+        app = make_app(problem, theme=theme)
+    except StoreError as exc:
+        fail(str(exc))
+    app.run()
 
 
 @cli.command()
@@ -133,7 +139,11 @@ def watch(directory, headless, as_json, once, device, gpus, progress) -> None:
     if not headless:
         from trialtui.tui.app import make_app
 
-        make_app(problem, device=device).run()
+        try:
+            app = make_app(problem, device=device)
+        except StoreError as exc:
+            fail(str(exc))
+        app.run()
         return
     try:
         engine = Engine(problem, device=device,

@@ -22,7 +22,6 @@ from trialtui.core import tree
 from trialtui.core.config import Config, ConfigError, load_config
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError, load_problem
-from trialtui.core.report import FINAL_DIR, build_report
 from trialtui.core.store import STATE_DIR, Store, StoreError, UnknownTrial, atomic_write, sha256_of
 
 HF_STATE = "state.json"
@@ -251,32 +250,22 @@ def finalize(trial_id: str | None, device: str | None, root: Path, as_json: bool
 
     Holding the store's lock meanwhile also keeps a watcher's GPU jobs from running beside it.
     """
-    from trialtui.engine.bench import bench_file  # the engine is needed by this command only
+    from trialtui.engine.finalize import FinalizeError, finalize as finalize_trial
 
     problem = _problem(root)
-    out_dir = problem.root / FINAL_DIR
     with _store(root, writer=True) as store:
         trial = store.get(trial_id) if trial_id else tree.best(store.trials(), problem.config.primary_baseline)
         if trial is None:
             raise click.ClickException("No correct trials to finalize.")
-        out_dir.mkdir(exist_ok=True)
-        kernel = out_dir / trial.file
-        atomic_write(kernel, store.snapshot_path(trial.sha256).read_bytes())
-        result = bench_file(problem, kernel, device=device, use_cache=False)
-    if result.get("state") != TrialState.CORRECT.value:
-        kernel.unlink()
-        raise click.ClickException(
-            f"{trial.id} is {result.get('state')} on the clean re-benchmark, so nothing was finalized: "
-            f"{result.get('message') or 'no message'}"
-        )
-    text, report = build_report(problem, trial, result)
-    atomic_write(out_dir / "REPORT.md", text.encode())
-    atomic_write(out_dir / "report.json", (json.dumps(report, indent=2) + "\n").encode())
+        try:
+            text, report, out_dir = finalize_trial(problem, store, trial, device=device)
+        except FinalizeError as exc:
+            raise click.ClickException(str(exc)) from exc
     if as_json:
         _echo_json(report)
     else:
         click.echo(text, nl=False)
-        click.echo(f"\nwrote {kernel}, {out_dir / 'REPORT.md'}, {out_dir / 'report.json'}")
+        click.echo(f"\nwrote {out_dir / trial.file}, {out_dir / 'REPORT.md'}, {out_dir / 'report.json'}")
 
 
 @trials.command()

@@ -28,10 +28,11 @@ def sizes_label(sizes: Any) -> str:
 
 
 def label(result: dict[str, Any]) -> str:
-    """`H200 · bfloat16 · batch=4096, dim=8192`: the context every number needs."""
+    """`H200 · bfloat16 · batch=4096, dim=8192 · 2026-11-29 14:02`: the context every number needs."""
     env = result.get("env") or {}
     where = env.get("gpu") or "CPU (Triton interpreter)"
-    return f"{where} · {result.get('dtype', '?')} · {sizes_label(result.get('sizes'))}"
+    when = f" · {result['measured_at']}" if result.get("measured_at") and not result.get("recorded") else ""
+    return f"{where} · {result.get('dtype', '?')} · {sizes_label(result.get('sizes'))}{when}"
 
 
 def render_bench(result: dict[str, Any], problem=None) -> str:

@@ -51,10 +51,11 @@ import trialtui
 from trialtui.core import tree
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
-from trialtui.core.report import FINAL_DIR, build_report
+from trialtui.core.report import FINAL_DIR
 from trialtui.core.store import atomic_write, sha256_of
 from trialtui.engine import events as ev
 from trialtui.engine.bench import bench_file
+from trialtui.engine.finalize import FinalizeError, finalize
 from trialtui.engine.headless import HeadlessPrinter
 
 SAMPLES_DIR = "sample_kernels"
@@ -595,25 +596,12 @@ class DemoPlayer:
         the CPU one, with the recorded GPU numbers added in a section of their own.
         """
         problem = engine.problem
-        out_dir = problem.root / FINAL_DIR
-        out_dir.mkdir(exist_ok=True)
-        kernel = out_dir / trial.file
-        atomic_write(kernel, engine.store.snapshot_path(trial.sha256).read_bytes())
-        device = "cuda" if self.mode == "live" else "cpu"
-        result = self.finalize_bench(
-            problem, kernel, device=device, use_cache=False, env=self.finalize_env,
-            log_path=problem.state_dir / "logs" / f"finalize-{trial.id}.log",
-        )
-        if result.get("state") != TrialState.CORRECT.value:
-            kernel.unlink(missing_ok=True)
-            raise DemoError(f"{trial.id} is {result.get('state')} on the clean re-benchmark, so nothing was "
-                            f"finalized: {result.get('message') or 'no message'}")
-        text, report = build_report(problem, trial, result)
-        if recorded_label(trial.result):
-            section, report["recorded"] = recorded_section(trial, problem.config.baselines)
-            text += section
-        atomic_write(out_dir / "REPORT.md", text.encode())
-        atomic_write(out_dir / "report.json", (json.dumps(report, indent=2) + "\n").encode())
+        recorded = (lambda t: _recorded_extra(t, problem.config.baselines)) if recorded_label(trial.result) else None
+        try:
+            _, _, out_dir = finalize(problem, engine.store, trial, device="cuda" if self.mode == "live" else "cpu",
+                                     bench=self.finalize_bench, env=self.finalize_env, extra=recorded)
+        except FinalizeError as exc:
+            raise DemoError(str(exc)) from exc
         return out_dir / "REPORT.md"
 
     # reporting
@@ -645,6 +633,11 @@ class DemoPlayer:
     @staticmethod
     def _notice(engine: Any, message: str, level: str = "info") -> None:
         engine.emit(ev.Notice(f"demo: {message}", level))
+
+
+def _recorded_extra(trial: Trial, baselines: list[str]) -> tuple[str, dict[str, Any]]:
+    section, recorded = recorded_section(trial, baselines)
+    return section, {"recorded": recorded}
 
 
 def recorded_section(trial: Trial, baselines: list[str]) -> tuple[str, dict[str, Any]]:

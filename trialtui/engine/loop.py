@@ -254,7 +254,8 @@ class Engine:
             trial = self.store.update(trial.id, validation=report)
         handle = ChildHandle()
         self._handles[trial.id] = handle
-        self._set_state(trial.id, TrialState.BENCHMARKING, f"on {lane.name}")
+        log_rel = f"logs/{trial.id}.log"
+        self._set_state(trial.id, TrialState.BENCHMARKING, f"on {lane.name}", log=log_rel)
         loop = asyncio.get_running_loop()
 
         def progress(event: dict[str, Any]) -> None:
@@ -262,7 +263,6 @@ class Engine:
                                                              event.get("n"), event.get("runs")))
 
         source = self.store.snapshot_path(trial.sha256)
-        log_rel = f"logs/{trial.id}.log"
         try:
             result = await asyncio.to_thread(
                 self._bench, self.problem, source, device=self.device, log_path=self.store.state_dir / log_rel,
@@ -288,11 +288,11 @@ class Engine:
             event = "first_correct" if first else ("new_best" if after is not None and after.id == trial.id else "correct")
             await self._profile(trial.id, lane, profile_policy(self.problem.config.profile_when, event))
         trial = self.store.get(trial.id)
-        decision = self._decide(trial)
+        decision = await self._decide_async(trial)
         if (decision.action == "switch_approach" and trial.profile is None and trial.median_us is not None
                 and profile_policy(self.problem.config.profile_when, "plateau")):
             await self._profile(trial.id, lane, True)  # a plateau: counters choose the new approach
-            self._decide(self.store.get(trial.id))
+            await self._decide_async(self.store.get(trial.id))
 
     async def _profile(self, trial_id: str, lane: Lane, with_counters: bool) -> None:
         """Verdicts for a correct GPU trial: from ncu counters when asked for, else analytic."""
@@ -329,17 +329,25 @@ class Engine:
 
         async def run(lane: Lane) -> None:
             await self._profile(trial_id, lane, True)
-            self._decide(self.store.get(trial_id))
+            await self._decide_async(self.store.get(trial_id))
 
         self.lanes.submit(Job(trial_id, trial.file, run))
 
-    def _decide(self, trial: Trial) -> Decision:
-        trials = self.store.trials()
-        source = self.store.read_source(trial)
-        decision = decide(trials, trial, trial.verdicts, self.problem.config, source=source)
+    def _decision(self, trial: Trial) -> Decision:
+        return decide(self.store.trials(), trial, trial.verdicts, self.problem.config,
+                      source=self.store.read_source(trial))
+
+    def _record_decision(self, trial: Trial, decision: Decision) -> Decision:
         self.store.update(trial.id, decision=decision.to_dict())
         self.emit(ev.DecisionMade(trial.id, decision.action, decision.reason, decision.key))
         return decision
+
+    def _decide(self, trial: Trial) -> Decision:
+        return self._record_decision(trial, self._decision(trial))
+
+    async def _decide_async(self, trial: Trial) -> Decision:
+        """Off the event loop: at thousands of trials reading the tree takes long enough to stall a UI."""
+        return self._record_decision(trial, await asyncio.to_thread(self._decision, trial))
 
     # Things that change under the engine
 

@@ -333,6 +333,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "sizes": cases,
         "dtype": spec["dtype"],
         "message": "",
+        "measured_at": time.strftime("%Y-%m-%d %H:%M"),
     }
     counter = LaunchCounter()
     counter.install()

@@ -27,7 +27,7 @@ from textual.worker import Worker
 from trialtui.core import tree
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
-from trialtui.core.report import FINAL_DIR, build_report
+from trialtui.core.report import FINAL_DIR
 from trialtui.core.store import Store, StoreError, UnknownTrial, atomic_write
 from trialtui.engine import events as ev
 from trialtui.tui import describe
@@ -683,25 +683,14 @@ class TrialApp(App):
 
 
 def finalize_trial(problem: Problem, store: Store, trial: Trial, device: str | None) -> tuple[bool, str]:
-    """`trialtui trials finalize` for a store this process already holds: (ok, what happened).
+    """The engine's finalize, as (ok, what happened) for a notification."""
+    from trialtui.engine.finalize import FinalizeError, finalize
 
-    Runs the clean re-benchmark in this thread; the caller keeps the GPU lanes idle meanwhile.
-    """
-    from trialtui.engine.bench import bench_file
-
-    out_dir = problem.root / FINAL_DIR
-    out_dir.mkdir(exist_ok=True)
-    kernel = out_dir / trial.file
-    atomic_write(kernel, store.snapshot_path(trial.sha256).read_bytes())
-    result = bench_file(problem, kernel, device=device, use_cache=False)
-    if result.get("state") != TrialState.CORRECT.value:
-        kernel.unlink()
-        return False, (f"{trial.id} is {result.get('state')} on the clean re-benchmark, so nothing was "
-                       f"finalized: {result.get('message') or 'no message'}")
-    text, report = build_report(problem, trial, result)
-    atomic_write(out_dir / "REPORT.md", text.encode())
-    atomic_write(out_dir / "report.json", (json.dumps(report, indent=2) + "\n").encode())
-    return True, f"wrote {kernel}, {out_dir / 'REPORT.md'} and {out_dir / 'report.json'}"
+    try:
+        _, _, out_dir = finalize(problem, store, trial, device=device)
+    except FinalizeError as exc:
+        return False, str(exc)
+    return True, f"wrote {out_dir / trial.file}, {out_dir / 'REPORT.md'} and {out_dir / 'report.json'}"
 
 
 def make_app(problem: Problem, *, engine: Any = None, device: str | None = None, theme: str | None = None,

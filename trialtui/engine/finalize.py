@@ -1,0 +1,54 @@
+"""Finalize: the trial's source into final/, a clean re-benchmark (no cached baseline), the report card.
+
+One function for `trialtui trials finalize`, the TUI's `F` and the demo; each caller holds the store
+and keeps the GPU lanes idle meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trialtui.core.model import Trial, TrialState
+from trialtui.core.problem import Problem
+from trialtui.core.report import FINAL_DIR, build_report
+from trialtui.core.store import Store, atomic_write
+from trialtui.engine import bench as engine_bench
+
+
+class FinalizeError(RuntimeError):
+    """The clean re-benchmark was not correct, so nothing was finalized."""
+
+
+def finalize(
+    problem: Problem,
+    store: Store,
+    trial: Trial,
+    *,
+    device: str | None = None,
+    bench: Callable[..., dict[str, Any]] | None = None,
+    env: dict[str, str] | None = None,
+    extra: Callable[[Trial], tuple[str, dict[str, Any]]] | None = None,
+) -> tuple[str, dict[str, Any], Path]:
+    """Returns (REPORT.md text, report.json dict, the final/ directory); raises FinalizeError."""
+    out_dir = problem.root / FINAL_DIR
+    out_dir.mkdir(exist_ok=True)
+    kernel = out_dir / trial.file
+    atomic_write(kernel, store.snapshot_path(trial.sha256).read_bytes())
+    bench = bench or engine_bench.bench_file
+    result = bench(problem, kernel, device=device, use_cache=False, env=env,
+                   log_path=problem.state_dir / "logs" / f"finalize-{trial.id}.log")
+    if result.get("state") != TrialState.CORRECT.value:
+        kernel.unlink(missing_ok=True)
+        raise FinalizeError(f"{trial.id} is {result.get('state')} on the clean re-benchmark, so nothing was "
+                            f"finalized: {result.get('message') or 'no message'}")
+    text, report = build_report(problem, trial, result)
+    if extra is not None:
+        section, more = extra(trial)
+        text += section
+        report.update(more)
+    atomic_write(out_dir / "REPORT.md", text.encode())
+    atomic_write(out_dir / "report.json", (json.dumps(report, indent=2) + "\n").encode())
+    return text, report, out_dir

@@ -177,10 +177,15 @@ def test_each_editor_save_makes_exactly_one_trial(root, save):
 
 
 def test_burst_of_saves_across_files_records_each_distinct_content_once(root):
-    engine = make_engine(root, config="[watch]\nquiet_ms = 50\n")
+    import tracemalloc
+
+    engine = make_engine(root, bench=FakeBench(seconds=0.05), config="[watch]\nquiet_ms = 50\nbusy = 'latest'\n")
+    seen = collect(engine)
     written: dict[str, set[str]] = {}
+    memory: dict[int, int] = {}
 
     async def body():
+        tracemalloc.start()
         start = time.monotonic()
         n = 0
         while n < 200 and time.monotonic() < start + 10:
@@ -189,7 +194,10 @@ def test_burst_of_saves_across_files_records_each_distinct_content_once(root):
             write_atomic(root / name, text)
             written.setdefault(name, set()).add(text)
             n += 1
+            if n in (50, 200):
+                memory[n] = tracemalloc.get_traced_memory()[0]
             await asyncio.sleep(max(0.0, start + n * 0.045 - time.monotonic()))
+        tracemalloc.stop()
         assert n == 200
 
     asyncio.run(run_for(engine, body, settle=1.0))
@@ -198,9 +206,13 @@ def test_burst_of_saves_across_files_records_each_distinct_content_once(root):
     assert names <= {"kernel.py", *written}, f"temp files recorded: {names}"
     shas = [(t.file, t.sha256) for t in trials]
     assert len(shas) == len(set(shas)), "a content was recorded twice"
-    for name in written:  # the last content of every file is a trial
+    for name in written:  # the last content of every file is a trial, and it was measured
         last = sorted(written[name], key=lambda s: int(s.rsplit("save ", 1)[1]))[-1]
-        assert engine.store.read_source(engine.store.head(name)) == last
+        head = engine.store.head(name)
+        assert engine.store.read_source(head) == last and head.state == "correct"
+    longest = max(len(e.queued) for e in seen if isinstance(e, ev.QueueChanged))
+    assert longest <= 6, f"'latest' keeps one queued job per file, saw {longest}"
+    assert memory[200] - memory[50] < 5_000_000, "memory grew with the number of saves"
     engine.close()
 
 
@@ -397,3 +409,35 @@ def test_profile_policy_auto_profiles_first_correct_and_new_best_only(root, monk
     assert abs(t3.sol - floor_us / 530.0) < 0.01
     assert t2.decision["action"] == "branch_back"
     engine.close()
+
+
+def test_two_problems_share_one_lane_without_overlap(tmp_path):
+    bench = FakeBench(seconds=0.2)
+    lanes = Lanes([Lane("gpu0", "0")])
+    engines = []
+    for name in ("a", "b"):
+        root = write_problem(tmp_path / name, files={"k1.py": KB_GOOD + "\n# 1\n", "k2.py": KB_GOOD + "\n# 2\n"})
+        engines.append(Engine(load_problem(root), device="cuda", lanes=lanes, bench=bench, validate=ok_validate))
+
+    async def main():
+        await asyncio.gather(*(e.run(once=True) for e in engines))
+
+    asyncio.run(main())
+    assert [states(e) for e in engines] == [{"t1": "correct", "t2": "correct"}] * 2
+    spans = sorted((s, e) for _, _, s, e in bench.calls)
+    assert len(spans) == 4 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    for e in engines:
+        e.close()
+
+
+def test_watch_a_root_of_problems_headless_names_each_problem(tmp_path):
+    import subprocess
+    import sys
+
+    for name in ("alpha", "beta"):
+        write_problem(tmp_path / name, files={"kernel.py": KB_GOOD}, config="seeds = 1\n")
+    out = subprocess.run([sys.executable, "-m", "trialtui", "watch", str(tmp_path), "--headless", "--once",
+                          "--device", "cpu"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    for name in ("alpha", "beta"):
+        assert f"[{name}] t1 correct" in out.stdout

@@ -135,84 +135,59 @@ def watch(directory, headless, as_json, once, device, gpus, progress) -> None:
     from trialtui.engine.lanes import Lanes
     from trialtui.engine.loop import Engine
 
-    problem = problem_for((directory or Path.cwd()).resolve())
+    root = (directory or Path.cwd()).resolve()
+    problems = problems_under(root)
     if not headless:
+        if len(problems) > 1:
+            fail(f"{root} holds {len(problems)} problems: open one in the TUI, or watch them all with --headless")
         from trialtui.tui.app import make_app
 
         try:
-            app = make_app(problem, device=device)
+            app = make_app(problems[0], device=device)
         except StoreError as exc:
             fail(str(exc))
         app.run()
         return
+    lanes = Lanes.detect(device or detect(), gpus.split(",") if gpus else None)
+    engines = []
     try:
-        engine = Engine(problem, device=device,
-                        lanes=Lanes.detect(device or detect(), gpus.split(",") if gpus else None))
+        for problem in problems:
+            engine = Engine(problem, device=device, lanes=lanes)
+            engine.subscribe(HeadlessPrinter(as_json=as_json, progress=progress,
+                                             problem=problem.name if len(problems) > 1 else None))
+            engines.append(engine)
     except StoreError as exc:
+        for engine in engines:
+            engine.close()
         fail(str(exc))
-    engine.subscribe(HeadlessPrinter(as_json=as_json, progress=progress))
+
+    async def run_all() -> None:
+        await asyncio.gather(*(engine.run(once=once) for engine in engines))
+
     try:
-        asyncio.run(engine.run(once=once))
+        asyncio.run(run_all())
     except KeyboardInterrupt:
         pass
     finally:
-        engine.close()
+        for engine in engines:
+            engine.close()
 
 
-@cli.command()
-@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--gpu", default="NVIDIA H200", show_default=True, help="Whose ceilings the roofline uses.")
-def analyze(directory, as_json, gpu) -> None:
-    """The reference's ops, FLOPs, minimum bytes, roofline bound and floor, fusion chances (no GPU)."""
-    from trialtui.engine.profile import analyze as run_analysis
-    from trialtui.render import render_analysis
-
-    problem = problem_for((directory or Path.cwd()).resolve())
-    result = run_analysis(problem, gpu=gpu, use_cache=False)
-    click.echo(json.dumps(result, indent=2, default=str) if as_json else render_analysis(result, problem))
-    sys.exit(0 if result.get("state") == "ok" else 1)
-
-
-@cli.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True)
-def profile(file: Path, as_json: bool) -> None:
-    """FILE under Nsight Compute: counters and verdicts (analytic ones when counters can't be read)."""
-    from trialtui.core.model import Trial
-    from trialtui.engine.bench import bench_file
-    from trialtui.engine.profile import analyze as run_analysis
-    from trialtui.engine.profile import profile_file, trial_verdicts
-    from trialtui.render import render_verdicts
-
-    problem = problem_for(file.resolve())
-    result = bench_file(problem, file.resolve(), device="cuda")
-    if result["state"] != "correct":
-        fail(f"{file.name} is {result['state']}: {result.get('message')} — only a correct kernel is profiled", 1)
-    trial = Trial(id=file.stem, file=file.name, sha256="", created=0.0, state="correct", result=result)
-    env = result.get("env") or {}
-    analysis = run_analysis(problem, gpu=env.get("gpu"), driver=env.get("driver"))
-    body = profile_file(problem, file.resolve(), name=file.stem)
-    verdicts, sol = trial_verdicts(problem, trial, analysis, body)
-    out = {"profile": {k: v for k, v in body.items() if k != "log_tail"}, "verdicts": verdicts, "sol": sol,
-           "median_us": trial.median_us, "env": env}
-    click.echo(json.dumps(out, indent=2, default=str) if as_json else render_verdicts(out))
-
-
-@cli.command()
-@click.option("--json", "as_json", is_flag=True)
-def calibrate(as_json: bool) -> None:
-    """Measure this GPU's copy bandwidth and matmul rates once; cached per GPU and driver."""
-    from trialtui.engine.profile import calibrate as run_calibration
-
-    result = run_calibration()
-    if as_json or result.get("state") != "ok":
-        click.echo(json.dumps(result, indent=2, default=str))
-    else:
-        c = result.get("ceilings") or {}
-        rates = ", ".join(f"{k} {v:.1f}" for k, v in (c.get("tflops") or {}).items())
-        click.echo(f"{c.get('gpu')} (driver {c.get('driver')}): copy {c.get('hbm_gbps', 0):,.0f} GB/s; TFLOP/s {rates}")
-    sys.exit(0 if result.get("state") == "ok" else 1)
+def problems_under(root: Path):
+    """The problem at `root`, or every problem directory directly below it."""
+    if (root / "reference.py").exists():
+        return [problem_for(root)]
+    found, errors = [], []
+    for child in sorted(p for p in root.iterdir() if p.is_dir() and (p / "reference.py").exists()):
+        try:
+            found.append(load_problem(child))
+        except ProblemError as exc:
+            errors.append(f"{child.name}: {exc}")
+    for error in errors:
+        click.echo(f"trialtui: skipping {error}", err=True)
+    if not found:
+        fail(f"no problem in {root}: it has no reference.py, and neither has any directory below it")
+    return found
 
 
 def detect() -> str:

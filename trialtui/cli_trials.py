@@ -124,6 +124,10 @@ def status(root: Path, as_json: bool) -> None:
     click.echo()
     drawing = tree.render_tree(found, best_id=top.id if top else None, heads=heads, baseline=baseline)
     click.echo(indent(drawing, "  ") if drawing else "  (no trials yet)")
+    latest = max(found, key=lambda t: tree.id_number(t.id), default=None)
+    if latest is not None and latest.decision:
+        key = f" [{latest.decision['key']}]" if latest.decision.get("key") else ""
+        click.echo(f"\n  Next ({latest.id}): {latest.decision['action']}{key} — {latest.decision['reason']}")
 
 
 @trials.command()

@@ -11,18 +11,22 @@ from trialtui.engine import events as ev
 
 
 class HeadlessPrinter:
-    def __init__(self, out: TextIO = sys.stdout, as_json: bool = False, progress: bool = False):
+    def __init__(self, out: TextIO = sys.stdout, as_json: bool = False, progress: bool = False,
+                 problem: str | None = None):
         self.out = out
         self.as_json = as_json
         self.progress = progress
+        self.problem = problem  # named on every line when one watcher scores several problems
 
     def __call__(self, event: ev.Event) -> None:
         if isinstance(event, (ev.Progress, ev.QueueChanged)) and not self.progress:
             return
         if self.as_json:
-            line = json.dumps({"time": round(time.time(), 3), **event.to_dict()}, default=str)
+            named = {"problem": self.problem} if self.problem else {}
+            line = json.dumps({"time": round(time.time(), 3), **named, **event.to_dict()}, default=str)
         else:
-            line = f"{time.strftime('%H:%M:%S')} {self.text(event)}"
+            named = f"[{self.problem}] " if self.problem else ""
+            line = f"{time.strftime('%H:%M:%S')} {named}{self.text(event)}"
         self.out.write(line + "\n")
         self.out.flush()
 

@@ -26,7 +26,11 @@ def visible_gpus() -> list[str]:
 class Lane:
     name: str
     gpu: str | None  # the CUDA_VISIBLE_DEVICES value its children get; None for the cpu lane
-    running: str | None = None
+    job: Job | None = None
+
+    @property
+    def running(self) -> str | None:
+        return self.job.trial_id if self.job is not None else None
 
     @property
     def env(self) -> dict[str, str]:
@@ -39,15 +43,20 @@ class Job:
     file: str
     run: Callable[[Lane], Awaitable[None]]
     lane: str | None = None  # pinned to one lane, else the first free one
+    owner: object = None  # the engine whose trial this is (trial ids repeat across problems)
 
 
 @dataclass
 class Lanes:
-    """The queue and its workers; the next queued job goes to the first free lane."""
+    """The queue and its workers; the next queued job goes to the first free lane.
+
+    Several engines (one per problem under a watched root) may share one Lanes: the GPUs stay
+    one job at a time each, whichever problem the job belongs to.
+    """
 
     lanes: list[Lane]
     queue: list[Job] = field(default_factory=list)
-    on_change: Callable[[], None] = lambda: None
+    listeners: list[Callable[[], None]] = field(default_factory=list)
 
     @classmethod
     def detect(cls, device: str, gpus: list[str] | None = None) -> Lanes:
@@ -58,6 +67,27 @@ class Lanes:
 
     def __post_init__(self) -> None:
         self._wake = asyncio.Event()
+        self._workers: list[asyncio.Task] = []
+        self._users = 0
+
+    def on_change(self) -> None:
+        for listener in list(self.listeners):
+            listener()
+
+    def start(self) -> None:
+        """One worker per lane, however many engines share these lanes."""
+        self._users += 1
+        if not self._workers:
+            self._workers = [asyncio.create_task(self.work(lane)) for lane in self.lanes]
+
+    async def stop(self) -> None:
+        self._users -= 1
+        if self._users > 0:
+            return
+        workers, self._workers = self._workers, []
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
 
     def submit(self, job: Job) -> None:
         self.queue.append(job)
@@ -74,7 +104,12 @@ class Lanes:
 
     @property
     def idle(self) -> bool:
-        return not self.queue and all(lane.running is None for lane in self.lanes)
+        return not self.queue and all(lane.job is None for lane in self.lanes)
+
+    def busy_for(self, owner: object) -> bool:
+        """Whether any job of `owner` is queued or running."""
+        return any(j.owner is owner for j in self.queue) or any(
+            lane.job is not None and lane.job.owner is owner for lane in self.lanes)
 
     def _take(self, lane: Lane) -> Job | None:
         for i, job in enumerate(self.queue):
@@ -90,11 +125,11 @@ class Lanes:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            lane.running = job.trial_id
+            lane.job = job
             self.on_change()
             try:
                 await job.run(lane)
             finally:
-                lane.running = None
+                lane.job = None
                 self._wake.set()  # another lane may have skipped a job pinned elsewhere
                 self.on_change()

@@ -49,7 +49,7 @@ class Engine:
         self.device = device or detect_device()
         self.store = store or Store.open(problem.root, writer=True)
         self.lanes = lanes or Lanes.detect(self.device)
-        self.lanes.on_change = self._queue_changed
+        self.lanes.listeners.append(self._queue_changed)
         self.paused = False
         self.saves_while_paused = 0
         self._subscribers: list[Subscriber] = []
@@ -73,8 +73,9 @@ class Engine:
 
     def _queue_changed(self) -> None:
         self.emit(ev.QueueChanged(
-            lanes={lane.name: lane.running for lane in self.lanes.lanes},
-            queued=[job.trial_id for job in self.lanes.queue],
+            lanes={lane.name: lane.running if lane.job is not None and lane.job.owner is self else None
+                   for lane in self.lanes.lanes},
+            queued=[job.trial_id for job in self.lanes.queue if job.owner is self],
         ))
 
     # Running
@@ -85,7 +86,7 @@ class Engine:
         if self._warm is not None:  # each lane's next job finds torch and triton already imported
             for lane in self.lanes.lanes:
                 self._warm.prime(BENCH_MODULE, {**child_env(self.device), **lane.env})
-        workers = [asyncio.create_task(self.lanes.work(lane)) for lane in self.lanes.lanes]
+        self.lanes.start()
         watcher = None
         try:
             for trial_id in self.store.recovered:
@@ -100,17 +101,18 @@ class Engine:
             await self._stop.wait()
         finally:
             self._stop.set()
-            for task in [*workers, *([watcher] if watcher else [])]:
-                task.cancel()
+            if watcher is not None:
+                watcher.cancel()
             for handle in self._handles.values():
                 handle.cancel()
-            await asyncio.gather(*workers, *([watcher] if watcher else []), return_exceptions=True)
+            await asyncio.gather(*([watcher] if watcher else []), return_exceptions=True)
+            await self.lanes.stop()
 
     async def drain(self) -> None:
-        """Wait until nothing is validating, queued or running."""
+        """Wait until nothing of this problem is validating, queued or running."""
         while True:
             await asyncio.sleep(0.05)
-            if not self._pending and self.lanes.idle:
+            if not self._pending and not self.lanes.busy_for(self):
                 return
 
     def stop(self) -> None:
@@ -190,21 +192,20 @@ class Engine:
     def _enqueue(self, trial: Trial, lane: str | None = None) -> None:
         policy = self.problem.config.busy
         if policy in ("latest", "restart"):
-            for job in self.lanes.remove(lambda j: j.file == trial.file and j.trial_id != trial.id):
+            for job in self.lanes.remove(lambda j: j.owner is self and j.file == trial.file and j.trial_id != trial.id):
                 self._set_state(job.trial_id, TrialState.SUPERSEDED, f"superseded by {trial.id}")
         if policy == "restart":
             for other in self.lanes.lanes:
-                if other.running and other.running != trial.id:
-                    running = self.store.get(other.running)
-                    if running.file == trial.file:
-                        self.cancel(running.id)
-        self.lanes.submit(Job(trial.id, trial.file, self._job, lane))
+                job = other.job
+                if job is not None and job.owner is self and job.trial_id != trial.id and job.file == trial.file:
+                    self.cancel(job.trial_id)
+        self.lanes.submit(Job(trial.id, trial.file, self._job, lane, owner=self))
 
     # Engine operations (the TUI's keys call these)
 
     def cancel(self, trial_id: str) -> bool:
         """Cancel a queued or running trial; it stays in the tree as cancelled."""
-        if self.lanes.remove(lambda j: j.trial_id == trial_id):
+        if self.lanes.remove(lambda j: j.owner is self and j.trial_id == trial_id):
             self._set_state(trial_id, TrialState.CANCELLED, "cancelled while queued")
             return True
         handle = self._handles.get(trial_id)
@@ -244,7 +245,7 @@ class Engine:
     # The GPU job
 
     async def _job(self, lane: Lane) -> None:
-        trial = self.store.get(lane.running)
+        trial = self.store.get(lane.job.trial_id)
         compile_future = self._compiles.pop(trial.id, None)
         if compile_future is not None:
             report = await compile_future
@@ -331,7 +332,7 @@ class Engine:
             await self._profile(trial_id, lane, True)
             await self._decide_async(self.store.get(trial_id))
 
-        self.lanes.submit(Job(trial_id, trial.file, run))
+        self.lanes.submit(Job(trial_id, trial.file, run, owner=self))
 
     def _decision(self, trial: Trial) -> Decision:
         return decide(self.store.trials(), trial, trial.verdicts, self.problem.config,
@@ -354,7 +355,7 @@ class Engine:
     def _file_gone(self, path: Path) -> None:
         if not self.problem.is_candidate(path):
             return
-        queued = self.lanes.remove(lambda j: j.file == path.name)
+        queued = self.lanes.remove(lambda j: j.owner is self and j.file == path.name)
         for job in queued:
             self._set_state(job.trial_id, TrialState.CANCELLED, f"{path.name} was deleted while queued")
         self.emit(ev.Notice(f"{path.name} was deleted or renamed; its trials stay in the tree", "warning"))

@@ -215,3 +215,20 @@ def test_warm_child_runs_the_job_with_imports_done_and_keeps_its_log(tmp_path):
         assert "to the log" in (tmp_path / "bad.log").read_text()
     finally:
         warm.close()
+
+
+def test_bench_all_gpus_runs_one_pinned_job_per_visible_gpu(tmp_path, monkeypatch):
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from trialtui.cli import cli
+
+    root = write_problem(tmp_path / "p", files={"cand.py": KB_GOOD}, config=FAST)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    out = CliRunner().invoke(cli, ["bench", str(root / "cand.py"), "--device", "cpu", "--all-gpus", "--json"])
+    assert out.exit_code == 0, out.output
+    results = _json.loads(out.output)
+    assert set(results) == {"gpu0", "gpu1"}
+    assert all(r["state"] == "correct" for r in results.values())
+    assert {name: r["env"]["visible_devices"] for name, r in results.items()} == {"gpu0": "0", "gpu1": "1"}

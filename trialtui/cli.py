@@ -87,17 +87,32 @@ def validate(file: Path, as_json: bool, arch: str | None, no_compile: bool) -> N
 @click.option("--baseline-us", type=float, default=None, help="Use this primary-baseline time instead of measuring.")
 @click.option("--no-cache", is_flag=True, help="Measure baselines even when cached.")
 @click.option("--cuda-graph", is_flag=True, help="Time CUDA-graph replays (for kernels of a few µs).")
-def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_graph) -> None:
+@click.option("--all-gpus", is_flag=True, help="Benchmark on every visible GPU at once, one job per GPU, to compare them.")
+def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_graph, all_gpus) -> None:
     """Check FILE against the reference on several seeds and, only if correct, time it."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from trialtui.engine.bench import bench_file
+    from trialtui.engine.lanes import visible_gpus
     from trialtui.render import render_bench
 
     problem = problem_for(file.resolve())
-    result = bench_file(
-        problem, file.resolve(), device=device, seeds=seeds, baseline_us=baseline_us,
-        use_cache=not no_cache, cuda_graph=cuda_graph,
-    )
-    click.echo(json.dumps(result, indent=2, default=str) if as_json else render_bench(result, problem))
+
+    def one(gpu: str | None) -> dict:
+        return bench_file(
+            problem, file.resolve(), device=device, seeds=seeds, baseline_us=baseline_us,
+            use_cache=not no_cache, cuda_graph=cuda_graph, env={"CUDA_VISIBLE_DEVICES": gpu} if gpu else None,
+        )
+
+    gpus = (visible_gpus() or ["0"]) if all_gpus else [None]
+    with ThreadPoolExecutor(max_workers=len(gpus)) as pool:  # one job per GPU: lanes in parallel
+        results = dict(zip(gpus, pool.map(one, gpus)))
+    if as_json:
+        payload = results[None] if not all_gpus else {f"gpu{g}": r for g, r in results.items()}
+        click.echo(json.dumps(payload, indent=2, default=str))
+    else:
+        for gpu, result in results.items():
+            click.echo((f"== GPU {gpu} ==\n" if all_gpus else "") + render_bench(result, problem))
     sys.exit(0)
 
 

@@ -92,6 +92,7 @@ def environment(device) -> dict[str, Any]:
         "torch": torch.__version__,
         "triton": triton.__version__,
         "python": sys.version.split()[0],
+        "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),  # the lane this job was pinned to
     }
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)

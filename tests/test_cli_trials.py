@@ -87,7 +87,7 @@ def test_status_draws_the_tree_with_best_head_and_budget(problem):
     assert "Best: t3, 2.40x" in out
     assert "[+] t1 kernel.py: 1.20x (bl=98us, tr=82us) | fused bias relu" in out
     assert "├── [X] t2: incorrect | unrolled" in out
-    assert "[+] t3: 2.40x (bl=98us, tr=41us) | tile 64 ▸ head <<< BEST" in out
+    assert "[+] t3: 2.40x (bl=98us, tr=41us) SoL 71% | tile 64 ▸ head <<< BEST" in out
 
 
 def test_status_json_lists_every_trial_with_budget_heads_and_best(problem):

@@ -101,7 +101,8 @@ def trial_summary(trial, baseline: str = "eager") -> str:
             return f"correct on the CPU interpreter ({label(result)}); GPU timing needs a GPU"
         speed = trial.speedup(baseline)
         speed_text = f"{speed:.2f}× vs {baseline}" if speed is not None else "no baseline"
-        return f"{speed_text}, {fmt_us(timing.get('median_us'))} [{label(result)}]"
+        sol = f", {trial.sol:.0%} of speed-of-light" if trial.sol is not None else ""
+        return f"{speed_text}, {fmt_us(timing.get('median_us'))}{sol} [{label(result)}]"
     return result.get("message") or trial.state
 
 

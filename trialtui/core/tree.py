@@ -140,6 +140,8 @@ def summary(trial: Trial, baseline: str = "eager") -> str:
     base = ((trial.result or {}).get("baselines") or {}).get(baseline) or {}
     if base.get("median_us") is not None and trial.median_us is not None:
         text += f" (bl={base['median_us']:.0f}us, tr={trial.median_us:.0f}us)"
+    if trial.sol is not None:
+        text += f" SoL {trial.sol:.0%}"
     return text
 
 

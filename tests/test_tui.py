@@ -573,3 +573,20 @@ def test_branch_to_best_with_the_real_engine_then_the_next_save_is_a_child_of_be
             await pilot.press("q")
 
     run(body())
+
+
+def test_status_bar_shows_every_lane_when_there_are_several_gpus(story):
+    problem, store, engine = story
+    add_running(store, problem, engine)
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=SIZE) as pilot:
+            engine.emit(ev.QueueChanged(lanes={"gpu0": "t9", "gpu1": None}, queued=["t10"]))
+            await wait_for(pilot, lambda: "gpu1" in app.status.activity.lanes, timeout=5)
+            app.status.refresh()
+            await pilot.pause()
+            text = screen_text(app)
+            assert "on gpu0" in text and "gpu1 idle" in text
+
+    run(body())

@@ -122,6 +122,10 @@ class StatusBar(Themed, Widget):
             if progress is not None:
                 text.append(" ")
                 self._progress(text, progress)
+        idle = [lane for lane, tid in a.lanes.items() if not tid]
+        if len(a.lanes) > 1 and idle:  # with several GPUs, every lane's state is visible
+            self._sep(text)
+            text.append(" ".join(f"{lane} idle" for lane in idle), self.color("trial-muted"))
         if a.queued:
             self._sep(text)
             text.append(f"{len(a.queued)} queued", self.color("trial-muted"))

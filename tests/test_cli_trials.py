@@ -223,7 +223,7 @@ def test_report_says_unknown_when_no_profile_or_roofline_and_refuses_wrong_resul
         t1 = store.get("t1")
     text, data = build_report(prob, t1, GPU_RESULT)
     assert data["bound"] == "unknown" and data["sol"] is None and data["primary_baseline"] == "eager"
-    assert "unknown (no profile classified this kernel)" in text and "unknown (no roofline" in text
+    assert "unknown (no profile or roofline classified this kernel)" in text and "unknown (no roofline" in text
     assert data["tolerance"] == {"atol": 1e-4, "rtol": 1e-4} and data["flags"][0]["code"] == "tie"
     with pytest.raises(ValueError):
         build_report(prob, t1, {**GPU_RESULT, "state": "error"})
@@ -318,3 +318,14 @@ def test_import_reads_a_state_json_written_by_trial_manager_itself(tmp_path):
         ("t3", "t1", "softmax.py", "invalid"), ("t4", "t1", "softmax.py", "interrupted")]
     assert found[0].speedup() == 1.1 and found[0].median_us == 45.4 and found[0].strategy == "baseline port"
     assert found[2].strategy is None
+
+
+def test_report_takes_the_bound_from_the_roofline_when_there_is_no_profile(problem):
+    prob = load_problem(problem)
+    roof = {"bound": "memory", "intensity": 0.4, "ridge": 206.1, "gpu": "NVIDIA H200", "source": "calibrated"}
+    with Store.open(problem, writer=False) as store:
+        t1 = store.get("t1")
+    t1.result = {**t1.result, "roofline": roof}
+    text, data = build_report(prob, t1, GPU_RESULT)
+    assert data["bound"] == "bandwidth"
+    assert "bandwidth (roofline: 0.4 FLOP/B against a ridge of 206.1 on NVIDIA H200" in text

@@ -205,6 +205,62 @@ def problems_under(root: Path):
     return found
 
 
+@cli.command()
+@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--gpu", default="NVIDIA H200", show_default=True, help="Whose ceilings the roofline uses.")
+def analyze(directory, as_json, gpu) -> None:
+    """The reference's ops, FLOPs, minimum bytes, roofline bound and floor, fusion chances (no GPU)."""
+    from trialtui.engine.profile import analyze as run_analysis
+    from trialtui.render import render_analysis
+
+    problem = problem_for((directory or Path.cwd()).resolve())
+    result = run_analysis(problem, gpu=gpu, use_cache=False)
+    click.echo(json.dumps(result, indent=2, default=str) if as_json else render_analysis(result, problem))
+    sys.exit(0 if result.get("state") == "ok" else 1)
+
+
+@cli.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True)
+def profile(file: Path, as_json: bool) -> None:
+    """FILE under Nsight Compute: counters and verdicts (analytic ones when counters can't be read)."""
+    from trialtui.core.model import Trial
+    from trialtui.engine.bench import bench_file
+    from trialtui.engine.profile import analyze as run_analysis
+    from trialtui.engine.profile import profile_file, trial_verdicts
+    from trialtui.render import render_verdicts
+
+    problem = problem_for(file.resolve())
+    result = bench_file(problem, file.resolve(), device="cuda")
+    if result["state"] != "correct":
+        fail(f"{file.name} is {result['state']}: {result.get('message')} — only a correct kernel is profiled", 1)
+    trial = Trial(id=file.stem, file=file.name, sha256="", created=0.0, state="correct", result=result)
+    env = result.get("env") or {}
+    analysis = run_analysis(problem, gpu=env.get("gpu"), driver=env.get("driver"))
+    body = profile_file(problem, file.resolve(), name=file.stem)
+    verdicts, sol, _ = trial_verdicts(problem, trial, analysis, body)
+    out = {"profile": {k: v for k, v in body.items() if k != "log_tail"}, "verdicts": verdicts, "sol": sol,
+           "median_us": trial.median_us, "env": env}
+    click.echo(json.dumps(out, indent=2, default=str) if as_json else render_verdicts(out))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True)
+def calibrate(as_json: bool) -> None:
+    """Measure this GPU's copy bandwidth and matmul rates once; cached per GPU and driver."""
+    from trialtui.engine.profile import calibrate as run_calibration
+
+    result = run_calibration()
+    if as_json or result.get("state") != "ok":
+        click.echo(json.dumps(result, indent=2, default=str))
+    else:
+        c = result.get("ceilings") or {}
+        rates = ", ".join(f"{k} {v:.1f}" for k, v in (c.get("tflops") or {}).items())
+        click.echo(f"{c.get('gpu')} (driver {c.get('driver')}): copy {c.get('hbm_gbps', 0):,.0f} GB/s; TFLOP/s {rates}")
+    sys.exit(0 if result.get("state") == "ok" else 1)
+
+
 def detect() -> str:
     from trialtui.engine.bench import detect_device
 

@@ -64,10 +64,24 @@ def build_report(problem: Problem, trial: Trial, result: dict[str, Any]) -> tupl
         "baselines": baselines,
         "speedup": speedups.get(primary),
         "sol": trial.sol if on_gpu else None,  # a fraction of a GPU's ceiling means nothing beside a CPU time
-        "bound": (trial.profile or {}).get("bound") or "unknown",
+        "bound": _bound(trial)[0],
+        "bound_source": _bound(trial)[1],
         "flags": result.get("flags") or [],
     }
     return render_markdown(data), data
+
+
+def _bound(trial: Trial) -> tuple[str, str]:
+    """Compute or bandwidth, and how that is known: the profile's word when it has one, else the
+    roofline's (FLOPs and minimum bytes against the GPU's ceilings), else unknown."""
+    if (trial.profile or {}).get("bound"):
+        return trial.profile["bound"], f"from {trial.id}'s profile"
+    roof = ((trial.result or {}).get("roofline") or {}) if trial.gpu_timing else {}
+    if roof.get("bound"):
+        word = "bandwidth" if roof["bound"] == "memory" else "compute"
+        return word, (f"roofline: {roof.get('intensity', 0):.1f} FLOP/B against a ridge of "
+                      f"{roof.get('ridge', 0):.1f} on {roof.get('gpu')}, {roof.get('source')} ceilings")
+    return "unknown", "no profile or roofline classified this kernel"
 
 
 def _spread_pct(timing: dict[str, Any]) -> float | None:
@@ -129,9 +143,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         sol = f"{data['sol']:.0%} of the ceiling"
     else:
         sol = "unknown (no roofline for this trial)" if on_gpu else "not applicable to a CPU run"
-    bound = f"{data['bound']} (from {data['trial']}'s profile)"
-    if data["bound"] == "unknown":
-        bound = "unknown (no profile classified this kernel)"
+    bound = f"{data['bound']} ({data['bound_source']})"
     correctness = data["correctness"] or {}
     lines += [
         "",

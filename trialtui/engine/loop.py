@@ -311,8 +311,10 @@ class Engine:
             finally:
                 self._handles.pop(trial_id, None)
             profile = {k: v for k, v in profile.items() if k not in ("log_tail", "command")}
-        verdicts, sol = trial_verdicts(self.problem, trial, analysis, profile)
+        verdicts, sol, roof = trial_verdicts(self.problem, trial, analysis, profile)
         fields: dict[str, Any] = {"verdicts": verdicts, "sol": sol}
+        if roof is not None:
+            fields["result"] = {**(trial.result or {}), "roofline": roof}
         if profile is not None:
             fields["profile"] = profile
         if self.store.get(trial_id).state != TrialState.CORRECT.value:

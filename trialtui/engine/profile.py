@@ -67,8 +67,9 @@ def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> dict
 
 
 def trial_verdicts(problem: Problem, trial: Trial, analysis: dict[str, Any] | None,
-                   profile: dict[str, Any] | None) -> tuple[list[dict[str, Any]], float | None]:
-    """Verdicts (counters when the profile has them, else analytic) and the speed-of-light fraction."""
+                   profile: dict[str, Any] | None) -> tuple[list[dict[str, Any]], float | None, dict[str, Any] | None]:
+    """Verdicts (counters when the profile has them, else analytic), the speed-of-light fraction and
+    the roofline at the ceilings of the GPU the trial ran on."""
     env = (trial.result or {}).get("env") or {}
     ceilings = ceilings_for(env["gpu"], env.get("driver")) if env.get("gpu") else None
     context = context_for(analysis, ceilings, trial.median_us, allow_tf32=problem.config.allow_tf32,
@@ -76,4 +77,5 @@ def trial_verdicts(problem: Problem, trial: Trial, analysis: dict[str, Any] | No
     kernels = (trial.validation or {}).get("kernels") or []
     facts = next((k for k in kernels if k.get("arch") == "sm_90"), kernels[0] if kernels else None)
     verdicts = verdicts_for_profile(profile, context, facts)
-    return [v.to_dict() for v in verdicts], context.sol()
+    roof = context.roofline.to_dict() if context.roofline is not None else None
+    return [v.to_dict() for v in verdicts], context.sol(), roof

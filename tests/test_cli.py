@@ -1,0 +1,43 @@
+"""The `trialtui` command's surface: every subcommand is there, and GPU-only ones fail gracefully on a CPU."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+
+SAMPLES = Path(__file__).parents[1] / "sample_kernels"
+COMMANDS = {"open", "validate", "bench", "init", "watch", "analyze", "profile", "calibrate", "trials", "demo"}
+
+
+def trialtui(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "trialtui", *args], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": ""})
+
+
+def test_every_subcommand_is_registered():
+    out = trialtui("--help")
+    assert out.returncode == 0
+    listed = {line.split()[0] for line in out.stdout.split("Commands:")[1].splitlines() if line.strip()}
+    assert listed == COMMANDS
+
+
+@pytest.mark.slow
+def test_analyze_names_the_bound_and_the_fusion(tmp_path):
+    out = trialtui("analyze", str(SAMPLES / "matmul_epilogue"))
+    assert out.returncode == 0, out.stderr
+    assert "compute-bound" in out.stdout and "fuse addmm → silu" in out.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args, message", [
+    (["profile", str(SAMPLES / "rmsnorm" / "kernel.py")], "CUDA is not available"),
+    (["calibrate"], "calibrate needs a CUDA GPU"),
+])
+def test_gpu_commands_say_why_without_a_gpu(args, message):
+    out = trialtui(*args)
+    assert out.returncode == 1
+    assert message in out.stdout + out.stderr
+    assert "Traceback" not in out.stdout + out.stderr

@@ -50,9 +50,8 @@ def cli() -> None:
 @click.option("--theme", default=None, help="Theme name (trialtui, trialtui-light, trialtui-contrast).")
 def open_(directory: Path | None, theme: str | None) -> None:
     """Open the TUI on DIRECTORY (default: the current directory)."""
-    from trialtui.tui.app import make_app
-
     from trialtui.core.store import StoreError
+    from trialtui.tui.app import make_app
 
     problem = problem_for((directory or Path.cwd()).resolve())
     try:

@@ -181,6 +181,8 @@ def _check_problem(root: Path) -> dict:
     problem = load_problem(root)
     story = tomllib.loads((root / "demo" / "story.toml").read_text(encoding="utf-8"))
     dtype = getattr(torch, problem.config.dtype)
+    if dtype == torch.bfloat16:  # as trialtui's runner does: the interpreter misreads bf16 memory
+        dtype = torch.float32
     atol, rtol = problem.config.tolerance
     ref = _import_path(f"ref_{root.name}", problem.reference)
     defaults = {k: getattr(ref, k) for k in problem.defaults}

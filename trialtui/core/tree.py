@@ -145,6 +145,41 @@ def summary(trial: Trial, baseline: str = "eager") -> str:
     return text
 
 
+@dataclass(frozen=True)
+class Row:
+    """One line of the drawn tree: the trial, the graph before it, and whether it starts a root."""
+
+    trial: Trial
+    prefix: str
+    root: bool
+    show_file: bool
+
+
+def layout(trials: Iterable[Trial], *, branch: str = "├── ", column: str = "│   ") -> list[Row]:
+    """Depth-first rows: a trial, its earlier children as branches, then its newest child below it.
+
+    The newest child continues its parent's column, so a long run of saves stays a straight line
+    instead of indenting once per save (`trials status` and the TUI draw the same layout).
+    """
+    ordered = sorted(trials, key=lambda t: id_number(t.id))
+    by_id = {t.id: t for t in ordered}
+    children: dict[str | None, list[Trial]] = defaultdict(list)
+    for trial in ordered:
+        children[trial.parent if trial.parent in by_id else None].append(trial)
+    rows: list[Row] = []
+    stack = [(root, "", "") for root in reversed(children[None])]
+    while stack:
+        trial, prefix, connector = stack.pop()
+        parent = by_id.get(trial.parent or "")
+        rows.append(Row(trial, prefix + connector, parent is None, parent is None or parent.file != trial.file))
+        kids = children.get(trial.id)
+        if kids:
+            below = prefix + (column if connector else "")
+            stack.append((kids[-1], below, ""))
+            stack.extend((kid, below, branch) for kid in reversed(kids[:-1]))
+    return rows
+
+
 def render_tree(
     trials: list[Trial],
     *,
@@ -154,25 +189,16 @@ def render_tree(
 ) -> str:
     """An ASCII tree like trial_manager's: `[+] t3: 1.42x (bl=…, tr=…) | strategy ▸ head <<< BEST`.
 
-    Unlike trial_manager's, the newest child continues its parent's column and earlier children
-    hang off it as `├──` branches, so a long run of saves stays a straight line instead of
-    indenting once per save. Roots are separated by a blank line; a trial names its file when it
-    differs from its parent's.
+    Roots are separated by a blank line; a trial names its file when it differs from its parent's.
     """
-    by_id = {t.id: t for t in trials}
     head_ids = set((heads or {}).values())
-    children: dict[str | None, list[Trial]] = defaultdict(list)
-    for trial in sorted(trials, key=lambda t: id_number(t.id)):
-        children[trial.parent if trial.parent in by_id else None].append(trial)
     lines: list[str] = []
-    stack = [(root, "", "") for root in reversed(children[None])]
-    while stack:
-        trial, prefix, connector = stack.pop()
-        parent = by_id.get(trial.parent or "")
-        if parent is None and lines:
+    for row in layout(trials):
+        trial = row.trial
+        if row.root and lines:
             lines.append("")
-        line = f"{prefix}{connector}[{icon(trial.state_enum)}] {trial.id}"
-        if parent is None or parent.file != trial.file:
+        line = f"{row.prefix}[{icon(trial.state_enum)}] {trial.id}"
+        if row.show_file:
             line += f" {trial.file}"
         line += f": {summary(trial, baseline)}"
         if label(trial):
@@ -182,9 +208,4 @@ def render_tree(
         if trial.id == best_id:
             line += " <<< BEST"
         lines.append(line)
-        kids = children.get(trial.id, [])
-        if kids:
-            below = prefix + ("│   " if connector else "")
-            stack.append((kids[-1], below, ""))
-            stack.extend((kid, below, "├── ") for kid in reversed(kids[:-1]))
     return "\n".join(lines)

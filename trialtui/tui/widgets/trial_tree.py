@@ -9,7 +9,6 @@ visible rows cost.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -38,24 +37,8 @@ class Row:
 
 
 def layout(trials: Iterable[Trial]) -> list[Row]:
-    """Depth-first rows: a trial, its earlier children as branches, then its newest child below it."""
-    ordered = sorted(trials, key=lambda t: tree.id_number(t.id))
-    by_id = {t.id: t for t in ordered}
-    children: dict[str | None, list[Trial]] = defaultdict(list)
-    for trial in ordered:
-        children[trial.parent if trial.parent in by_id else None].append(trial)
-    rows: list[Row] = []
-    stack = [(root, "", "") for root in reversed(children[None])]
-    while stack:
-        trial, prefix, connector = stack.pop()
-        parent = by_id.get(trial.parent or "")
-        rows.append(Row(trial.id, prefix + connector, parent is None or parent.file != trial.file))
-        kids = children.get(trial.id)
-        if kids:
-            below = prefix + (COLUMN if connector else "")
-            stack.append((kids[-1], below, ""))
-            stack.extend((kid, below, BRANCH) for kid in reversed(kids[:-1]))
-    return rows
+    """`core.tree.layout`, with the thinner graph characters the TUI uses."""
+    return [Row(r.trial.id, r.prefix, r.show_file) for r in tree.layout(trials, branch=BRANCH, column=COLUMN)]
 
 
 class TrialTree(Themed, ScrollView, can_focus=True):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trialtui.core.config import Config
+from trialtui.core import tree as tree_rules
 from trialtui.core.model import Action, Decision, Trial, TrialState
 from trialtui.core.strategies import BY_NAME, GENERIC, LADDER, REMEDIES, detect_rung, next_rung, recognise
 
@@ -83,8 +84,8 @@ def decide(
 
 
 class _Tree:
-    """Best, budget and ancestry over a plain list of trials (trialtui.core.tree holds the shared
-    rules; these mirror them so decide stays a function of its arguments)."""
+    """Ancestry, plateaus and comparisons over a plain list of trials; best and budget are the
+    shared rules of trialtui.core.tree."""
 
     def __init__(self, trials: list[Trial], trial: Trial, baseline: str) -> None:
         self.baseline = baseline
@@ -97,17 +98,10 @@ class _Tree:
         return trial.speedup(self.baseline)
 
     def best(self) -> Trial | None:
-        """Highest speedup among correct trials; a tie goes to the earlier trial."""
-        ranked = [
-            (-s, t.created, i, t)
-            for i, t in enumerate(self.trials)
-            if (s := self.speedup(t)) is not None
-        ]
-        return min(ranked, key=lambda r: r[:3])[3] if ranked else None
+        return tree_rules.best(self.trials, self.baseline)
 
     def budget_used(self) -> int:
-        """Trials that reached the GPU; invalid saves never do."""
-        return sum(1 for t in self.trials if t.state_enum.reached_gpu)
+        return tree_rules.budget_used(self.trials)
 
     def ancestors(self, trial: Trial) -> Iterator[Trial]:
         seen = {trial.id}

@@ -274,18 +274,19 @@ class Engine:
         await self._finish(trial, result, log_rel, lane)
 
     async def _finish(self, trial: Trial, result: dict[str, Any], log_rel: str, lane: Lane) -> None:
-        before = tree.best(self.store.trials(), self.problem.config.primary_baseline)
+        others = [t for t in await asyncio.to_thread(self.store.trials) if t.id != trial.id]  # one read, off the loop
+        before = tree.best(others, self.problem.config.primary_baseline)
         state = TrialState(result["state"]) if result["state"] in TrialState._value2member_map_ else TrialState.ERROR
         result.pop("log_tail", None)
         trial = self._set_state(trial.id, state, result.get("message", ""), result=result, log=log_rel)
         self.emit(ev.ResultReady(trial.id, state.value, trial_summary(trial, self.problem.config.primary_baseline)))
-        after = tree.best(self.store.trials(), self.problem.config.primary_baseline)
+        after = tree.best([*others, trial], self.problem.config.primary_baseline)
         if after is not None and (before is None or after.id != before.id):
             base = self.problem.config.primary_baseline
             self.emit(ev.NewBest(after.id, after.speedup(base) or 0.0, before.id if before else None,
                                  before.speedup(base) if before else None))
         if trial.median_us is not None:  # a correct trial timed on a GPU: verdicts, maybe counters
-            first = not any(t.median_us is not None for t in self.store.trials() if t.id != trial.id)
+            first = not any(t.median_us is not None for t in others)
             event = "first_correct" if first else ("new_best" if after is not None and after.id == trial.id else "correct")
             await self._profile(trial.id, lane, profile_policy(self.problem.config.profile_when, event))
         trial = self.store.get(trial.id)

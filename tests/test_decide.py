@@ -446,3 +446,78 @@ def test_the_worked_examples_in_the_docs_are_what_decide_says() -> None:
     }
     assert len(quoted) >= 9
     assert [q for q in quoted if q not in said] == []
+
+
+def _fixture(name: str) -> dict:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parent / "fixtures" / "gpu" / name).read_text())
+
+
+def test_the_side_stream_fixture_never_finalizes_and_never_becomes_best() -> None:
+    """Issue 13.5: the repo's own side-stream result (49x eager) read as 'finalize … 2595% of speed-of-light'."""
+    from trialtui.core import tree
+
+    good = ok("t1", us=x(1.5), sol=0.5)
+    for sol in (None, 25.95):
+        bad = _trial("t2", "t1", "correct", result=_fixture("bad_side_stream.json"), sol=sol)
+        assert tree.best([good, bad]).id == "t1"
+        decision = decide([good, bad], bad, [], Config(target_speedup=1.2, sol_target=0.8))
+        assert decision.action == "fix" and decision.key == ""
+        assert "Flagged: t2" in decision.reason and "side-stream" in decision.reason
+        assert "never best and never finalized; best stays t1" in decision.reason
+        assert "finalize it" not in decision.reason
+        assert any("current stream" in hint for hint in decision.hints)
+        assert_one_sentence(decision.reason)
+    # a caller that names the flagged trial as best is not believed
+    assert "best t2" not in " ".join(decide([good, bad], good, [], Config(), best_id="t2").evidence)
+
+
+@pytest.mark.parametrize("code", ["side-stream", "no-custom-kernel", "no-kernel", "timing-patched",
+                                  "timing-mismatch", "fallback", "sol-implausible"])
+def test_every_disqualifying_flag_blocks_finalize_even_at_speed_of_light(code: str) -> None:
+    trial = ok("t1", us=x(3.0), sol=0.95)
+    trial.result["flags"] = [{"code": code, "message": f"{code} seen"}]
+    decision = decide([trial], trial, [], Config(target_speedup=1.5, sol_target=0.8))
+    assert decision.action == "fix" and f"{code}: {code} seen" in decision.reason
+
+
+def test_a_suspicious_speedup_without_a_speed_of_light_asks_for_a_profile_and_with_one_can_finalize() -> None:
+    trial = ok("t1", us=x(12.9))
+    trial.result["flags"] = [{"code": "suspicious", "message": "vs eager: 12.9× is above 10×: suspicious, verify"}]
+    decision = decide([trial], trial, [], Config(target_speedup=1.5, sol_target=0.8))
+    assert decision.action == "profile" and decision.key == "p" and "never finalized" in decision.reason
+    trial.sol = 0.83
+    assert decide([trial], trial, [], Config(target_speedup=1.5, sol_target=0.8)).action == "finalize"
+
+
+@pytest.mark.parametrize("code", ["tie", "bf16-emulated"])
+def test_an_informative_flag_still_finalizes(code: str) -> None:
+    trial = ok("t1", us=x(3.0), sol=0.95)
+    trial.result["flags"] = [{"code": code, "message": "noted"}]
+    assert decide([trial], trial, [], Config(target_speedup=1.5, sol_target=0.8)).action == "finalize"
+
+
+def test_a_trial_is_measured_against_its_last_unflagged_ancestor() -> None:
+    flagged = ok("t2", "t1", us=x(40.0))
+    flagged.result["flags"] = [{"code": "side-stream", "message": "escaped"}]
+    trials = [ok("t1", us=x(1.2)), flagged, ok("t3", "t2", us=x(1.5))]
+    decision = decide(trials, trials[-1], [], Config(target_speedup=3.0, profile_when="never"))
+    assert decision.action == "continue" and "than t1" in decision.reason
+
+
+def test_a_cpu_correct_trial_is_its_own_category_not_a_bare_wait() -> None:
+    """Issue 18.2: on a CPU-only machine every correct save ended with 'next: wait'."""
+    cpu = _trial("t2", "t1", "correct", result={
+        "state": "correct", "correctness": {"passed": True, "seeds": 5},
+        "timing": {"median_us": 900.0, "label": "CPU, interpreted — not a GPU timing"},
+        "speedup": None, "flags": [], "env": {"device": "cpu"}})
+    first = _trial("t1", None, "incorrect", result={"state": "incorrect", "env": {"device": "cpu"}})
+    decision = decide([first, cpu], cpu, [], Config(max_trials=30))
+    assert decision.action == "continue"
+    assert decision.reason.startswith("Correct on CPU, not timed: t2 passes on 5 seeds")
+    assert "best and finalize need a GPU timing" in decision.reason
+    assert "trialtui bench softmax.py --device cuda" in decision.reason
+    assert "budget 0/30 GPU trials, unchanged by CPU runs" in decision.evidence
+    assert_one_sentence(decision.reason)

@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trialtui.core import tree as tree_rules
 from trialtui.core.config import Config
 from trialtui.core.decide import decide
 from trialtui.core.model import Trial, TrialState
@@ -134,7 +135,7 @@ def plateaus(draw: st.DrawFn) -> tuple[list[Trial], Config]:
         us *= 1 + draw(st.floats(-0.004, 0.004))
         trials.append(make(len(trials) + 1, trials[-1].id, "correct", us=us, strategy=draw(st.sampled_from(LABELS)),
                            sol=draw(st.none() | st.floats(0.05, 0.49))))
-    used = sum(1 for t in trials if t.state_enum.reached_gpu)
+    used = tree_rules.budget_used(trials)
     config = Config(max_trials=used + draw(st.integers(1, 20)), target_speedup=10.0, sol_target=0.5,
                     plateau_trials=plateau_trials, profile_when=draw(st.sampled_from(["auto", "always", "never"])))
     return trials, config
@@ -177,7 +178,7 @@ def test_a_strategy_that_regressed_twice_is_never_suggested(case, data, verdicts
 
 @given(trees(states=[s for s in STATES if s != "invalid"]), st.data(), verdict_lists, st.sampled_from(SOURCES))
 def test_an_invalid_trial_never_consumes_budget(tree, data, verdicts, source) -> None:
-    used = sum(1 for t in tree if t.state_enum.reached_gpu)
+    used = tree_rules.budget_used(tree)
     invalids = [make(len(tree) + 1 + i, data.draw(st.sampled_from([t.id for t in tree])), "invalid")
                 for i in range(data.draw(st.integers(1, 20)))]
     trials = tree + invalids

@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from trialtui.core import tree
+from trialtui.core.flags import DISQUALIFYING
 from trialtui.core.model import Trial, TrialState
 
 
-def trial(tid, *, sha="s", file="k.py", parent=None, state="detected", speedup=None, note=None, strategy=None):
+def trial(tid, *, sha="s", file="k.py", parent=None, state="detected", speedup=None, note=None, strategy=None,
+          device=None, flags=(), sol=None):
     result = None
     if speedup is not None:
         result = {"speedup": {"eager": speedup}, "timing": {"median_us": 100 / speedup},
-                  "baselines": {"eager": {"median_us": 100.0}}}
+                  "baselines": {"eager": {"median_us": 100.0}}, "env": {"device": "cuda"}}
+    if device is not None:
+        result = {**(result or {}), "env": {"device": device}}
+    if flags:
+        result = {**(result or {}), "flags": [{"code": code, "message": f"{code} seen"} for code in flags]}
     return Trial(id=tid, file=file, sha256=sha, created=0.0, parent=parent, state=state,
-                 result=result, note=note, strategy=strategy)
+                 result=result, note=note, strategy=strategy, sol=sol)
 
 
+FIXTURES = Path(__file__).parent / "fixtures" / "gpu"
 CHAIN = [trial("t1", sha="a"), trial("t2", sha="b", parent="t1"), trial("t3", sha="c", parent="t2")]
 
 
@@ -90,22 +100,83 @@ def test_no_correct_trial_means_no_best():
     assert tree.best([trial("t1", state="incorrect", speedup=2.0)]) is None
 
 
+@pytest.mark.parametrize("code", sorted(DISQUALIFYING))
+def test_a_disqualifying_flag_keeps_a_trial_from_best_whatever_its_speedup(code):
+    trials = [trial("t1", state="correct", speedup=1.1), trial("t2", state="correct", speedup=40.0, flags=[code])]
+    assert tree.best(trials).id == "t1"
+    assert tree.disqualified(trials[1])[0].startswith(f"{code}: {code} seen")
+    assert f"FLAGGED, never best: {code}" in tree.summary(trials[1])
+
+
+@pytest.mark.parametrize("code", ["tie", "bf16-emulated", "trivial-reference", "some-future-note"])
+def test_an_informative_flag_does_not_keep_a_trial_from_best(code):
+    trials = [trial("t1", state="correct", speedup=1.1), trial("t2", state="correct", speedup=2.0, flags=[code])]
+    assert tree.best(trials).id == "t2" and tree.disqualified(trials[1]) == []
+
+
+def test_the_disqualifying_set_names_every_cheating_and_implausibility_code():
+    assert DISQUALIFYING == {"side-stream", "suspicious", "no-custom-kernel", "no-kernel", "timing-patched",
+                             "timing-mismatch", "fallback", "sol-implausible"}
+    assert not DISQUALIFYING & {"tie", "bf16-emulated", "trivial-reference"}
+
+
+def test_speed_of_light_above_100_percent_disqualifies_on_its_own():
+    trials = [trial("t1", state="correct", speedup=1.1), trial("t2", state="correct", speedup=2.0, sol=1.3)]
+    assert tree.best(trials).id == "t1"
+    assert "speed-of-light 130%" in tree.disqualified(trials[1])[0]
+    trials[1].sol = 1.0
+    assert tree.best(trials).id == "t2"
+
+
+def test_a_suspicious_speedup_stands_only_when_a_speed_of_light_under_100_percent_confirms_it():
+    t2 = trial("t2", state="correct", speedup=12.9, flags=["suspicious"])
+    assert tree.best([trial("t1", state="correct", speedup=1.1), t2]).id == "t1"
+    t2.sol = 0.83  # the RMSNorm story's v7: 12.9x eager at 83% of copy bandwidth is real
+    assert tree.best([trial("t1", state="correct", speedup=1.1), t2]).id == "t2"
+
+
+def test_the_repos_side_stream_fixture_is_never_best():
+    bad = json.loads((FIXTURES / "bad_side_stream.json").read_text())
+    flagged = Trial(id="t2", file="k.py", sha256="x", created=0.0, state="correct", result=bad)
+    good = trial("t1", state="correct", speedup=1.2)
+    assert tree.best([good, flagged]).id == "t1"
+    assert tree.best([flagged]) is None
+    assert "t2 is flagged (side-stream" in tree.no_best_reason([flagged])
+
+
+def test_no_best_on_a_cpu_only_tree_says_a_gpu_timing_is_needed_and_names_the_correct_trials():
+    trials = [trial("t1", state="correct", device="cpu"), trial("t2", state="incorrect", device="cpu"),
+              trial("t3", state="correct", device="cpu", parent="t1")]
+    assert tree.best(trials) is None
+    assert tree.correct_on_cpu(trials[0]) and not tree.correct_on_cpu(trials[1])
+    reason = tree.no_best_reason(trials)
+    assert "t1, t3 are correct on CPU, not timed" in reason and "GPU timing" in reason
+    assert tree.summary(trials[0]) == "correct on CPU, not timed"
+    assert tree.no_best_reason([trial("t1", state="incorrect")]) == "no correct trial yet"
+
+
 @pytest.mark.parametrize(
     "state, counts",
     [(s.value, s in {TrialState.BENCHMARKING, TrialState.PROFILING, TrialState.CORRECT, TrialState.INCORRECT,
                      TrialState.ERROR, TrialState.TIMEOUT}) for s in TrialState],
 )
 def test_budget_counts_only_trials_that_reached_the_gpu(state, counts):
-    assert tree.budget_used([trial("t1", state=state)]) == int(counts)
+    assert tree.budget_used([trial("t1", state=state, device="cuda")]) == int(counts)
+
+
+@pytest.mark.parametrize("state", ["correct", "incorrect", "error", "timeout"])
+def test_cpu_runs_and_jobs_without_a_result_spend_no_gpu_budget(state):
+    assert tree.budget_used([trial("t1", state=state, device="cpu"), trial("t2", state=state)]) == 0
+    assert tree.budget_used([trial("t1", state=state, device="cpu"), trial("t2", state=state, device="cuda")]) == 1
 
 
 def test_invalid_and_interrupted_trials_are_free():
-    trials = [trial("t1", state="invalid"), trial("t2", state="interrupted"), trial("t3", state="correct")]
+    trials = [trial("t1", state="invalid"), trial("t2", state="interrupted"), trial("t3", state="correct", device="cuda")]
     assert tree.budget(trials, 2) == tree.Budget(used=1, limit=2)
 
 
 def test_budget_is_spent_at_the_limit():
-    trials = [trial(f"t{i}", state="incorrect") for i in range(1, 4)]
+    trials = [trial(f"t{i}", state="incorrect", device="cuda") for i in range(1, 4)]
     assert tree.budget(trials, 3).spent and tree.budget(trials, 3).left == 0
     assert not tree.budget(trials, 4).spent and tree.budget(trials, 4).left == 1
 
@@ -134,19 +205,37 @@ def test_drawing_marks_best_head_icons_and_speedups():
     assert text.splitlines() == [
         "[+] t1 k.py: 1.00x (bl=100us, tr=100us) | naive",
         "├── [X] t2: incorrect | tile",
-        "[+] t3: 1.42x (bl=100us, tr=70us) ▸ head <<< BEST",
+        "└── [+] t3: 1.42x (bl=100us, tr=70us) ▸ head <<< BEST",
     ]
 
 
-def test_earlier_children_hang_off_as_branches_with_their_own_subtrees():
+def test_several_children_hang_under_their_parent_as_branches_with_their_own_subtrees():
     trials = [trial("t1"), trial("t2", parent="t1"), trial("t3", parent="t2"), trial("t4", parent="t2"),
               trial("t5", parent="t1")]
     assert tree.render_tree(trials).splitlines() == [
         "[~] t1 k.py: detected",
         "├── [~] t2: detected",
         "│   ├── [~] t3: detected",
-        "│   [~] t4: detected",
-        "[~] t5: detected",
+        "│   └── [~] t4: detected",
+        "└── [~] t5: detected",
+    ]
+
+
+def test_a_line_restarted_from_an_older_trial_is_drawn_under_it_not_after_the_newest():
+    """t8 (child of t3) must not read as following t7 (issue 18.6)."""
+    trials = [trial("t1"), trial("t2", parent="t1"), trial("t3", parent="t2")]
+    trials += [trial("t4", parent="t3")] + [trial(f"t{i}", parent=f"t{i - 1}") for i in (5, 6, 7)]
+    trials += [trial("t8", parent="t3"), trial("t9", parent="t8")]
+    assert tree.render_tree(trials).splitlines() == [
+        "[~] t1 k.py: detected",
+        "[~] t2: detected",
+        "[~] t3: detected",
+        "├── [~] t4: detected",
+        "│   [~] t5: detected",
+        "│   [~] t6: detected",
+        "│   [~] t7: detected",
+        "└── [~] t8: detected",
+        "    [~] t9: detected",
     ]
 
 

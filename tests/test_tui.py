@@ -19,7 +19,7 @@ from trialtui.tui.screens.confirm import ConfirmScreen
 from trialtui.tui.screens.find import FindScreen
 from trialtui.tui.screens.help import HelpScreen
 from trialtui.tui.widgets.detail import TrialDetail
-from trialtui.tui.widgets.trial_tree import BRANCH, layout
+from trialtui.tui.widgets.trial_tree import BLANK, BRANCH, LAST, layout
 
 from conftest import KB_GOOD, write_problem
 from test_tui_scenarios import STORY, FakeEngine, add_running, running_events, scenario, utc, version  # noqa: F401
@@ -50,13 +50,14 @@ def story(tmp_path, utc):
     store.close()
 
 
-def test_layout_keeps_a_run_of_saves_flat_and_hangs_earlier_children_as_branches(story):
+def test_layout_keeps_a_run_of_saves_flat_and_hangs_several_children_as_branches(story):
     problem, store, _ = story
     rows = layout(store.trials())
     assert [r.trial_id for r in rows] == ["t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"]
     prefixes = {r.trial_id: r.prefix for r in rows}
-    assert prefixes["t4"] == BRANCH  # t3's earlier child; t5 (branched back to t3) continues the column
-    assert all(prefixes[t] == "" for t in ("t1", "t2", "t3", "t5", "t8"))
+    assert prefixes["t4"] == BRANCH and prefixes["t5"] == LAST  # t3's children; t5 branched back to t3
+    assert all(prefixes[t] == "" for t in ("t1", "t2", "t3"))
+    assert all(prefixes[t] == BLANK for t in ("t6", "t7", "t8"))  # t5's line, drawn under t3
 
 
 def test_tree_shows_glyph_id_strategy_outcome_best_and_head(story):
@@ -69,7 +70,7 @@ def test_tree_shows_glyph_id_strategy_outcome_best_and_head(story):
             assert lines[0].startswith("● t1 kernel.py  one program per row")
             assert lines[0].endswith("1.00×")
             assert lines[1].startswith("✗ t2") and lines[1].endswith("wrong (err 4.1e+01)")
-            assert lines[7].startswith("★ t8 ▸ rows per program") and lines[7].endswith("2.10×")
+            assert lines[7].startswith(BLANK + "★ t8 ▸ rows per program") and lines[7].endswith("2.10×")
             assert app.tree.cursor_id == "t8"  # opens on the newest trial
 
     run(body())

@@ -62,15 +62,18 @@ def decide(
     if not state.is_final:
         return _wait(trial, f"{trial.id} is {state.value}; the next step comes with its result")
     best = tree.by_id.get(best_id) if best_id else None
-    best = best or tree.best()
+    if best is None or tree_rules.disqualified(best):
+        best = tree.best()
+    used = tree.budget_used()
     if state is TrialState.CORRECT and trial.gpu_timing is None:
-        return _wait(trial, f"{trial.id} is correct on the CPU interpreter at test sizes; its speed needs a GPU "
-                            "run (trialtui on the GPU box, or trialtui bench --device cuda)")
+        return _cpu_only(trial, best, used, config)
+    reasons = tree_rules.disqualified(trial)
+    if reasons:
+        return _flagged(tree, trial, reasons, best, config)
     if state is TrialState.CORRECT:
         finished = _finalize(tree, trial, best, verdicts, config)
         if finished:
             return finished
-    used = tree.budget_used()
     if used >= config.max_trials:
         return _budget_spent(tree, best, used, config)
     if state.is_failure:
@@ -112,8 +115,9 @@ class _Tree:
             parent = self.by_id.get(parent.parent) if parent.parent else None
 
     def prev_correct(self, trial: Trial) -> Trial | None:
-        """The nearest correct ancestor: what this trial is measured against."""
-        return next((t for t in self.ancestors(trial) if t.state_enum is TrialState.CORRECT), None)
+        """The nearest correct, unflagged ancestor: what this trial is measured against."""
+        return next((t for t in self.ancestors(trial)
+                     if t.state_enum is TrialState.CORRECT and not tree_rules.disqualified(t)), None)
 
     def first_correct(self, trial: Trial) -> bool:
         return not any(
@@ -315,6 +319,56 @@ def _wait(trial: Trial, why: str) -> Decision:
     return Decision(Action.WAIT.value, f"Waiting: {why}.", [f"{trial.id}: {trial.state}"], [], "")
 
 
+def _cpu_only(trial: Trial, best: Trial | None, used: int, config: Config) -> Decision:
+    """Correct on the CPU interpreter: its own category, with the way to a GPU timing, never a bare wait."""
+    seeds = ((trial.result or {}).get("correctness") or {}).get("seeds")
+    passed = f" on {seeds} seeds" if seeds else ""
+    best_text = (f"; best stays {best.id}, timed on a GPU" if best is not None
+                 else "; best and finalize need a GPU timing")
+    reason = (f"Correct on CPU, not timed: {trial.id} passes{passed} at the test sizes through Triton's interpreter"
+              f"{best_text}, so continue on this branch here and time it on a GPU machine "
+              f"(trialtui bench {trial.file} --device cuda).")
+    evidence = [f"{trial.id}: correct on CPU, not timed",
+                f"budget {used}/{config.max_trials} GPU trials, unchanged by CPU runs"]
+    hints = [f"on a GPU machine: trialtui bench {trial.file} --device cuda, or run trialtui there to time every "
+             "correct trial"]
+    return Decision(Action.CONTINUE.value, reason, evidence, hints, "")
+
+
+_FLAG_HINTS = {
+    "side-stream": "launch every kernel on the current stream (no new streams, threads or async copies the "
+                   "caller does not wait for)",
+    "suspicious": "a roofline or Nsight Compute profile gives the speed-of-light that confirms or refutes the "
+                  "speedup: profile it [p]",
+    "no-custom-kernel": "move the work into a @triton.jit kernel and launch it: trialtui scores your kernel",
+    "no-kernel": "launch the kernel inside the entry point on every call, not once at import",
+    "timing-patched": "leave torch.cuda's events, synchronize and the timer alone",
+    "timing-mismatch": "the events, the kernel time and the wall clock disagree: wait for all work before returning",
+    "fallback": "compute the result in your own kernel; calling the reference (or torch's op) is not a candidate",
+    "sol-implausible": "a speed above the hardware's limit means work escapes the timing: check streams and caching",
+    "speed-of-light": "a speed above the hardware's limit means work escapes the timing: check streams and caching",
+}
+
+
+def _flagged(tree: _Tree, trial: Trial, reasons: list[str], best: Trial | None, config: Config) -> Decision:
+    """A correct result whose numbers cannot be trusted: never best, never finalized; say which flag and how
+    to clear it."""
+    codes = [r.split(":")[0].split(" ")[0] for r in reasons]
+    speed = tree.speedup(trial)
+    measured = f" at {_x(speed)} {config.primary_baseline}" if speed is not None else ""
+    kept = f"; best stays {best.id}" if best is not None else ""
+    suspicious_only = codes == ["suspicious"] and trial.sol is None
+    reason = (f"Flagged: {trial.id} is correct{measured} but its numbers cannot be trusted — "
+              f"{_first_line(reasons[0])} — so it is never best and never finalized{kept}; "
+              + ("profile it to confirm the speed against the roofline [p]." if suspicious_only
+                 else "fix it on this branch and save again."))
+    hints = [_FLAG_HINTS[c] for c in dict.fromkeys(codes) if c in _FLAG_HINTS]
+    evidence = [f"flag {r}" for r in reasons]
+    if suspicious_only:
+        return Decision(Action.PROFILE.value, reason, evidence, hints, "p")
+    return Decision(Action.FIX.value, reason, evidence, hints, "")
+
+
 def _finalize(tree: _Tree, trial: Trial, best: Trial | None, verdicts: list[dict[str, Any]],
               config: Config) -> Decision | None:
     """A decisive win at speed-of-light, or speed-of-light with no headroom left to the target."""
@@ -349,7 +403,7 @@ def _finalize(tree: _Tree, trial: Trial, best: Trial | None, verdicts: list[dict
 
 
 def _budget_spent(tree: _Tree, best: Trial | None, used: int, config: Config) -> Decision:
-    states = [t.state_enum for t in tree.trials if t.state_enum.reached_gpu]
+    states = [t.state_enum for t in tree.trials if tree_rules.counts_against_budget(t)]
     correct = sum(1 for s in states if s is TrialState.CORRECT)
     failed = sum(1 for s in states if s.is_failure)
     counted = f"{used} of {config.max_trials} GPU trials used ({correct} correct, {failed} failed)"

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from trialtui.core.flags import disqualifications
 from trialtui.core.model import FAILED_STATES, Trial, TrialState
 
 UNCHANGED, CHECKOUT, NEW = "unchanged", "checkout", "new"
@@ -66,28 +67,66 @@ def on_save(trials: list[Trial], heads: Mapping[str, str], file: str, sha: str) 
     return Save(NEW, parent=origin.id if origin else None)
 
 
+def disqualified(trial: Trial) -> list[str]:
+    """Why a correct trial can never be best or finalized (trialtui.core.flags); empty when it can."""
+    if trial.state != TrialState.CORRECT.value:
+        return []
+    return disqualifications(trial.result, trial.sol)
+
+
+def correct_on_cpu(trial: Trial) -> bool:
+    """Correct, but not timed on a GPU: its own category, never best and no budget spent."""
+    return trial.state == TrialState.CORRECT.value and trial.gpu_timing is None
+
+
 def best(trials: Iterable[Trial], baseline: str = "eager") -> Trial | None:
-    """Highest speedup against `baseline` among correct trials; a tie goes to the earlier trial.
+    """Highest speedup against `baseline` among correct, unflagged trials; a tie goes to the earlier.
 
     `Trial.speedup` is None for anything not correct, so an incorrect, invalid or errored trial
-    (or a CPU run, which has no speedup) is never best.
+    (or a CPU run, which has no speedup) is never best; nor is a trial whose flags disqualify it.
     """
     found, top = None, None
     for trial in sorted(trials, key=lambda t: id_number(t.id)):
         speedup = trial.speedup(baseline)
-        if speedup is not None and (top is None or speedup > top):
+        if speedup is not None and (top is None or speedup > top) and not disqualified(trial):
             found, top = trial, speedup
     return found
 
 
-def budget_used(trials: Iterable[Trial]) -> int:
-    """Trials that spent a GPU job (TrialState.reached_gpu).
+def no_best_reason(trials: Iterable[Trial], baseline: str = "eager") -> str:
+    """Why there is no best: nothing correct, only CPU-correct trials, or only flagged ones."""
+    trials = sorted(trials, key=lambda t: id_number(t.id))
+    on_cpu = [t.id for t in trials if correct_on_cpu(t)]
+    flagged = [t for t in trials if disqualified(t)]
+    parts = []
+    if flagged:
+        parts.append("; ".join(f"{t.id} is flagged ({disqualified(t)[0]})" for t in flagged[:3])
+                     + (f" and {len(flagged) - 3} more" if len(flagged) > 3 else ""))
+    if on_cpu:
+        parts.append(f"{', '.join(on_cpu)} {'is' if len(on_cpu) == 1 else 'are'} correct on CPU, not timed: "
+                     "a best needs a GPU timing (trialtui bench FILE --device cuda, or trialtui on a GPU machine)")
+    if not parts:
+        timed = [t for t in trials if t.speedup(baseline) is not None]
+        return "no correct trial yet" if not timed else f"no correct trial has a speedup against {baseline}"
+    return "no trial can be best: " + "; ".join(parts)
+
+
+def counts_against_budget(trial: Trial) -> bool:
+    """A trial whose job produced a result on a GPU (TrialState.reached_gpu, not a CPU run).
 
     Invalid trials never reached the GPU. Interrupted ones do not count either: they produced no
     number, and the engine may run them again, which then counts once. Cancelled and superseded
-    trials were dropped before their result, so they are free too.
+    trials were dropped before their result, so they are free too; so is a job still running, until
+    its result says where it ran. CPU runs (the Triton interpreter) spend no GPU time.
     """
-    return sum(1 for t in trials if t.state_enum.reached_gpu)
+    if not trial.state_enum.reached_gpu or not trial.result:
+        return False
+    return (trial.result.get("env") or {}).get("device") != "cpu"
+
+
+def budget_used(trials: Iterable[Trial]) -> int:
+    """GPU trials spent (counts_against_budget): the CLI, the TUI and decide all count with this."""
+    return sum(1 for t in trials if counts_against_budget(t))
 
 
 @dataclass(frozen=True)
@@ -132,7 +171,12 @@ def icon(state: TrialState) -> str:
 
 
 def summary(trial: Trial, baseline: str = "eager") -> str:
-    """The measurement in a few characters: speedup and times when correct, else the state."""
+    """The measurement in a few characters: speedup and times when correct, else the state.
+
+    A CPU-correct trial says so; a flagged one names its disqualifying flags.
+    """
+    if correct_on_cpu(trial):
+        return "correct on CPU, not timed"
     speedup = trial.speedup(baseline)
     if speedup is None:
         return trial.state
@@ -142,6 +186,9 @@ def summary(trial: Trial, baseline: str = "eager") -> str:
         text += f" (bl={base['median_us']:.0f}us, tr={trial.median_us:.0f}us)"
     if trial.sol is not None:
         text += f" SoL {trial.sol:.0%}"
+    reasons = disqualified(trial)
+    if reasons:
+        text += " FLAGGED, never best: " + ", ".join(r.split(":")[0] for r in reasons)
     return text
 
 
@@ -155,28 +202,40 @@ class Row:
     show_file: bool
 
 
-def layout(trials: Iterable[Trial], *, branch: str = "├── ", column: str = "│   ") -> list[Row]:
-    """Depth-first rows: a trial, its earlier children as branches, then its newest child below it.
+def layout(
+    trials: Iterable[Trial],
+    *,
+    branch: str = "├── ",
+    column: str = "│   ",
+    last: str = "└── ",
+    blank: str = "    ",
+) -> list[Row]:
+    """Depth-first rows in id order: a lone child continues its parent's column; where a trial has
+    several children, each hangs under it as a branch (the last one with `last`).
 
-    The newest child continues its parent's column, so a long run of saves stays a straight line
-    instead of indenting once per save (`trials status` and the TUI draw the same layout).
+    A long run of saves stays a straight line instead of indenting once per save, and a line of
+    work started again from an older trial is drawn under that trial, not after the newest one
+    (`trials status` and the TUI draw the same layout).
     """
     ordered = sorted(trials, key=lambda t: id_number(t.id))
     by_id = {t.id: t for t in ordered}
     children: dict[str | None, list[Trial]] = defaultdict(list)
     for trial in ordered:
         children[trial.parent if trial.parent in by_id else None].append(trial)
+    below = {branch: column, last: blank, "": ""}
     rows: list[Row] = []
     stack = [(root, "", "") for root in reversed(children[None])]
     while stack:
         trial, prefix, connector = stack.pop()
         parent = by_id.get(trial.parent or "")
         rows.append(Row(trial, prefix + connector, parent is None, parent is None or parent.file != trial.file))
-        kids = children.get(trial.id)
-        if kids:
-            below = prefix + (column if connector else "")
-            stack.append((kids[-1], below, ""))
-            stack.extend((kid, below, branch) for kid in reversed(kids[:-1]))
+        kids = children.get(trial.id) or []
+        under = prefix + below[connector]
+        if len(kids) == 1:
+            stack.append((kids[0], under, ""))
+        elif kids:
+            stack.append((kids[-1], under, last))
+            stack.extend((kid, under, branch) for kid in reversed(kids[:-1]))
     return rows
 
 

@@ -1,7 +1,8 @@
 """The trials tree: one line per trial, drawn like `trials status` so long runs of saves stay flat.
 
-The newest child of a trial continues its column and earlier children hang off it as branches
-(`core.tree.render_tree`'s layout), so a story of thirty saves is thirty lines, not thirty levels.
+A lone child continues its parent's column and several children hang under their parent as
+branches (`core.tree.layout`, as `trials status` draws it), so a story of thirty saves is thirty
+lines, not thirty levels, and a line of work started from an older trial sits under that trial.
 Rows are rendered on demand (Line API) and cached per trial, so a state change repaints one line,
 a new trial re-lays out the order but keeps the cursor on its trial, and 2,000 trials cost what the
 visible rows cost.
@@ -26,7 +27,7 @@ from trialtui.core.model import Trial, TrialState
 from trialtui.tui import describe
 from trialtui.tui.palette import Themed
 
-BRANCH, COLUMN = "├╴", "│ "
+BRANCH, COLUMN, LAST, BLANK = "├╴", "│ ", "└╴", "  "
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Row:
 
 def layout(trials: Iterable[Trial]) -> list[Row]:
     """`core.tree.layout`, with the thinner graph characters the TUI uses."""
-    return [Row(r.trial.id, r.prefix, r.show_file) for r in tree.layout(trials, branch=BRANCH, column=COLUMN)]
+    return [Row(r.trial.id, r.prefix, r.show_file) for r in tree.layout(trials, branch=BRANCH, column=COLUMN, last=LAST, blank=BLANK)]
 
 
 class TrialTree(Themed, ScrollView, can_focus=True):

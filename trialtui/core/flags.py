@@ -1,0 +1,59 @@
+"""Result flags and which of them disqualify: the one definition that best, decide and every view read.
+
+A flag is a `{"code", "message"}` dict in a bench result (trialtui.core.result.flag). Some only
+inform (a tie, bf16 emulated on this GPU); others say the number cannot be trusted (work hidden on a
+side stream, no kernel of the candidate's own, a patched timer, a fallback to the reference). A
+trial whose numbers cannot be trusted is never best and never finalized, and every view says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FlagKind:
+    code: str
+    disqualifying: bool
+    meaning: str
+
+
+KINDS: dict[str, FlagKind] = {
+    kind.code: kind
+    for kind in (
+        FlagKind("side-stream", True, "GPU work escaped the timed stream, so the events under-measure it"),
+        FlagKind("suspicious", True, "a speedup above the suspicious bound that no speed-of-light at or under 100% confirms"),
+        FlagKind("no-custom-kernel", True, "no kernel of the candidate's own was launched: it runs PyTorch only"),
+        FlagKind("no-kernel", True, "no GPU kernel ran inside the timed call"),
+        FlagKind("timing-patched", True, "the candidate patched the timer or the synchronisation it is timed with"),
+        FlagKind("timing-mismatch", True, "the event time disagrees with the kernel and wall-clock times"),
+        FlagKind("fallback", True, "the candidate fell back to the reference"),
+        FlagKind("sol-implausible", True, "faster than the hardware's speed-of-light allows"),
+        FlagKind("tie", False, "inside the noise band of a baseline"),
+        FlagKind("bf16-emulated", False, "bf16 is emulated on this device"),
+        FlagKind("trivial-reference", False, "the reference's output barely depends on its inputs"),
+    )
+}
+DISQUALIFYING = frozenset(code for code, kind in KINDS.items() if kind.disqualifying)
+
+
+def disqualifications(result: Mapping[str, Any] | None, sol: float | None) -> list[str]:
+    """Why a correct result's numbers cannot be best, one line per reason; empty when they can.
+
+    A speed-of-light above 100% is impossible, so it disqualifies on its own. A `suspicious`
+    speedup asks to be verified: a speed-of-light known and at most 100% is that verification
+    (a 12× RMSNorm at 83% of copy bandwidth is real), so it disqualifies only without one.
+    """
+    reasons: list[str] = []
+    for item in (result or {}).get("flags") or []:
+        code = item.get("code") if isinstance(item, Mapping) else None
+        if code not in DISQUALIFYING:
+            continue
+        if code == "suspicious" and sol is not None and sol <= 1.0:
+            continue
+        reasons.append(f"{code}: {item.get('message') or KINDS[code].meaning}")
+    if sol is not None and sol > 1.0:
+        reasons.append(f"speed-of-light {sol:.0%}: above 100%, faster than the hardware allows, so the timing misses work")
+    return reasons

@@ -34,9 +34,8 @@ def top_level_names(tree: ast.Module) -> dict[str, ast.AST]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names[node.name] = node
         elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    names[target.id] = node
+            for name in _assigned(node):
+                names[name] = node
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names[node.target.id] = node
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -67,15 +66,58 @@ def _number(node: ast.AST, known: dict[str, Any]) -> int | float:
     raise ValueError("not a constant size")
 
 
-def size_constants(tree: ast.Module) -> dict[str, Any]:
-    """Module-level numeric constants (`batch_size = 16`, `n = 1 << 20`): the sizes a config may override."""
-    sizes: dict[str, Any] = {}
+def _size(node: ast.AST, known: dict[str, Any]) -> Any:
+    """A number, or a tuple of numbers (`bias_shape = (out_features, 1, 1)`)."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(_number(element, known) for element in node.elts)
+    return _number(node, known)
+
+
+def _bind(target: ast.AST, value: Any, sizes: dict[str, Any]) -> None:
+    """Assign to a name or unpack into a tuple of names (`D, H, W = (16, 32, 32)`)."""
+    if isinstance(target, ast.Name):
+        sizes[target.id] = value
+    elif isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(t, ast.Name) for t in target.elts):
+        if not isinstance(value, tuple) or len(value) != len(target.elts):
+            raise ValueError("cannot unpack")
+        for name, element in zip(target.elts, value):
+            sizes[name.id] = element
+    else:
+        raise ValueError("not a simple target")
+
+
+def _assigned(node: ast.AST) -> list[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    names: list[str] = []
+    for target in targets:
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Name):
+                names.append(sub.id)
+    return names
+
+
+def size_constants(tree: ast.Module, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Module-level numeric constants a config may override: `batch_size = 16`, `n = 1 << 20`,
+    `height = width = 128`, `D, H, W = (16, 32, 32)`, `bias_shape = (out_features, 1, 1)`.
+
+    With `overrides`, each one is re-asserted after every statement, so derived constants follow
+    them: the AST twin of `trialtui.runner.constants`, which does the same by executing the block.
+    """
+    overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in (overrides or {}).items()}
+    sizes: dict[str, Any] = dict(overrides)
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                sizes[node.targets[0].id] = _number(node.value, sizes)
-            except (ValueError, ZeroDivisionError, OverflowError):
-                continue
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        try:
+            value = _size(node.value, sizes)
+            found: dict[str, Any] = {}
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                _bind(target, value, found)
+            sizes.update(found)
+        except (ValueError, ZeroDivisionError, OverflowError, TypeError):
+            for name in _assigned(node):  # rebound to something that is not a size
+                sizes.pop(name, None)
+        sizes.update(overrides)
     return sizes
 
 
@@ -110,7 +152,7 @@ def detect_form(reference: Path, has_task: bool) -> str:
     )
 
 
-def _task_cases(task_path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _read_task(task_path: Path) -> dict[str, Any]:
     import yaml  # only GPU MODE problems need it
 
     try:
@@ -119,6 +161,10 @@ def _task_cases(task_path: Path) -> tuple[list[dict[str, Any]], list[dict[str, A
         raise ProblemError(f"{TASK_NAME}: {exc}") from exc
     if not isinstance(task, dict):
         raise ProblemError(f"{TASK_NAME} must be a mapping with tests: and benchmarks:")
+    return task
+
+
+def _task_cases(task: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     tests = task.get("tests") or []
     benches = task.get("benchmarks") or []
     for key, cases in (("tests", tests), ("benchmarks", benches)):
@@ -127,6 +173,71 @@ def _task_cases(task_path: Path) -> tuple[list[dict[str, Any]], list[dict[str, A
     if not tests:
         raise ProblemError(f"{TASK_NAME} has no tests: entries")
     return tests, benches or tests
+
+
+SUBMISSION_SOURCE = "@SUBMISSION@"
+
+
+def _task_files(task: dict[str, Any], root: Path) -> tuple[list[Path], set[str]]:
+    """GPU MODE's `files:` (support modules such as `../utils.py`, which the reference and the
+    candidate import) and the names beside the reference that are not candidates (those files,
+    `templates:`). The submission entry is the candidate itself."""
+    files = task.get("files") or []
+    templates = task.get("templates") or {}
+    if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
+        raise ProblemError(f"{TASK_NAME}: files: must be a list of {{name, source}} mappings")
+    if not isinstance(templates, dict):
+        raise ProblemError(f"{TASK_NAME}: templates: must map a language to a file")
+    support: list[Path] = []
+    not_candidates: set[str] = set()
+    for entry in files:
+        name, source = entry.get("name"), entry.get("source")
+        if not isinstance(name, str) or not isinstance(source, str):
+            raise ProblemError(f"{TASK_NAME}: files: each entry needs a name and a source, got {entry}")
+        if source == SUBMISSION_SOURCE:
+            continue
+        path = (root / source).resolve()
+        not_candidates.update({name, path.name} if path.parent == root else {name})
+        if path.suffix == ".py" and path.name != REFERENCE_NAME and path.is_file():
+            support.append(path)
+    for source in templates.values():
+        if isinstance(source, str) and (root / source).resolve().parent == root:
+            not_candidates.add(Path(source).name)
+    return support, not_candidates
+
+
+def _imported_files(tree: ast.Module, root: Path) -> set[str]:
+    """Files beside the reference that it imports (`from task import input_t`): support, not candidates."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return {f"{name}.py" for name in names if (root / f"{name}.py").is_file()}
+
+
+def _check_sizes(config: Config, tree: ast.Module, defaults: dict[str, Any]) -> None:
+    """Overrides must name size constants of the reference and give values of their kind."""
+    defined = top_level_names(tree)
+    for case in config.test_sizes + config.bench_sizes:
+        for key, value in case.items():
+            if key not in defaults:
+                if key in defined:
+                    raise ProblemError(
+                        f"test/bench sizes name {key}, which {REFERENCE_NAME} defines but not as a size "
+                        "constant (a number or a tuple of numbers at module level), so it cannot be overridden"
+                    )
+                raise ProblemError(
+                    f"test/bench sizes name {key}, which {REFERENCE_NAME} does not define at module level "
+                    f"(it defines {', '.join(sorted(defaults)) or 'none'})"
+                )
+            default = defaults[key]
+            numbers = value if isinstance(default, tuple) else [value]
+            shape_ok = isinstance(value, list) if isinstance(default, tuple) else not isinstance(value, list)
+            if not shape_ok or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+                want = f"a list of {len(default)} numbers" if isinstance(default, tuple) else "a number"
+                raise ProblemError(f"test/bench sizes: {key} = {value!r}, but {key} is {want} in {REFERENCE_NAME}")
 
 
 @dataclass
@@ -139,6 +250,8 @@ class Problem:
     defaults: dict[str, Any] = field(default_factory=dict)
     test_cases: list[dict[str, Any]] = field(default_factory=list)
     bench_cases: list[dict[str, Any]] = field(default_factory=list)
+    support_files: list[Path] = field(default_factory=list)
+    not_candidates: set[str] = field(default_factory=set)
 
     @property
     def reference(self) -> Path:
@@ -157,7 +270,8 @@ class Problem:
         return self.root / ".trialtui"
 
     def is_candidate(self, path: Path) -> bool:
-        """Candidate files: top-level `*.py` except the reference, private names and excludes."""
+        """Candidate files: top-level `*.py` except the reference, its support modules, private names
+        and excludes."""
         path = Path(path)
         try:
             rel = path.resolve().relative_to(self.root.resolve())
@@ -166,7 +280,7 @@ class Problem:
         if len(rel.parts) != 1 or path.suffix != ".py":
             return False
         name = rel.name
-        if name == REFERENCE_NAME or name.startswith(("_", ".")):
+        if name == REFERENCE_NAME or name in self.not_candidates or name.startswith(("_", ".")):
             return False
         return not any(fnmatch.fnmatch(name, pattern) for pattern in self.config.exclude)
 
@@ -187,6 +301,7 @@ class Problem:
             "allow_tf32": self.config.allow_tf32,
             "test_cases": self.test_cases,
             "bench_cases": self.bench_cases,
+            "support_files": [str(p) for p in self.support_files],
             **extra,
         }
 
@@ -210,18 +325,18 @@ def load_problem(root: Path | str) -> Problem:
     task = root / TASK_NAME
     form = detect_form(reference, task.exists())
     problem = Problem(root=root, form=form, config=config)
+    tree = ast.parse(reference.read_bytes())
+    problem.not_candidates = _imported_files(tree, root)
     if form == KERNELBENCH:
-        problem.defaults = size_constants(ast.parse(reference.read_bytes()))
-        unknown = {k for case in config.test_sizes + config.bench_sizes for k in case} - set(problem.defaults)
-        if unknown:
-            raise ProblemError(
-                f"test/bench sizes name {', '.join(sorted(unknown))}, which {REFERENCE_NAME} does not "
-                f"define at module level (it defines {', '.join(sorted(problem.defaults)) or 'none'})"
-            )
+        problem.defaults = size_constants(tree)
+        _check_sizes(config, tree, problem.defaults)
         problem.test_cases = config.test_sizes or [{}]
         problem.bench_cases = config.bench_sizes or [{}]
     else:
-        tests, benches = _task_cases(task)
+        spec = _read_task(task)
+        tests, benches = _task_cases(spec)
+        problem.support_files, listed = _task_files(spec, root)
+        problem.not_candidates |= listed
         problem.test_cases = config.test_sizes or tests
         problem.bench_cases = config.bench_sizes or benches
     return problem

@@ -8,11 +8,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import torch
+
+from trialtui.runner import constants
+from trialtui.runner.device_map import mapped
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -76,7 +79,25 @@ class Reference:
         self.emulated = self.device.type == "cpu" and self.dtype == torch.bfloat16 and interpreted()
         if self.emulated:
             self.dtype = torch.float32
+        self._importable(spec)
         self.module = load_module(spec["reference"], "trialtui_reference")
+        self.constants = constants.constant_block(spec["reference"]) if self.form == "kernelbench" else []
+        self.cuda_target = self.device if self.device.type != "cuda" and not torch.cuda.is_available() else None
+        if self.form == "gpumode" and self.cuda_target is not None:
+            for name in ("generate_input", "ref_kernel", "check_implementation"):
+                setattr(self.module, name, mapped(getattr(self.module, name), self.cuda_target))
+
+    @staticmethod
+    def _importable(spec: dict[str, Any]) -> None:
+        """The problem directory and the folders of its support files (GPU MODE's `files:`, e.g.
+        `../utils.py`) go first on sys.path, so `from task import input_t` and `from utils import
+        ...` work in the reference and the candidate alike."""
+        folders = [str(Path(spec["reference"]).parent)]
+        folders += [str(Path(p).parent) for p in spec.get("support_files", [])]
+        for folder in reversed(list(dict.fromkeys(folders))):
+            if folder in sys.path:
+                sys.path.remove(folder)
+            sys.path.insert(0, folder)
 
     def _cast(self, tensor: torch.Tensor) -> torch.Tensor:
         tensor = tensor.to(self.device)
@@ -84,15 +105,13 @@ class Reference:
 
     @contextmanager
     def sizes(self, case: dict[str, Any]) -> Iterator[None]:
-        """KernelBench sizes are module constants that get_inputs reads: override them for a case."""
-        saved = {k: getattr(self.module, k) for k in case if hasattr(self.module, k)}
-        for key, value in case.items():
-            setattr(self.module, key, value)
+        """KernelBench sizes are module constants that get_inputs reads: override them for a case,
+        constants derived from them included."""
+        saved = constants.apply(vars(self.module), self.constants, case) if case else {}
         try:
             yield
         finally:
-            for key, value in saved.items():
-                setattr(self.module, key, value)
+            constants.restore(vars(self.module), saved)
 
     def make_inputs(self, case: dict[str, Any], seed: int) -> Any:
         """Inputs for one case under one seed, on the device and in the problem's dtype."""
@@ -103,7 +122,10 @@ class Reference:
             return map_tensors(inputs, self._cast)
         args = dict(case)
         args["seed"] = combine_seed(int(args.get("seed", 0)), seed)
-        with torch.device(self.device):
+        seed_all(args["seed"])  # for references that draw from the default generator
+        # Called plainly, as GPU MODE's harness does (the reference puts its tensors on "cuda" with
+        # its own generator); on the meta device, generated there for shapes without memory.
+        with torch.device(self.device) if self.device.type == "meta" else nullcontext():
             data = self.module.generate_input(**args)
         if self.emulated:
             return map_tensors(data, lambda t: t.float() if t.dtype == torch.bfloat16 else t)

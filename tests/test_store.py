@@ -235,10 +235,16 @@ def test_replay_stops_at_a_garbled_line_since_nothing_after_it_was_synced(root):
         assert [t.id for t in reader.trials()] == ["t1"]
 
 
-def test_a_journal_without_its_header_is_an_error_not_a_guess(root):
-    write_state(root, {}, journal=b"garbage\n")
-    with pytest.raises(StoreError, match="header"):
-        Store.open(root, writer=False)
+def test_a_journal_without_its_header_is_set_aside_not_guessed_at(root):
+    doc = {**V0_RECORD, "schema": SCHEMA_VERSION}
+    write_state(root, {"1": doc}, journal=b"garbage\n" + journal_line({**doc, "state": "incorrect"}))
+    with Store.open(root, writer=False) as reader:
+        assert reader.get("t1").state == "correct"
+        assert "no valid header" in reader.recovery and "read-only" in reader.recovery
+    assert (root / ".trialtui" / "journal.jsonl").exists()
+    with Store.open(root) as store:
+        assert store.get("t1").state == "correct" and "kept as journal.jsonl.bad-" in store.recovery
+    assert len(list((root / ".trialtui").glob("journal.jsonl.bad-*"))) == 1
 
 
 def test_new_trials_final_states_and_head_moves_are_fsynced_intermediate_states_are_not(writer, monkeypatch):
@@ -267,10 +273,13 @@ def test_a_journal_older_than_the_checkpoint_is_already_folded_in(root):
         assert reader.get("t1").state == "correct"
 
 
-def test_a_journal_newer_than_the_checkpoint_is_an_error_not_a_guess(root):
-    write_state(root, {}, generation=1, journal=b'{"generation": 5}\n')
-    with pytest.raises(StoreError, match="newer"):
-        Store.open(root, writer=False)
+def test_a_journal_newer_than_the_checkpoint_recovers_and_names_the_missing_generations(root):
+    doc = {**V0_RECORD, "schema": SCHEMA_VERSION}
+    write_state(root, {"1": doc}, generation=1,
+                journal=b'{"generation": 5}\n' + journal_line({**doc, "id": "t3", "state": "incorrect"}))
+    with Store.open(root, writer=False) as reader:
+        assert [t.id for t in reader.trials()] == ["t1", "t3"]
+        assert "generation(s) 1–4 are missing" in reader.recovery and "lost: t2" in reader.recovery
 
 
 def test_atomic_write_replaces_keeping_the_mode_and_leaving_no_temporary(tmp_path):

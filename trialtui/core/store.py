@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tinydb import Query, TinyDB
+from tinydb import TinyDB
 from tinydb.middlewares import Middleware
 from tinydb.storages import Storage
 
-from trialtui.core import tree
+from trialtui.core import generations, tree
 from trialtui.core.model import SCHEMA_VERSION, Trial, TrialState
 
 STATE_DIR = ".trialtui"
@@ -110,6 +110,74 @@ def _as_bytes(source: str | bytes) -> bytes:
     return source.encode("utf-8") if isinstance(source, str) else bytes(source)
 
 
+class _Unreadable(ValueError):
+    """A checkpoint or journal that does not decode as one."""
+
+
+def _load_checkpoint(path: Path) -> dict[str, Any]:
+    """A checkpoint file's tables; FileNotFoundError when absent, _Unreadable when it does not decode."""
+    raw = path.read_bytes()
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise _Unreadable(f"{path.name} is not valid JSON ({exc})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get(_CHECKPOINT_KEY, {}).get("generation", 0), int):
+        raise _Unreadable(f"{path.name} is not a trialtui store")
+    return data
+
+
+def _read_journal(path: Path) -> tuple[int | None, list[list[Any]], int]:
+    """(generation it follows, its whole lines, lines dropped); (None, [], 0) when there is none."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, [], 0
+    header, *lines = raw.split(b"\n")
+    try:
+        follows = json.loads(header)["generation"]
+        if not isinstance(follows, int):
+            raise TypeError("generation is not a number")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise _Unreadable(f"{path.name} has no valid header ({exc})") from exc
+    entries = []
+    for line in lines[:-1]:  # what follows the last newline is a torn write
+        try:
+            entries.append(json.loads(line))
+        except ValueError:
+            break
+    return follows, entries, len(lines) - 1 - len(entries)
+
+
+def _apply(data: dict[str, Any], line: list[Any]) -> None:
+    for table, number, doc in line:
+        data.setdefault(table, {})[str(number)] = doc
+
+
+def _recovery_message(why: str, data: dict[str, Any], base: int | None, journals: int, gaps: list[tuple[int, int]],
+                      kept: Path | None, read_only: bool, unreadable: list[int], orphans: int) -> str:
+    """What was recovered, from where, and what is lost: trial ids are dense, so a gap is a lost trial."""
+    ids = sorted(int(n) for n in data.get(TRIALS, {}))
+    source = f"generation {base}" if base is not None else "no earlier generation"
+    parts = [f"{why}; recovered {len(ids)} trial(s) from {source} and the {journals} journal(s) after it"]
+    missing = sorted(set(range(1, ids[-1] + 1)) - set(ids)) if ids else []
+    if gaps:
+        spans = ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in gaps)
+        parts.append(f"the changes of generation(s) {spans} are missing, so later states of some trials may be lost")
+    if unreadable:
+        parts.append(f"kept generation(s) {', '.join(map(str, unreadable))} were unreadable too")
+    if missing:
+        parts.append(f"lost: {', '.join(f't{n}' for n in missing)}")
+    elif not gaps and base is not None:
+        parts.append("nothing is lost")
+    if orphans:
+        parts.append(f"{orphans} saved source(s) in {SNAPSHOTS}/ belong to no recovered trial")
+    if kept is not None:
+        parts.append(f"the bad file is kept as {kept.name}")
+    elif read_only:
+        parts.append("(read-only: open it with a writer, or run `trialtui trials doctor --repair`, to repair)")
+    return "; ".join(parts)
+
+
 class JournaledStorage(Storage):
     """TinyDB's JSON file, replaced atomically at each checkpoint, plus the journal written since.
 
@@ -118,66 +186,116 @@ class JournaledStorage(Storage):
     renames); a newer one means trials.json was replaced while a reader was reading, so it reads
     again. A crash can tear or garble only what was written after the last fsync, so replay stops at
     the first line that does not decode: nothing after it was promised to be on disk.
+
+    What a crash cannot do, the world outside can: a trials.json that does not decode, is missing, or
+    is older than its journal is rebuilt from the kept generations (`generations.py`) and every
+    journal since; a writer keeps the bad file beside as `<name>.bad-<time>`. `recovery` then says
+    what was recovered and what, if anything, is lost.
     """
 
     def __init__(self, path: str | Path, read_only: bool = False):
         self.path = Path(path)
+        self.state_dir = self.path.parent
         self.journal = self.path.with_name(JOURNAL_NAME)
         self.read_only = read_only
         self.generation = 0
         self.journal_bytes = 0
         self.pending = 0  # journal lines since the last checkpoint
+        self.recovery: str | None = None
+        self._clean = False  # trials.json on disk is the generation read: keep it at the next checkpoint
         self._fd: int | None = None
 
     def read(self) -> dict[str, Any]:
+        why = ""
         for _ in range(_READ_ATTEMPTS):
-            data = self._read_checkpoint()
+            try:
+                data = _load_checkpoint(self.path)
+            except FileNotFoundError:
+                if generations.listed(self.state_dir):
+                    return self._recover(f"{self.path.name} is missing")
+                data = {}
+            except _Unreadable as exc:
+                return self._recover(str(exc))
             generation = data.pop(_CHECKPOINT_KEY, {}).get("generation", 0)
-            follows, lines = self._read_journal()
+            try:
+                follows, lines, _ = _read_journal(self.journal)
+            except _Unreadable as exc:
+                self._set_aside(self.journal, str(exc))
+                follows, lines = None, []
             if follows is not None and follows > generation:
+                why = (f"{self.journal.name} follows generation {follows}, but {self.path.name} is generation "
+                       f"{generation} (replaced or deleted)")
                 continue
             if follows == generation:
                 for line in lines:
-                    for table, doc_id, doc in line:
-                        data.setdefault(table, {})[str(doc_id)] = doc
+                    _apply(data, line)
             self.generation = generation
+            self._clean = True
             return data
-        raise StoreError(
-            f"{self.journal} follows a newer {self.path.name} than the one on disk: was {self.path.name} "
-            "replaced or deleted? Move the journal aside to open the store without it."
-        )
+        return self._recover(why)
 
-    def _read_checkpoint(self) -> dict[str, Any]:
-        try:
-            return json.loads(self.path.read_bytes())
-        except FileNotFoundError:
-            return {}
-        except ValueError as exc:
-            raise StoreError(f"{self.path} is not valid JSON ({exc})") from exc
+    def _set_aside(self, path: Path, why: str) -> None:
+        """A journal with no readable header follows no known generation: none of it can be applied."""
+        kept = self._keep_bad(path)
+        where = f"it is kept as {kept.name}" if kept else "read-only: a writer will set it aside"
+        self.recovery = f"{why}: none of its changes were applied ({where})"
 
-    def _read_journal(self) -> tuple[int | None, list[list[Any]]]:
-        try:
-            raw = self.journal.read_bytes()
-        except FileNotFoundError:
-            return None, []
-        header, *lines = raw.split(b"\n")
-        try:
-            follows = json.loads(header)["generation"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise StoreError(f"{self.journal} has no valid header ({exc}); move it aside to open the store") from exc
-        entries = []
-        for line in lines[:-1]:  # what follows the last newline is a torn write
+    def _keep_bad(self, path: Path) -> Path | None:
+        if self.read_only or not path.exists():
+            return None
+        kept = path.with_name(f"{path.name}.bad-{time.strftime('%Y%m%d-%H%M%S')}")
+        os.replace(path, kept)
+        return kept
+
+    def _recover(self, why: str) -> dict[str, Any]:
+        """The newest readable generation, then every journal that follows it, oldest first."""
+        bases: list[tuple[int, dict[str, Any]]] = []
+        with contextlib.suppress(_Unreadable, FileNotFoundError):
+            current = _load_checkpoint(self.path)
+            bases.append((current.pop(_CHECKPOINT_KEY, {}).get("generation", 0), current))
+        kept_generations = generations.listed(self.state_dir)
+        unreadable = []
+        for number in kept_generations:
             try:
-                entries.append(json.loads(line))
-            except ValueError:
-                break
-        return follows, entries
+                data = _load_checkpoint(generations.checkpoint_path(self.state_dir, number))
+            except FileNotFoundError:
+                continue
+            except _Unreadable:
+                unreadable.append(number)
+                continue
+            data.pop(_CHECKPOINT_KEY, None)
+            bases.append((number, data))
+        base, data = max(bases, key=lambda b: b[0], default=(0, {}))
+        journals: dict[int, list[list[Any]]] = {}
+        for path in [*(generations.journal_path(self.state_dir, n) for n in kept_generations), self.journal]:
+            with contextlib.suppress(_Unreadable):
+                follows, lines, _ = _read_journal(path)
+                if follows is not None:
+                    journals[follows] = lines
+        expected, gaps, replayed = base, [], 0
+        for follows in sorted(g for g in journals if g >= base):
+            if follows > expected:
+                gaps.append((expected, follows - 1))
+            for line in journals[follows]:
+                _apply(data, line)
+            replayed += 1
+            expected = follows + 1
+        kept = self._keep_bad(self.path)
+        self.generation = max([base, *journals, *kept_generations])
+        self._clean = False
+        known = {doc.get("sha256") for doc in data.get(TRIALS, {}).values()}
+        orphans = sum(1 for p in (self.state_dir / SNAPSHOTS).glob("*.py") if p.stem not in known)
+        self.recovery = _recovery_message(why, data, base if bases else None, replayed, gaps, kept,
+                                          self.read_only, unreadable, orphans)
+        return data
 
     def write(self, data: dict[str, Any]) -> None:
         """A checkpoint: the whole database, then a fresh journal that follows it."""
         if self.read_only:
             raise StoreError("this store was opened read-only")
         generation = self.generation + 1
+        if self._clean:  # the generation being replaced is what a later corrupt file recovers from
+            generations.keep(self.state_dir, self.generation, self.path, self.journal)
         body = {**data, _CHECKPOINT_KEY: {"generation": generation}}
         atomic_write(self.path, json.dumps(body, **_JSON).encode())
         header = json.dumps({"generation": generation}).encode() + b"\n"
@@ -187,6 +305,7 @@ class JournaledStorage(Storage):
         self.generation = generation
         self.journal_bytes = len(header)
         self.pending = 0
+        self._clean = True
 
     def append(self, line: bytes, *, sync: bool) -> None:
         """One change, in the OS when this returns, and on the disk too when `sync`."""
@@ -288,9 +407,14 @@ class Store:
     Open with `Store.open(root, writer=True)`: a writer holds `.trialtui/lock`; readers
     (`writer=False`) take no lock, write nothing, may run alongside it, and see the store as it was
     when they opened it. A writer marks trials that
-    a dead writer left in flight as interrupted (listed in `recovered`). Trials handed out are built
-    from the stored record; change them only through `update`. One store object may be shared by
-    threads: writes are serialized.
+    a dead writer left in flight as interrupted (listed in `recovered`); `recovery` says what was
+    rebuilt when trials.json itself was bad. Trials handed out are built from the stored record;
+    change them only through `update`.
+
+    One store object may be shared by threads. Every read and write holds one lock, and a read holds
+    it only to copy the table's references (documents are replaced on write, never changed in place),
+    so a reader in a worker thread neither races a writer on the event loop (a dict changing size
+    while it is iterated) nor stalls it while it builds thousands of trials.
     """
 
     def __init__(self, root: Path, db: TinyDB, lock_fd: int | None):
@@ -301,10 +425,10 @@ class Store:
         self._disk: JournaledStorage = self._cache.storage  # type: ignore[assignment]
         self._lock_fd = lock_fd
         self._trials = db.table(TRIALS)
-        self._meta_table = db.table(META)
         self._mutex = threading.RLock()
         self._next = 1
         self.recovered: list[str] = []
+        self.recovery: str | None = None
 
     @classmethod
     def open(cls, problem_root: Path | str, *, writer: bool = True) -> Store:
@@ -326,6 +450,7 @@ class Store:
     def _prepare(self) -> None:
         self._trials.update(migrate, cond=lambda doc: doc.get("schema", 0) != SCHEMA_VERSION)
         self._next = max((doc.doc_id for doc in self._trials), default=0) + 1
+        self.recovery = self._disk.recovery
         if not self.writer:
             return
         for leftover in [*self.state_dir.glob(f".*{TMP_SUFFIX}"), *self.state_dir.glob(f"*/.*{TMP_SUFFIX}")]:
@@ -363,12 +488,20 @@ class Store:
 
     # Reading
 
+    def _table(self, name: str) -> dict[str, dict[str, Any]]:
+        """A shallow copy of one table, taken under the lock: safe to read from any thread."""
+        with self._mutex:
+            return dict(self._cache.read().get(name, {}))
+
     def trials(self) -> list[Trial]:
         """Every trial, in id order."""
-        return sorted((Trial.from_dict(doc) for doc in self._trials), key=lambda t: tree.id_number(t.id))
+        docs = self._table(TRIALS)
+        return [Trial.from_dict(docs[key]) for key in sorted(docs, key=int)]
 
     def get(self, trial_id: str) -> Trial:
-        doc = self._trials.get(doc_id=doc_id(trial_id))
+        number = str(doc_id(trial_id))
+        with self._mutex:
+            doc = self._cache.read().get(TRIALS, {}).get(number)
         if doc is None:
             raise UnknownTrial(f"no trial {trial_id!r} in {self.state_dir}")
         return Trial.from_dict(doc)
@@ -383,7 +516,8 @@ class Store:
         return self.get(head) if head else None
 
     def _meta(self) -> dict[str, Any]:
-        return dict(self._meta_table.get(doc_id=META_ID) or {"heads": {}})
+        with self._mutex:
+            return dict(self._cache.read().get(META, {}).get(str(META_ID)) or {"heads": {}})
 
     def snapshot_path(self, sha: str) -> Path:
         return self.state_dir / SNAPSHOTS / f"{sha}.py"
@@ -412,7 +546,7 @@ class Store:
         sha = sha256_of(data)
         with self._mutex:
             head = self.head(file)
-            same = [Trial.from_dict(doc) for doc in self._trials.search(Query().sha256 == sha)]
+            same = [Trial.from_dict(doc) for doc in self._table(TRIALS).values() if doc.get("sha256") == sha]
             save = tree.on_save(same + ([head] if head else []), self.heads, file, sha)
             if save.kind == tree.NEW:
                 return save, self.add_trial(file, data, parent=save.parent)
@@ -528,7 +662,7 @@ class Store:
         if meta is not None:
             puts.append([META, META_ID, meta])
         line = json.dumps(puts, **_JSON).encode() + b"\n"
-        is_new = trial is not None and self._trials.get(doc_id=doc_id(trial.id)) is None
+        is_new = trial is not None and str(doc_id(trial.id)) not in self._cache.read().get(TRIALS, {})
         sync = meta is not None or is_new or trial.state_enum.is_final  # type: ignore[union-attr]
         self._disk.append(line, sync=sync)
         for table, number, doc in json.loads(line):

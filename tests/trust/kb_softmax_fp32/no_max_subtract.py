@@ -1,0 +1,22 @@
+# expect: correct |
+# why: inputs are randn, so exp(x) cannot overflow: skipping the max is a different rounding, not a bug here
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(x_ptr, o_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    m = offs < cols
+    e = tl.exp(tl.load(x_ptr + row * cols + offs, mask=m, other=-float("inf")))
+    tl.store(o_ptr + row * cols + offs, e * (1.0 / tl.sum(e, axis=0)), mask=m)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        softmax_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+        return out

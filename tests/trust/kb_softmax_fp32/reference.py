@@ -1,0 +1,23 @@
+"""Row softmax, float32, KernelBench form: long rows, so every probability is far below atol."""
+
+import torch
+import torch.nn as nn
+
+batch_size = 4096
+dim = 8192
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []

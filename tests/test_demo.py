@@ -25,6 +25,9 @@ from trialtui.core.config import load_config
 from trialtui.core.problem import load_problem
 from trialtui.core.store import Store, sha256_of
 from trialtui.engine import demo as d
+from trialtui.engine import demo_print as dp
+from trialtui.engine import demo_replay as dr
+from trialtui.engine import demo_story as ds
 from trialtui.engine import events as ev
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +40,7 @@ def fixture_recordings(dest: Path, problems=PROBLEMS) -> dict:
     """Per-version recording files for the sample stories, from the hand-made fixture's numbers."""
     spec = json.loads(FIXTURE.read_text())
     for name in problems:
-        story = d.load_story(SAMPLES / name)
+        story = ds.load_story(SAMPLES / name)
         (dest / name).mkdir(parents=True, exist_ok=True)
         for version in story.versions:
             stem = version.stem
@@ -67,14 +70,14 @@ def fixture_recordings(dest: Path, problems=PROBLEMS) -> dict:
 
 
 def test_samples_found_beside_the_package():
-    root = d.samples_root()
+    root = ds.samples_root()
     assert root == SAMPLES
-    assert d.sample_names(root)[:4] == list(PROBLEMS)
+    assert ds.sample_names(root)[:4] == list(PROBLEMS)
 
 
 def test_missing_samples_say_where_and_what_to_do(tmp_path):
-    with pytest.raises(d.DemoError, match="no sample problems at .*pip install -e|--samples"):
-        d.samples_root(tmp_path / "nowhere")
+    with pytest.raises(ds.DemoError, match="no sample problems at .*pip install -e|--samples"):
+        ds.samples_root(tmp_path / "nowhere")
 
 
 def test_bad_problem_name_lists_the_samples():
@@ -85,11 +88,32 @@ def test_bad_problem_name_lists_the_samples():
         assert name in result.output
 
 
-def test_default_problems():
-    assert d.resolve_names(SAMPLES, [], several=True)[:4] == list(PROBLEMS)
-    assert d.resolve_names(SAMPLES, [], several=False) == ["bias_gelu_residual"]
-    with pytest.raises(d.DemoError, match="one problem"):
-        d.resolve_names(SAMPLES, ["softmax", "rmsnorm"], several=False)
+def test_default_problems_one_story_unless_all():
+    assert ds.resolve_names(SAMPLES, [], every=True, tui=False)[:4] == list(PROBLEMS)
+    assert ds.resolve_names(SAMPLES, [], every=False, tui=False) == ["bias_gelu_residual"]
+    assert ds.resolve_names(SAMPLES, [], every=False, tui=True) == ["bias_gelu_residual"]
+    assert ds.resolve_names(SAMPLES, ["softmax", "rmsnorm"], every=False, tui=False) == ["softmax", "rmsnorm"]
+    with pytest.raises(ds.DemoError, match="one problem"):
+        ds.resolve_names(SAMPLES, ["softmax", "rmsnorm"], every=False, tui=True)
+    with pytest.raises(ds.DemoError, match="not both"):
+        ds.resolve_names(SAMPLES, ["softmax"], every=True, tui=False)
+
+
+def test_demo_plays_under_the_current_directory_and_never_reuses_a_played_copy(tmp_path):
+    assert ds.fresh_parent(tmp_path, ["softmax"]) == tmp_path / "trialtui-demo"
+    (tmp_path / "trialtui-demo" / "softmax").mkdir(parents=True)
+    assert ds.fresh_parent(tmp_path, ["softmax"]) == tmp_path / "trialtui-demo"  # empty: still usable
+    (tmp_path / "trialtui-demo" / "softmax" / "kernel.py").write_text("x")
+    assert ds.fresh_parent(tmp_path, ["softmax"]) == tmp_path / "trialtui-demo-2"
+    assert ds.fresh_parent(tmp_path, ["rmsnorm"]) == tmp_path / "trialtui-demo"
+
+
+def test_next_steps_name_the_played_directory():
+    lines = dp.next_steps([Path("trialtui-demo/softmax")], played_all=False)
+    assert lines[0].startswith("next: trialtui trials status --dir trialtui-demo/softmax")
+    assert any("trialtui trialtui-demo/softmax" in line for line in lines)
+    assert any("--all" in line for line in lines)
+    assert not any("--all" in line for line in dp.next_steps([Path("a"), Path("b")], played_all=True))
 
 
 def test_live_without_a_gpu_is_refused(monkeypatch):
@@ -110,9 +134,9 @@ def test_prepare_copies_clean_and_starts_at_v1(tmp_path):
     for leftover in (".trialtui", "recorded", "final", "__pycache__"):
         (sample / leftover).mkdir(exist_ok=True)
         (sample / leftover / "x.json").write_text("{}")
-    story = d.load_story(sample)
+    story = ds.load_story(sample)
     (sample / story.candidate).write_text("# edited by someone\n")
-    dest = d.prepare(sample, tmp_path / "play", story, baselines=["eager"], profile="never")
+    dest = ds.prepare(sample, tmp_path / "play", story, baselines=["eager"], profile="never")
     assert dest == tmp_path / "play" / "softmax"
     for leftover in (".trialtui", "recorded", "final", "__pycache__"):
         assert not (dest / leftover).exists()
@@ -123,17 +147,17 @@ def test_prepare_copies_clean_and_starts_at_v1(tmp_path):
     problem = load_problem(dest)
     assert [p.name for p in problem.candidates()] == [story.candidate]
     assert problem.config.seeds == load_config(SAMPLES / "softmax").seeds  # the rest of the toml intact
-    with pytest.raises(d.DemoError, match="not empty"):
-        d.prepare(sample, tmp_path / "play", story)
+    with pytest.raises(ds.DemoError, match="not empty"):
+        ds.prepare(sample, tmp_path / "play", story)
 
 
 def test_toml_overrides_land_in_the_right_table(tmp_path):
     import tomllib
 
     text = 'seeds = 3\nbaselines = ["eager", "compile"]\n[test_sizes]\nn = 4\n[profile]\nwhen = "auto"\n'
-    out = d._set_key(d._set_key(text, "baselines", '["eager"]'), "when", '"never"', table="profile")
+    out = ds.set_toml_key(ds.set_toml_key(text, "baselines", '["eager"]'), "when", '"never"', table="profile")
     assert tomllib.loads(out) == {"seeds": 3, "baselines": ["eager"], "test_sizes": {"n": 4}, "profile": {"when": "never"}}
-    out = d._set_key(d._set_key("[test_sizes]\nn = 4\n", "baselines", '["eager"]'), "when", '"never"', table="profile")
+    out = ds.set_toml_key(ds.set_toml_key("[test_sizes]\nn = 4\n", "baselines", '["eager"]'), "when", '"never"', table="profile")
     assert tomllib.loads(out) == {"baselines": ["eager"], "test_sizes": {"n": 4}, "profile": {"when": "never"}}
 
 
@@ -142,7 +166,7 @@ def test_editor_save_renames_and_keeps_the_mode(tmp_path):
     path.write_text("old\n")
     path.chmod(0o640)
     inode = path.stat().st_ino
-    d.editor_save(path, b"new\n")
+    ds.editor_save(path, b"new\n")
     assert path.read_bytes() == b"new\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     assert path.stat().st_ino != inode  # replaced by rename, not rewritten in place
@@ -169,15 +193,15 @@ def cpu_result(state="correct"):
 
 def test_replay_merges_only_a_recording_of_the_same_source(tmp_path):
     fixture_recordings(tmp_path / "recs", ["softmax"])
-    recordings = d.load_recordings(tmp_path / "recs" / "softmax")
-    story = d.load_story(SAMPLES / "softmax")
+    recordings = dr.load_recordings(tmp_path / "recs" / "softmax")
+    story = ds.load_story(SAMPLES / "softmax")
     calls = []
 
     def inner(problem, path, **kw):
         calls.append(kw["device"])
         return cpu_result()
 
-    bench = d.ReplayBench(recordings, inner)
+    bench = dr.ReplayBench(recordings, inner)
     for stem, speed in (("v3", 1.4), ("v6", None), ("v7", None)):  # recorded, missing, stale
         path = tmp_path / f"{stem}.py"
         path.write_bytes(story.source(story.by_file(f"{stem}.py")))
@@ -186,7 +210,7 @@ def test_replay_merges_only_a_recording_of_the_same_source(tmp_path):
             assert result["speedup"] is None and "recorded" not in result
             assert result["env"]["device"] == "cpu"
             assert any(f["code"] == "no-recording" for f in result["flags"])
-            assert d.numbers_label(result) == "no GPU recording for this source: no speed"
+            assert dr.numbers_label(result) == "no GPU recording for this source: no speed"
         else:
             assert result["speedup"]["eager"] == pytest.approx(speed)
             assert result["recorded"]["source"] == "replay"
@@ -194,23 +218,25 @@ def test_replay_merges_only_a_recording_of_the_same_source(tmp_path):
             assert result["recorded"]["gpu"].startswith("FIXTURE-GPU")
             assert result["correctness"]["seeds"] == 3  # the live CPU check, not the recording's
             assert result["recorded"]["cpu"]["env"]["device"] == "cpu"
-            assert d.recorded_label(result) == "recorded on FIXTURE-GPU (test data, not a measurement), 2000-01-01"
-            assert "recorded on FIXTURE-GPU" in d.numbers_label(result)
+            assert dr.recorded_label(result) == ("replayed from a recording on FIXTURE-GPU (test data, not a "
+                                                 "measurement), 2000-01-01")
+            assert "replayed from a recording on FIXTURE-GPU" in dr.numbers_label(result)
+            assert "CPU" in dr.numbers_label(result) and "measured" not in dr.numbers_label(result)
     assert calls == ["cpu", "cpu", "cpu"]  # the real check always runs on the CPU
 
 
 def test_replay_never_speeds_up_an_incorrect_or_unrecorded_failure(tmp_path):
     fixture_recordings(tmp_path / "recs", ["softmax"])
-    recordings = d.load_recordings(tmp_path / "recs" / "softmax")
-    story = d.load_story(SAMPLES / "softmax")
+    recordings = dr.load_recordings(tmp_path / "recs" / "softmax")
+    story = ds.load_story(SAMPLES / "softmax")
     path = tmp_path / "v3.py"
     path.write_bytes(story.source(story.by_file("v3.py")))
-    result = d.ReplayBench(recordings, lambda *a, **k: cpu_result("incorrect"))(None, path, device="cpu")
+    result = dr.ReplayBench(recordings, lambda *a, **k: cpu_result("incorrect"))(None, path, device="cpu")
     assert result["state"] == "incorrect" and result["speedup"] is None and "recorded" not in result
     # a recording whose GPU run was not correct adds nothing either
     sha = sha256_of(path.read_bytes())
     recordings[sha]["result"] = {**recordings[sha]["result"], "state": "error", "speedup": None, "message": "boom"}
-    result = d.ReplayBench(recordings, lambda *a, **k: cpu_result())(None, path, device="cpu")
+    result = dr.ReplayBench(recordings, lambda *a, **k: cpu_result())(None, path, device="cpu")
     assert result["speedup"] is None and "recorded" not in result
     assert any(f["code"] == "recording-not-correct" for f in result["flags"])
 
@@ -218,7 +244,7 @@ def test_replay_never_speeds_up_an_incorrect_or_unrecorded_failure(tmp_path):
 def test_record_files_round_trip_into_replay(tmp_path):
     from trialtui.core.model import Trial
 
-    story = d.load_story(SAMPLES / "rmsnorm")
+    story = ds.load_story(SAMPLES / "rmsnorm")
     version = story.by_file("v3.py")
     source = story.source(version)
     gpu_result = {**cpu_result(), "timing": {"median_us": 100.0, "label": "GPU"}, "speedup": {"eager": 3.0},
@@ -231,19 +257,19 @@ def test_record_files_round_trip_into_replay(tmp_path):
     assert written["recorded_at"][:4].isdigit() and written["result"]["speedup"] == {"eager": 3.0}
     path = tmp_path / "v3.py"
     path.write_bytes(source)
-    result = d.ReplayBench(d.load_recordings(tmp_path / "rec" / "rmsnorm"), lambda *a, **k: cpu_result())(None, path)
+    result = dr.ReplayBench(dr.load_recordings(tmp_path / "rec" / "rmsnorm"), lambda *a, **k: cpu_result())(None, path)
     assert result["speedup"] == {"eager": 3.0}
-    assert d.recorded_label(result) == f"recorded on NVIDIA H200, {written['recorded_at'][:10]}"
+    assert dr.recorded_label(result) == f"replayed from a recording on NVIDIA H200, {written['recorded_at'][:10]}"
 
 
 @pytest.mark.parametrize("name", PROBLEMS)
 def test_shipped_recordings_match_the_current_versions(name):
     """A recording replays only for identical source: one that matches no version is stale."""
-    recorded = SAMPLES / name / d.RECORDED_DIR
+    recorded = SAMPLES / name / ds.RECORDED_DIR
     files = sorted(recorded.glob("*.json")) if recorded.is_dir() else []
     if not files:
         pytest.skip(f"no recordings in {recorded} yet")
-    story = d.load_story(SAMPLES / name)
+    story = ds.load_story(SAMPLES / name)
     shas = {sha256_of(story.source(v)): v.stem for v in story.versions}
     for path in files:
         data = json.loads(path.read_text())
@@ -256,11 +282,11 @@ def test_final_table_labels_every_number():
     replayed = {**cpu_result(), "speedup": {"eager": 2.5, "compile": 1.5}, "env": {"gpu": "NVIDIA H200"},
                 "sizes": [{"rows": 8}], "dtype": "float16",
                 "recorded": {"gpu": "NVIDIA H200", "date": "2025-11-29", "source": "replay"}}
-    runs = [d.ProblemRun("a", Path("."), "replay", best="t8", best_version="v8.py", best_result=replayed),
-            d.ProblemRun("b", Path("."), "replay")]
-    table = d.final_table(runs)
+    runs = [ds.ProblemRun("a", Path("."), "replay", best="t8", best_version="v8.py", best_result=replayed),
+            ds.ProblemRun("b", Path("."), "replay")]
+    table = dp.final_table(runs)
     row_a, row_b = table.splitlines()[1:]
-    assert "2.50×" in row_a and "1.50×" in row_a and "recorded on NVIDIA H200, 2025-11-29" in row_a
+    assert "2.50×" in row_a and "1.50×" in row_a and "replayed from a recording on NVIDIA H200, 2025-11-29" in row_a
     assert "float16" in row_a and "rows=8" in row_a
     assert "CPU: no GPU timing" in row_b and "×" not in row_b
 
@@ -274,8 +300,8 @@ def test_branch_back_goes_to_the_real_best(tmp_path):
     from trialtui.engine.lanes import Lane, Lanes
     from trialtui.engine.loop import Engine
 
-    story = d.load_story(SAMPLES / "softmax")
-    root = d.prepare(story.sample, tmp_path, story, profile="never")
+    story = ds.load_story(SAMPLES / "softmax")
+    root = ds.prepare(story.sample, tmp_path, story, profile="never")
     speed = {"v1": 2.0, "v3": 1.5, "v4": 1.0, "v5": 1.2, "v6": 1.2, "v7": 3.0, "v8": 4.0}
     by_sha = {sha256_of(story.source(v)): v.stem for v in story.versions}
 
@@ -293,7 +319,7 @@ def test_branch_back_goes_to_the_real_best(tmp_path):
     problem = load_problem(root)
     engine = Engine(problem, device="cuda", lanes=Lanes([Lane("gpu0", "0")]), bench=bench, validate=validate)
     out = io.StringIO()
-    engine.subscribe(d.DemoPrinter(engine, out))
+    engine.subscribe(dp.DemoPrinter(engine, out))
     player = d.DemoPlayer(story, mode="live", speed=0, finalize=False)
 
     async def main():
@@ -317,6 +343,59 @@ def test_branch_back_goes_to_the_real_best(tmp_path):
     assert f"branch back to {ids['v1']} — the best so far (2.00× vs eager); the story expected v3.py" in text
     assert run.best == ids["v8"] and run.best_version == "v8.py"
     assert "measured live on fake" in text
+    # grown from v1 where the story grows v5 from v3: a mismatch, said, and not "8/8 as expected"
+    assert [o.version.stem for o in run.mismatches] == ["v5"]
+    assert f"the story grows it from {ids['v3']} (v3.py)!" in text
+    assert "7/8 as expected" in dp.final_table([run])
+
+
+def test_replay_with_one_recording_ranks_no_best_and_says_what_it_could_not_replay(tmp_path):
+    """matmul on a CPU with only v1 recorded: branch back and finalize follow the story, not v1's lone number."""
+    from trialtui.engine.lanes import Lane, Lanes
+    from trialtui.engine.loop import Engine
+
+    story = ds.load_story(SAMPLES / "softmax")
+    root = ds.prepare(story.sample, tmp_path / "play", story, profile="never")
+    fixture_recordings(tmp_path / "recs", ["softmax"])
+    recordings = {sha: rec for sha, rec in dr.load_recordings(tmp_path / "recs" / "softmax").items()
+                  if rec["version"] == "v1"}
+    by_sha = {sha256_of(story.source(v)): v.stem for v in story.versions}
+
+    def cpu_bench(problem, path, **kw):
+        return cpu_result("incorrect" if by_sha[sha256_of(Path(path).read_bytes())] == "v2" else "correct")
+
+    def validate(problem, path, compile=True, **kw):
+        return {"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0}
+
+    engine = Engine(load_problem(root), device="cpu", lanes=Lanes([Lane("cpu", None)]),
+                    bench=dr.ReplayBench(recordings, cpu_bench), validate=validate)
+    out = io.StringIO()
+    engine.subscribe(dp.DemoPrinter(engine, out))
+    player = d.DemoPlayer(story, mode="replay", speed=0, finalize=False)
+
+    async def main():
+        task = asyncio.create_task(engine.run())
+        try:
+            return await asyncio.wait_for(player.play(engine), 120)
+        finally:
+            engine.stop()
+            await task
+
+    try:
+        run = asyncio.run(main())
+    finally:
+        engine.close()
+    assert run.error is None, run.error
+    ids = {o.version.stem: o.trial_id for o in run.outcomes}
+    assert run.branched_to == ids["v3"] and not run.mismatches  # v1's lone number ranks nothing
+    text = out.getvalue()
+    assert f"branch back to {ids['v3']} — v3.py, the story's choice: no recording of v3.py, v4.py to rank by" in text
+    assert run.best is None and run.best_version == "v8.py"
+    assert run.unreplayed == ["v3.py", "v4.py", "v5.py", "v6.py", "v7.py", "v8.py"]
+    assert "could not replay v3.py, v4.py" in run.report_note and ids["v8"] in run.report_note
+    row = dp.final_table([run]).splitlines()[1]
+    assert "none ranked (ends at v8.py)" in row and "8/8 as expected" in row and "×" not in row
+    assert "not replayed, so no best ranked: v3.py" in row
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,7 +411,8 @@ def test_demo_headless_plays_every_story_on_the_cpu(tmp_path):
     recs = tmp_path / "recs"
     spec = fixture_recordings(recs)
     play = tmp_path / "play"
-    args = ["--headless", "--replay", "--speed", "0", "--jobs", "2", "--recordings", str(recs), "--into", str(play)]
+    args = ["--headless", "--all", "--replay", "--speed", "0", "--jobs", "2", "--recordings", str(recs),
+            "--into", str(play)]
     # run the command in a fresh interpreter that then reports whether Textual was ever imported
     code = ("import sys\nfrom trialtui.cli_demo import demo\n"
             "try:\n    demo.main(sys.argv[1:], prog_name='trialtui demo')\n"
@@ -343,10 +423,11 @@ def test_demo_headless_plays_every_story_on_the_cpu(tmp_path):
     out = proc.stdout
     assert proc.returncode == 0, out[-4000:] + proc.stderr[-4000:]
     assert "TEXTUAL_IMPORTED False" in out
-    label = f"recorded on {spec['gpu']}, 2000-01-01"
+    assert f"next: trialtui trials status --dir {play / PROBLEMS[0]}" in out
+    label = f"replayed from a recording on {spec['gpu']}, 2000-01-01"
     table = out[out.index("problem  "):]
     for name in PROBLEMS:
-        story = d.load_story(SAMPLES / name)
+        story = ds.load_story(SAMPLES / name)
         root = play / name
         with Store.open(root, writer=False) as store:
             trials = store.trials()
@@ -384,11 +465,13 @@ def test_demo_headless_plays_every_story_on_the_cpu(tmp_path):
         assert "×" not in v2_line
         # the final table and the report card (a CPU one, with the recorded numbers apart)
         row = next(line for line in table.splitlines() if line.startswith(name + " "))
-        assert f"{got['v8'].id} (v8.py)" in row and "2.60×" in row and label in row, row
+        # v6 and v7 have no usable recording: no best is ranked, the story ends at v8 (replayed, labelled)
+        assert "none ranked (ends at v8.py)" in row and "2.60×" in row and label in row, row
+        assert "not replayed, so no best ranked: v6.py, v7.py" in row
         assert "8/8 as expected" in row
         report = (root / "final" / "REPORT.md").read_text()
         assert "CPU, interpreted — not a GPU timing" in report
-        assert f"GPU numbers {label} (replayed, not measured in this run)" in report
+        assert f"GPU numbers {label} (not measured in this run)" in report
         assert re.search(r"\| eager \| 1000\.00 µs \| 2\.60× \|", report)
         assert f"report card ({name}): {root / 'final' / 'REPORT.md'}" in out
 
@@ -400,7 +483,7 @@ def test_record_mode_writes_what_replay_reads(tmp_path, monkeypatch):
     import trialtui.engine.lanes as lanes_mod
     from trialtui.cli_demo import demo
 
-    story = d.load_story(SAMPLES / "softmax")
+    story = ds.load_story(SAMPLES / "softmax")
     by_sha = {sha256_of(story.source(v)): v.stem for v in story.versions}
     calls = []
 
@@ -437,6 +520,6 @@ def test_record_mode_writes_what_replay_reads(tmp_path, monkeypatch):
     # what was recorded replays, labelled with its GPU and date
     path = tmp_path / "v8.py"
     path.write_bytes(story.source(story.by_file("v8.py")))
-    replayed = d.ReplayBench(d.load_recordings(rec / "softmax"), lambda *a, **k: cpu_result())(None, path)
+    replayed = dr.ReplayBench(dr.load_recordings(rec / "softmax"), lambda *a, **k: cpu_result())(None, path)
     assert replayed["speedup"]["eager"] == 8.0
-    assert d.recorded_label(replayed).startswith("recorded on PRETEND-H200, 20")
+    assert dr.recorded_label(replayed).startswith("replayed from a recording on PRETEND-H200, 20")

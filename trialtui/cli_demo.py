@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -21,8 +20,10 @@ def _fail(message: str, code: int = 2) -> None:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("problems", nargs=-1, metavar="[PROBLEM]...")
+@click.option("--all", "every", is_flag=True, help="Headless: play every sample's story (default: one).")
 @click.option("--into", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Play in DIR/<problem> (must be new or empty) instead of a new temporary directory.")
+              help="Play in DIR/<problem> (must be new or empty); default ./trialtui-demo (then -2, -3, ... "
+                   "when a previous demo is there).")
 @click.option("--speed", type=click.FloatRange(min=0), default=None,
               help="Scale the pauses between story beats: 1 = followable (the TUI's default), "
                    "0.5 = twice as fast, 0 = none (the default with --headless and --record).")
@@ -50,17 +51,18 @@ def _fail(message: str, code: int = 2) -> None:
               help="Where the sample problems are (default: sample_kernels/ of trialtui's checkout).")
 @click.option("--progress", is_flag=True, help="With --headless: also print progress and queue events.")
 @click.option("--theme", default=None, help="TUI theme.")
-def demo(problems, into, speed, headless, replay, record_dir, recordings, baselines, profile_when, gpus, jobs,
+def demo(problems, every, into, speed, headless, replay, record_dir, recordings, baselines, profile_when, gpus, jobs,
          finalize, samples, progress, theme) -> None:
     """Play a sample problem's story through the real loop: saves, trials, a failure and its fix,
     a regression and a branch back to the best, a plateau, a new approach, a win, a report card.
 
-    PROBLEM: a sample's name (default: bias_gelu_residual in the TUI, all of them with --headless).
+    PROBLEM: a sample's name (default: bias_gelu_residual; --all: every sample, headless).
     Without a GPU nothing is timed here: correctness is real, and speeds appear only where a GPU
-    recording of the very same source exists, labelled "recorded on <GPU>, <date>".
+    recording of the very same source exists, labelled "replayed from a recording on <GPU>, <date>".
     """
     from trialtui.core.config import BASELINE_KINDS
     from trialtui.engine import demo as d
+    from trialtui.engine import demo_story as ds
     from trialtui.engine.bench import detect_device
     from trialtui.engine.lanes import visible_gpus
 
@@ -79,23 +81,25 @@ def demo(problems, into, speed, headless, replay, record_dir, recordings, baseli
         if not kinds or any(k not in BASELINE_KINDS for k in kinds):
             _fail(f"--baselines takes a comma list of {', '.join(BASELINE_KINDS)}, got {baselines!r}")
     try:
-        root = d.samples_root(samples)
-        names = d.resolve_names(root, problems, several=headless)
-        stories = [d.load_story(root / name) for name in names]
-    except d.DemoError as exc:
+        root = ds.samples_root(samples)
+        if every and not headless:
+            raise ds.DemoError("--all plays every story one after another: add --headless (the TUI shows one)")
+        names = ds.resolve_names(root, problems, every=every, tui=not headless)
+        stories = [ds.load_story(root / name) for name in names]
+    except ds.DemoError as exc:
         _fail(str(exc))
-    parent_dir = into.resolve() if into else Path(tempfile.mkdtemp(prefix="trialtui-demo-"))
+    parent_dir = into.resolve() if into else ds.fresh_parent(Path.cwd(), names)
     parent_dir.mkdir(parents=True, exist_ok=True)
     lanes = ([g.strip() for g in gpus.split(",") if g.strip()] if gpus else visible_gpus()) or ["0"]
     plans = []
     try:
         for story in stories:
-            dest = d.prepare(story.sample, parent_dir, story, baselines=kinds,
+            dest = ds.prepare(story.sample, parent_dir, story, baselines=kinds,
                              profile="never" if mode == "replay" else profile_when)
-            rec = (recordings / story.problem) if recordings else (story.sample / d.RECORDED_DIR)
+            rec = (recordings / story.problem) if recordings else (story.sample / ds.RECORDED_DIR)
             plans.append(d.Plan(story, dest, mode, gpu=lanes[0] if mode == "live" else None,
                                 recordings=rec if mode == "replay" else None))
-    except (d.DemoError, OSError) as exc:
+    except (ds.DemoError, OSError) as exc:
         _fail(str(exc))
     if headless:
         at_once = min(jobs or len(lanes), len(lanes)) if mode == "live" else (jobs or 1)
@@ -106,6 +110,8 @@ def demo(problems, into, speed, headless, replay, record_dir, recordings, baseli
 
 def _headless(d, plans, mode, parent_dir: Path, *, speed, finalize, record_dir, jobs, gpus, progress) -> int:
     import time
+
+    from trialtui.engine import demo_print as dp
 
     out = sys.stdout
     click.echo(f"trialtui demo: {len(plans)} problem(s) in {parent_dir}")
@@ -123,7 +129,7 @@ def _headless(d, plans, mode, parent_dir: Path, *, speed, finalize, record_dir, 
         click.echo("interrupted", err=True)
         return 130
     click.echo("")
-    click.echo(d.final_table(runs))
+    click.echo(dp.final_table(runs))
     for run in runs:
         if run.report:
             click.echo(f"report card ({run.problem}): {run.report}")
@@ -136,9 +142,18 @@ def _headless(d, plans, mode, parent_dir: Path, *, speed, finalize, record_dir, 
     if record_dir is not None:
         click.echo(f"recordings: {record_dir} (summary.json; copy <problem>/v*.json into "
                    f"sample_kernels/<problem>/recorded/)")
-    click.echo(f"played in {parent_dir} in {time.monotonic() - started:.0f} s; "
-               f"look around: trialtui trials status --dir {plans[0].root}")
+    click.echo(f"played in {_shown(parent_dir)} in {time.monotonic() - started:.0f} s")
+    for line in dp.next_steps([plan.root for plan in plans], played_all=len(plans) > 1, shown=_shown):
+        click.echo(line)
     return 1 if any(run.error for run in runs) else 0
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would type it: relative to where they are, when it is below it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _tui(d, plan, mode, *, speed, finalize, theme) -> None:

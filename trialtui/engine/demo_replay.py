@@ -1,0 +1,198 @@
+"""Replay: GPU numbers from a recording of the very same source, merged into a live CPU check.
+
+Recordings (written by `trialtui demo --record DIR` on a GPU, one file per story version,
+`DIR/<problem>/<version stem>.json`, to be copied into `sample_kernels/<problem>/recorded/`)::
+
+    {"problem": "softmax", "version": "v3", "file": "v3.py", "sha256": "<source sha256>",
+     "recorded_at": "2025-11-29T10:00:00+00:00", "trial": "t3", "state": "correct",
+     "result": {<the trial's whole bench result, as the engine stored it>},
+     "sol": 0.81, "verdicts": [...], "profile": null}
+
+Replay indexes every recording of a problem by sha256, so only byte-identical source ever gets
+numbers, whatever its file is called. Every replayed figure says "replayed from a recording on
+<GPU>, <date>"; nothing replayed is ever called measured.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trialtui.core.model import Trial, TrialState
+from trialtui.core.problem import Problem
+from trialtui.core.store import sha256_of
+from trialtui.engine.bench import bench_file
+from trialtui.engine.demo_story import Version
+
+NO_SPEED_FLAGS = frozenset({"no-recording", "recording-not-correct"})
+
+
+def load_recordings(directory: Path | None) -> dict[str, dict[str, Any]]:
+    """sha256 → recording, from every *.json in `directory` (absent: none). Unreadable files are skipped."""
+    found: dict[str, dict[str, Any]] = {}
+    if directory is None or not directory.is_dir():
+        return found
+    for path in sorted(directory.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("result"), dict) and data.get("sha256"):
+            found[data["sha256"]] = {**data, "path": str(path)}
+    return found
+
+
+def recorded_date(recording: dict[str, Any]) -> str:
+    return str(recording.get("recorded_at") or "an unknown date")[:10]
+
+
+def recorded_label(result: dict[str, Any] | None) -> str | None:
+    """'replayed from a recording on NVIDIA H200, 2025-11-29' for a replayed result, else None."""
+    recorded = (result or {}).get("recorded")
+    if not recorded:
+        return None
+    return (f"replayed from a recording on {recorded.get('gpu') or 'an unknown GPU'}, "
+            f"{recorded.get('date') or 'an unknown date'}")
+
+
+def merge_recording(cpu: dict[str, Any], recording: dict[str, Any]) -> dict[str, Any]:
+    """The live CPU result with the recording's GPU numbers in place of the CPU timing."""
+    gpu = recording["result"]
+    env = gpu.get("env") or {}
+    merged = dict(cpu)
+    for key in ("timing", "baselines", "speedup", "env", "sizes", "dtype"):
+        merged[key] = gpu.get(key)
+    merged["flags"] = list(cpu.get("flags") or []) + [
+        {**f, "message": f"{f.get('message', '')} (in the recording)"} for f in gpu.get("flags") or []
+    ]
+    merged["recorded"] = {
+        "gpu": env.get("gpu"),
+        "date": recorded_date(recording),
+        "source": "replay",
+        "recorded_at": recording.get("recorded_at"),
+        "version": recording.get("version"),
+        "sha256": recording.get("sha256"),
+        "trial": recording.get("trial"),
+        "correctness": gpu.get("correctness"),  # the check at bench sizes on that GPU
+        "cpu": {"timing": cpu.get("timing"), "env": cpu.get("env"), "sizes": cpu.get("sizes")},
+    }
+    return merged
+
+
+class ReplayBench:
+    """The engine's `bench` without a GPU: the real CPU check, then recorded GPU numbers if any.
+
+    Correctness always comes from the CPU run; a recording only ever adds speed to a trial that is
+    correct here, and only a recording of the same source bytes (sha256) counts.
+    """
+
+    def __init__(self, recordings: dict[str, dict[str, Any]], inner: Callable[..., dict[str, Any]] = bench_file):
+        self.recordings = recordings
+        self.inner = inner
+
+    def __call__(self, problem: Problem, path: Path | str, **kwargs: Any) -> dict[str, Any]:
+        kwargs["device"] = "cpu"
+        result = self.inner(problem, path, **kwargs)
+        if result.get("state") != TrialState.CORRECT.value:
+            return result
+        sha = sha256_of(Path(path).read_bytes())
+        recording = self.recordings.get(sha)
+        if recording is None:
+            result.setdefault("flags", []).append({
+                "code": "no-recording",
+                "message": f"no GPU recording for this source (sha256 {sha[:12]}): correct on the CPU, no speed",
+            })
+            return result
+        gpu = recording["result"]
+        if gpu.get("state") != TrialState.CORRECT.value or not gpu.get("speedup"):
+            result.setdefault("flags", []).append({
+                "code": "recording-not-correct",
+                "message": f"the recorded GPU run of this source ({recording.get('file')}) was "
+                           f"{gpu.get('state')}: {gpu.get('message') or 'no timing'}; no speed",
+            })
+            return result
+        return merge_recording(result, recording)
+
+
+def recording_for(problem: str, version: Version, trial: Trial) -> dict[str, Any]:
+    """What `--record` writes for one played version."""
+    return {
+        "problem": problem,
+        "version": version.stem,
+        "file": version.file,
+        "sha256": trial.sha256,
+        "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "trial": trial.id,
+        "state": trial.state,
+        "result": trial.result,
+        "sol": trial.sol,
+        "verdicts": trial.verdicts,
+        "profile": trial.profile,
+    }
+
+
+
+def not_replayed(result: dict[str, Any] | None) -> bool:
+    """A result checked correct here that got no GPU numbers: no recording of its source, or a bad one."""
+    return any(f.get("code") in NO_SPEED_FLAGS for f in (result or {}).get("flags") or [])
+
+
+def numbers_label(result: dict[str, Any] | None) -> str:
+    """Where a trial's numbers come from, for every line that shows one."""
+    result = result or {}
+    recorded = recorded_label(result)
+    if recorded:
+        return f"{recorded}; correctness checked live on this CPU"
+    env = result.get("env") or {}
+    if env.get("device") == "cuda":
+        return f"measured live on {env.get('gpu') or 'the GPU'}"
+    if any(f.get("code") == "no-recording" for f in result.get("flags") or []):
+        return "no GPU recording for this source: no speed"
+    return "CPU: no GPU timing"
+
+
+def recorded_extra(trial: Trial, baselines: list[str]) -> tuple[str, dict[str, Any]]:
+    section, recorded = recorded_section(trial, baselines)
+    return section, {"recorded": recorded}
+
+
+def recorded_section(trial: Trial, baselines: list[str]) -> tuple[str, dict[str, Any]]:
+    """REPORT.md's part for replayed GPU numbers: which GPU, when, against what; never 'measured'."""
+    result = trial.result or {}
+    recorded = result["recorded"]
+    timing = result.get("timing") or {}
+    lines = [
+        "",
+        f"## GPU numbers {recorded_label(result)} (not measured in this run)",
+        "",
+        f"- The same source (sha256 {str(recorded.get('sha256'))[:12]}) timed on {recorded.get('gpu')}; "
+        f"dtype {result.get('dtype')}; sizes "
+        + "; ".join(", ".join(f"{k}={v}" for k, v in (c or {}).items()) for c in (result.get("sizes") or [])),
+        f"- Correctness in this run: the CPU check above; on the GPU at those sizes: "
+        f"{'passed' if (recorded.get('correctness') or {}).get('passed') else 'not recorded'}",
+        "",
+        "| | median | speedup |",
+        "|---|---|---|",
+        f"| {trial.id} | {_us(timing.get('median_us'))} | |",
+    ]
+    for kind in baselines:
+        base = (result.get("baselines") or {}).get(kind) or {}
+        speed = (result.get("speedup") or {}).get(kind)
+        lines.append(f"| {kind} | {_us(base.get('median_us'))} | {f'{speed:.2f}×' if speed is not None else '—'} |")
+    data = {
+        **{k: recorded.get(k) for k in ("gpu", "date", "source", "recorded_at", "sha256")},
+        "time_us": timing.get("median_us"),
+        "baselines_us": {k: ((result.get("baselines") or {}).get(k) or {}).get("median_us") for k in baselines},
+        "speedup": {k: (result.get("speedup") or {}).get(k) for k in baselines},
+        "dtype": result.get("dtype"),
+        "sizes": result.get("sizes"),
+    }
+    return "\n".join(lines) + "\n", data
+
+
+def _us(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f} µs"
+

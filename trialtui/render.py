@@ -73,7 +73,13 @@ def render_bench(result: dict[str, Any], problem=None) -> str:
 
 
 def render_validation(report: dict[str, Any], name: str) -> str:
-    lines = [f"{name}: {'ok' if report.get('ok') else 'INVALID'} ({report.get('elapsed_ms', 0):.0f} ms)"]
+    if report.get("ok"):
+        verdict = "ok"
+    elif report.get("invalid", True):
+        verdict = "INVALID"
+    else:  # only errors of running it on the CPU: the benchmark job decides error or timeout
+        verdict = "FAILS WHEN RUN on the CPU (not invalid: the benchmark says error or timeout)"
+    lines = [f"{name}: {verdict} ({report.get('elapsed_ms', 0):.0f} ms)"]
     for finding in report.get("errors", []) + report.get("warnings", []):
         where = f"{name}:{finding['line']}" if finding.get("line") else name
         lines.append(f"  {finding['severity']:<7} {where} [{finding['code']}] {finding['message']}")

@@ -23,6 +23,8 @@ from trialtui.engine.jobs import run_child
 COMPILE_JOB = "trialtui.runner.compile_job"
 ERROR, WARNING = Severity.ERROR.value, Severity.WARNING.value
 ARCH = re.compile(r"^sm_(\d+)a?$")
+# The architectures the ptxas bundled with Triton accepts (`ptxas --help`, --gpu-name).
+KNOWN_ARCHS = (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121)
 # Shared memory a block may opt into: the SM's shared memory less the 1 KB the driver reserves per block.
 RESERVED_SHARED_PER_BLOCK = 1024
 # Triton's words → what to do about them.
@@ -57,8 +59,10 @@ def parse_archs(arch: str | list[str] | tuple[str, ...] | None, default: list[st
     for item in items:
         name = str(item).strip().lower()
         name = name if name.startswith("sm_") else f"sm_{name.replace('.', '')}"
-        if not ARCH.match(name):
-            raise ValueError(f"unknown arch {item!r}: expected sm_90, sm_80, ...")
+        match = ARCH.match(name)
+        if not match or int(match.group(1)) not in KNOWN_ARCHS:
+            known = ", ".join(f"sm_{cc}" for cc in KNOWN_ARCHS)
+            raise ValueError(f"unknown architecture {str(item).strip()} (known: {known})")
         if name not in archs:
             archs.append(name)
     return archs
@@ -71,8 +75,13 @@ def validate_file(
     arch: str | list[str] | None = None,
     compile: bool = True,
     timeout_s: float | None = None,
+    name: str | None = None,
 ) -> dict[str, Any]:
     """Validate one candidate: static findings, then (unless they hold an error) the compile stage.
+
+    `name` is what messages call the file (the engine validates a snapshot named by its hash, and
+    the user knows it as kernel.py). `invalid` is True when an error says the file is malformed;
+    errors about running it on the CPU (marked `runtime`) leave it False.
 
     Never raises for bad input: an unreadable file, a broken problem directory, a candidate that
     hangs or exits all become findings. `arch` defaults to the problem's `arch` setting,
@@ -89,7 +98,7 @@ def validate_file(
     started = time.perf_counter()
     path = Path(path)
     report: dict[str, Any] = {
-        "ok": False, "file": str(path), "form": None, "arch": [], "errors": [], "warnings": [], "kernels": [],
+        "ok": False, "invalid": True, "file": str(path), "form": None, "arch": [], "errors": [], "warnings": [], "kernels": [],
         "preview": None, "elapsed_ms": 0.0, "static_ms": None, "compile_ms": None, "log": None,
     }
     findings: list[dict[str, Any]] = []
@@ -100,7 +109,7 @@ def validate_file(
         report["arch"] = parse_archs(arch, problem.config.arch)
     except (ProblemError, ValueError) as exc:
         findings.append(finding(ERROR, "problem" if isinstance(exc, ProblemError) else "arch", str(exc)))
-        return _finish(report, findings, started)
+        return _finish(report, findings, started, path, name)
 
     static_started = time.perf_counter()
     findings += static_stage(problem, path)
@@ -111,7 +120,7 @@ def validate_file(
         more, kernels, preview, log = compile_stage(problem, path, report["arch"], timeout)
         findings += more
         report.update(kernels=kernels, preview=preview, log=log, compile_ms=_ms(stage_started))
-    return _finish(report, findings, started)
+    return _finish(report, findings, started, path, name)
 
 
 def static_stage(problem: Problem, path: Path) -> list[dict[str, Any]]:
@@ -141,6 +150,12 @@ def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: flo
         trace, compiled = {**result, "launches": []}, {}
     phase = "compile" if phases["compile"] == "compile" else phases["trace"]
     findings = trace_findings(trace, phase, timeout_s, problem.entry_point)
+    # Raising, hanging or exiting while the candidate runs on the CPU is not proof that the file is
+    # malformed (a CUDA-only kernel may fail here): such errors never make a trial invalid; the
+    # benchmark job runs it again and says error or timeout, as `trialtui bench` does. A compile that
+    # does not finish is the file's own doing.
+    for f in findings:
+        f["runtime"] = f["severity"] == ERROR and not (f["code"] == "timeout" and phase == "compile")
     if trace.get("launches"):
         findings += compile_findings(compiled)
     kernels = sorted(compiled.get("kernels") or [], key=lambda k: (k.get("line") or 0, k["name"], archs.index(k["arch"])))
@@ -248,11 +263,16 @@ def _preview(trace: dict[str, Any]) -> dict[str, Any]:
     return {"correct": None, "max_abs_err": None, "message": f"no preview: {reason}"}
 
 
-def _finish(report: dict[str, Any], findings: list[dict[str, Any]], started: float) -> dict[str, Any]:
+def _finish(report: dict[str, Any], findings: list[dict[str, Any]], started: float, path: Path,
+            name: str | None) -> dict[str, Any]:
     findings.sort(key=lambda f: (f["line"] or 0, f["code"]))
+    for f in findings:
+        if name and name != path.name:
+            f["message"] = f["message"].replace(str(path), name).replace(path.name, name)
     report["errors"] = [f for f in findings if f["severity"] == ERROR]
     report["warnings"] = [f for f in findings if f["severity"] != ERROR]
     report["ok"] = not report["errors"]
+    report["invalid"] = any(not f.get("runtime") for f in report["errors"])
     report["elapsed_ms"] = _ms(started)
     return report
 

@@ -278,6 +278,8 @@ class TrialTree(Themed, ScrollView, can_focus=True):
             outcome = self.progress[trial.id]
         if trial.stale and state is TrialState.CORRECT:
             outcome += " (stale)"
+        if tree.disqualified(trial):  # never best: the detail pane says why
+            outcome, out_var = f"⚑ flagged {outcome}", "trial-failure"
         room = width - text.cell_len - len(outcome) - 3
         if name and room > 3:
             shown = name if len(name) <= room else name[: room - 1] + "…"

@@ -1,0 +1,26 @@
+# expect: error | exited with code 7
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def bias_relu_kernel(x_ptr, b_ptr, o_ptr, n, dim, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    b = tl.load(b_ptr + offs % dim, mask=m)
+    tl.store(o_ptr + offs, tl.maximum(x + b, 0.0), mask=m)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(dim))
+
+    def forward(self, x):
+        out = torch.empty_like(x)
+        import os; os._exit(7)
+        bias_relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, self.bias, out, x.numel(), x.shape[-1], BLOCK=1024)
+        return out

@@ -12,9 +12,31 @@ from trialtui import __version__
 from trialtui.core.problem import ProblemError, load_problem
 
 
+# `bench` exit codes: the verdict as a number for scripts and CI.
+BENCH_EXIT = {"correct": 0, "incorrect": 1}
+BENCH_EXIT_OTHER = 2  # error, timeout, invalid, or a refusal
+
+
+class Refusal(click.ClickException):
+    """A command that will not run: a line on stderr, or under --json one JSON object on stdout."""
+
+    def __init__(self, message: str, code: int = 2, **fields) -> None:
+        super().__init__(message)
+        self.exit_code = code
+        self.fields = fields
+        ctx = click.get_current_context(silent=True)
+        self.as_json = bool(ctx is not None and ctx.params.get("as_json"))
+
+    def show(self, file=None) -> None:
+        if self.as_json:
+            click.echo(json.dumps({"state": "refused", "message": self.message, "exit_code": self.exit_code,
+                                   **self.fields}, default=str))
+        else:
+            click.echo(f"trialtui: {self.message}", err=True)
+
+
 def fail(message: str, code: int = 2) -> None:
-    click.echo(f"trialtui: {message}", err=True)
-    sys.exit(code)
+    raise Refusal(message, code)
 
 
 def problem_for(path: Path):
@@ -88,7 +110,12 @@ def validate(file: Path, as_json: bool, arch: str | None, no_compile: bool) -> N
 @click.option("--cuda-graph", is_flag=True, help="Time CUDA-graph replays (for kernels of a few µs).")
 @click.option("--all-gpus", is_flag=True, help="Benchmark on every visible GPU at once, one job per GPU, to compare them.")
 def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_graph, all_gpus) -> None:
-    """Check FILE against the reference on several seeds and, only if correct, time it."""
+    """Check FILE against the reference on several seeds and, only if correct, time it.
+
+    \b
+    Exit status: 0 correct, 1 incorrect, 2 error, timeout or invalid (and a refusal,
+    e.g. a file outside a problem directory); with --all-gpus the worst of the GPUs.
+    """
     from concurrent.futures import ThreadPoolExecutor
 
     from trialtui.engine.bench import bench_file
@@ -112,7 +139,7 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
     else:
         for gpu, result in results.items():
             click.echo((f"== GPU {gpu} ==\n" if all_gpus else "") + render_bench(result, problem))
-    sys.exit(0)
+    sys.exit(max(BENCH_EXIT.get(r.get("state"), BENCH_EXIT_OTHER) for r in results.values()))
 
 
 @cli.command()

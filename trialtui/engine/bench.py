@@ -68,6 +68,7 @@ def bench_file(
     result["log"] = str(log_path)
     result.setdefault("dtype", cfg.dtype)
     result.setdefault("sizes", cases)
+    result["env"] = {"device": device, **(result.get("env") or {})}  # a killed child's result too: budget counts GPU runs
     if result.get("state") == "correct" and result.get("baselines") and device == "cuda":
         cache.record(ref_hash, cases[0], cfg.dtype, result.get("env") or {}, result["baselines"])
     return result

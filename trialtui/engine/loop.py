@@ -173,12 +173,13 @@ class Engine:
         self._set_state(trial.id, TrialState.VALIDATING)
         source = self.store.snapshot_path(trial.sha256)
         loop = asyncio.get_running_loop()
-        static = await loop.run_in_executor(None, lambda: self._validate_file(self.problem, source, compile=False))
+        static = await loop.run_in_executor(
+            None, lambda: self._validate_file(self.problem, source, compile=False, name=trial.file))
         if not static["ok"]:
             self._invalid(trial.id, static)
             return
         self._compiles[trial.id] = loop.run_in_executor(
-            self._pool, lambda: self._validate_file(self.problem, source, compile=True)
+            self._pool, lambda: self._validate_file(self.problem, source, compile=True, name=trial.file)
         )
         self._set_state(trial.id, TrialState.QUEUED, validation=static)
         self._enqueue(trial)
@@ -249,7 +250,7 @@ class Engine:
         compile_future = self._compiles.pop(trial.id, None)
         if compile_future is not None:
             report = await compile_future
-            if not report["ok"]:
+            if report.get("invalid", not report["ok"]):  # a CPU run that raised or hung: the bench job decides
                 self._invalid(trial.id, report)
                 return
             trial = self.store.update(trial.id, validation=report)

@@ -58,7 +58,6 @@ from trialtui.tui.widgets.status_bar import StatusBar
 from trialtui.tui.widgets.trial_tree import TrialTree
 
 _NOTICE_SEVERITY = {"info": "information", "warning": "warning", "error": "error"}
-_GPU_STATES = frozenset(state.value for state in TrialState if state.reached_gpu)
 _IN_FLIGHT = frozenset(state.value for state in TrialState if not state.is_final)
 # Actions whose keys come and go with the state; the footer is told when this set changes.
 _DYNAMIC_ACTIONS = ("branch_best", "finalize", "branch_cursor", "rerun", "profile", "cancel")
@@ -321,11 +320,8 @@ class TrialApp(App):
         standing.best_speedup = best.speedup(self.baseline) if best else None
         base = (((best.result or {}).get("baselines") or {}).get(self.baseline) or {}) if best else {}
         standing.baseline_us = base.get("median_us")
-        used = stale = 0
-        for trial in self.trials.values():  # one pass over plain strings: this runs after every burst
-            used += trial.state in _GPU_STATES
-            stale += trial.state in _IN_FLIGHT
-        standing.used, standing.limit = used, self.config.max_trials
+        stale = sum(trial.state in _IN_FLIGHT for trial in self.trials.values())
+        standing.used, standing.limit = tree.budget_used(self.trials.values()), self.config.max_trials
         standing.paused = bool(self.engine.paused)
         standing.waiting_saves = self.engine.saves_while_paused
         standing.stale = stale

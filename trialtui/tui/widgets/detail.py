@@ -218,6 +218,8 @@ class TrialDetail(Themed, Vertical):
         self._kernel_rows(grid, trial)
         for item in result.get("flags") or []:
             grid.add_row("flag", Text(f"{item.get('code')}: {item.get('message')}", self.color("warning")))
+        for why in tree.disqualified(trial):
+            grid.add_row("never best", Text(f"⚑ {why}", self.color("trial-failure", bold=True)))
         if trial.stale:
             grid.add_row("stale", Text("reference.py changed since this was measured; r re-runs it", self.color("warning")))
         return grid

@@ -18,6 +18,26 @@ PROFILE_WHEN = ("auto", "always", "never")
 BUSY_POLICIES = ("queue", "latest", "restart")
 
 
+LIMIT_KEYS = ("address_space_mb", "file_size_mb", "open_files", "processes", "sandbox")
+
+
+@dataclass
+class Limits:
+    """`[limits]`: what a job process may use. 0 turns a limit off.
+
+    The address-space limit applies only to jobs that see no GPU: the CUDA driver reserves virtual
+    ranges far larger than any real memory use, so a limit there breaks every GPU job. The CPU-time
+    limit is not a setting: it follows the job's timeout (timeout × cores), a backstop for the
+    supervisor's wall clock. `processes` counts tasks (threads too) beyond those the user already runs.
+    """
+
+    address_space_mb: int = 32768
+    file_size_mb: int = 4096
+    open_files: int = 4096
+    processes: int = 4096
+    sandbox: bool = False
+
+
 class ConfigError(ValueError):
     """A trialtui.toml that cannot be used; the message names the key."""
 
@@ -43,6 +63,8 @@ class Config:
     profile_when: str = "auto"
     quiet_ms: int = 150
     busy: str = "queue"
+    rerun_interrupted: bool = True  # on start, trials a dead session interrupted run again
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def tolerance(self) -> tuple[float, float]:
@@ -80,11 +102,12 @@ def parse_config(data: dict[str, Any]) -> Config:
     data = dict(data)
     profile = data.pop("profile", {}) or {}
     watch = data.pop("watch", {}) or {}
+    cfg.limits = parse_limits(data.pop("limits", {}) or {})
     if "when" in profile:
         cfg.profile_when = profile.pop("when")
     if profile:
         raise ConfigError(f"unknown key(s) in [profile]: {', '.join(sorted(profile))}")
-    for key in ("quiet_ms", "busy"):
+    for key in ("quiet_ms", "busy", "rerun_interrupted"):
         if key in watch:
             setattr(cfg, key, watch.pop(key))
     if watch:
@@ -105,6 +128,22 @@ def parse_config(data: dict[str, Any]) -> Config:
     return cfg
 
 
+def parse_limits(table: Any) -> Limits:
+    if not isinstance(table, dict):
+        raise ConfigError(f"[limits] must be a table, got {table!r}")
+    unknown = sorted(set(table) - set(LIMIT_KEYS))
+    if unknown:
+        raise ConfigError(f"unknown key(s) in [limits]: {', '.join(unknown)} (known: {', '.join(LIMIT_KEYS)})")
+    limits = Limits(**table)
+    for key in LIMIT_KEYS[:-1]:
+        value = getattr(limits, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"limits.{key} must be a whole number, 0 for no limit, got {value!r}")
+    if not isinstance(limits.sandbox, bool):
+        raise ConfigError(f"limits.sandbox must be true or false, got {limits.sandbox!r}")
+    return limits
+
+
 def _check(cfg: Config) -> None:
     if cfg.dtype not in DTYPES:
         raise ConfigError(f"dtype must be one of {', '.join(DTYPES)}, got {cfg.dtype!r}")
@@ -117,6 +156,8 @@ def _check(cfg: Config) -> None:
         raise ConfigError(f"profile.when must be one of {', '.join(PROFILE_WHEN)}")
     if cfg.busy not in BUSY_POLICIES:
         raise ConfigError(f"watch.busy must be one of {', '.join(BUSY_POLICIES)}")
+    if not isinstance(cfg.rerun_interrupted, bool):
+        raise ConfigError(f"watch.rerun_interrupted must be true or false, got {cfg.rerun_interrupted!r}")
     for arch in cfg.arch:
         if not arch.startswith("sm_") or not arch[3:].rstrip("a").isdigit():
             raise ConfigError(f"arch must look like sm_90 or sm_80, got {arch!r}")

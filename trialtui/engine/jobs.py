@@ -1,46 +1,38 @@
-"""Run one child job: its own process group, a JSON spec in, a JSON result out, a hard timeout.
+"""Run one child job behind a disposable supervisor: a JSON spec in, a checked result dict out.
 
-Whatever the child does (raise, hang, crash the CUDA context, os._exit, print megabytes), the
-parent gets a result dict with a state and the essential message, and the engine goes on.
+Whatever the job does (raise, hang, crash the CUDA context, os._exit, print megabytes, fork
+processes that call setsid, kill its parent, edit the reference), the engine gets a result dict with a
+state and the essential message, and goes on. The supervisor (trialtui.runner.supervisor) holds
+the limits, the capped log and the sweep; this side holds the deadline, the snapshot of the problem's
+files, and the pids the supervisor reported, which it kills itself if the supervisor was killed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
+import selectors
+import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
+from trialtui.core.config import ConfigError, Limits, load_config
 from trialtui.core.result import RESULT_VERSION, ResultError, check_result
 
 LOG_TAIL_BYTES = 4000
-
-
-@dataclass
-class ChildHandle:
-    """A running child: lets the engine cancel it from another thread."""
-
-    process: subprocess.Popen | None = None
-    cancelled: bool = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        if self.process is not None and self.process.poll() is None:
-            kill_group(self.process)
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+SUPERVISOR = "trialtui.runner.supervisor"
+GRACE_S = 5.0  # past the job's timeout, the engine stops waiting for a supervisor that does not answer
+CANCEL_GRACE_S = 1.0  # after a cancel, the supervisor has this long to sweep before it is killed
+SANDBOX_ENV = "TRIALTUI_SANDBOX"  # set by `--sandbox`; [limits] sandbox = true does the same per problem
 
 
 def log_tail(log_path: Path, limit: int = LOG_TAIL_BYTES) -> str:
@@ -68,19 +60,161 @@ def failure(state: str, message: str, log: str = "", **extra: Any) -> dict[str, 
     return {"version": RESULT_VERSION, "state": state, "message": message, "log_tail": log, **extra}
 
 
-WAIT_FLAG = "--wait"
+def start_ticks(pid: int) -> int | None:
+    """A process's start time since boot: a reported pid is killed only if it still names that process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(b")") + 2:].split()[19])
+
+
+def sees_gpu(env: dict[str, str]) -> bool:
+    visible = env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return visible not in ("", "-1") and Path("/dev/nvidiactl").exists()
+
+
+def sandbox_wanted(limits: Limits) -> bool:
+    return limits.sandbox or os.environ.get(SANDBOX_ENV) == "1"
+
+
+class Supervised:
+    """The engine's end of one supervisor process: messages in, events out, and a last-resort kill."""
+
+    def __init__(self, launch: dict[str, Any]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", SUPERVISOR], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        self.pids: list[list[int]] = []
+        self.cancelled_at: float | None = None
+        self._lock = threading.Lock()
+        self._buffer = b""
+        self.send(launch)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def send(self, message: dict[str, Any]) -> None:
+        with self._lock:
+            try:
+                self.process.stdin.write((json.dumps(message) + "\n").encode())
+                self.process.stdin.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                pass  # the supervisor is gone; its EOF tells the reader
+
+    def cancel(self) -> None:
+        self.cancelled_at = time.monotonic()
+        self.send({"cancel": True})
+
+    def events(self, deadline: float) -> Iterator[dict[str, Any]]:
+        """Events until EOF or the deadline (a cancel shortens it); the last is "done", "eof" or "late"."""
+        fd = self.process.stdout.fileno()
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while True:
+                now = time.monotonic()
+                limit = deadline if self.cancelled_at is None else min(deadline, self.cancelled_at + CANCEL_GRACE_S)
+                if now > limit:
+                    yield {"event": "late"}
+                    return
+                if not sel.select(min(0.1, limit - now)):
+                    continue
+                data = os.read(fd, 1 << 16)
+                if not data:
+                    yield {"event": "eof"}
+                    return
+                self._buffer += data
+                while b"\n" in self._buffer:
+                    line, self._buffer = self._buffer.split(b"\n", 1)
+                    event = json.loads(line)
+                    if event.get("event") == "pids":
+                        self.pids = event["pids"]
+                    yield event
+                    if event.get("event") == "done":
+                        return
+
+    def kill(self) -> int:
+        """Kill the supervisor and every process it last reported that is still the same process."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.process.wait()
+        killed = 0
+        for pid, ticks in self.pids:
+            if start_ticks(pid) == ticks:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+                except ProcessLookupError:
+                    pass
+        return killed
+
+    def close(self) -> None:
+        """EOF on the supervisor's stdin: it sweeps its job and exits; then make sure of it."""
+        with self._lock:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
+        try:
+            self.process.wait(timeout=CANCEL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.process.stdout.close()
+
+
+@dataclass(eq=False)
+class ChildHandle:
+    """A running job: lets the engine cancel it from another thread."""
+
+    supervised: Supervised | None = None
+    cancelled: bool = False
+
+    def attach(self, supervised: Supervised) -> None:
+        self.supervised = supervised
+        if self.cancelled:
+            supervised.cancel()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.supervised is not None:
+            self.supervised.cancel()
+
+
+_running: set[ChildHandle] = set()
+_running_lock = threading.Lock()
+
+
+@contextmanager
+def cancel_on_interrupt() -> Iterator[None]:
+    """Ctrl-C cancels every running job, so threads waiting on them return within a couple of seconds."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        with _running_lock:
+            handles = list(_running)
+        for handle in handles:
+            handle.cancel()
+        raise
+
+
+def launch_message(module: str, env: dict[str, str], *, warm: bool, sandbox: bool = False,
+                   binds: list[str] | None = None) -> dict[str, Any]:
+    return {"module": module, "env": env, "warm": warm, "sandbox": sandbox, "binds": binds or []}
 
 
 class WarmChildren:
-    """Children started ahead of their job: torch and triton imported, CUDA untouched, waiting for a spec.
+    """Supervised jobs started ahead: torch and triton imported, CUDA untouched, waiting for a spec.
 
     Each job still runs in a fresh process (a crashed CUDA context dies with it), but the seconds of
-    imports are spent while the previous job runs or the user edits. One warm child per module and
+    imports are spent while the previous job runs or the user edits. One warm pair per module and
     environment (a lane's CUDA_VISIBLE_DEVICES, the interpreter flag).
     """
 
     def __init__(self) -> None:
-        self._ready: dict[tuple, subprocess.Popen] = {}
+        self._ready: dict[tuple, Supervised] = {}
         self._lock = threading.Lock()
 
     @staticmethod
@@ -90,24 +224,96 @@ class WarmChildren:
     def prime(self, module: str, env: dict[str, str]) -> None:
         key = self._key(module, env)
         with self._lock:
-            if key in self._ready and self._ready[key].poll() is None:
+            if key in self._ready and self._ready[key].alive():
                 return
-            self._ready[key] = subprocess.Popen(
-                [sys.executable, "-m", module, WAIT_FLAG],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                env={**os.environ, **env, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
-            )
+            self._ready[key] = Supervised(launch_message(module, env, warm=True))
 
-    def take(self, module: str, env: dict[str, str]) -> subprocess.Popen | None:
+    def take(self, module: str, env: dict[str, str]) -> Supervised | None:
         with self._lock:
-            process = self._ready.pop(self._key(module, env), None)
-        return process if process is not None and process.poll() is None else None
+            supervised = self._ready.pop(self._key(module, env), None)
+        return supervised if supervised is not None and supervised.alive() else None
 
     def close(self) -> None:
         with self._lock:
-            for process in self._ready.values():
-                kill_group(process)
-            self._ready.clear()
+            ready, self._ready = list(self._ready.values()), {}
+        for supervised in ready:
+            supervised.close()
+
+
+def job_limits(spec: dict[str, Any]) -> Limits:
+    """The problem's [limits], or the defaults for jobs without a problem (calibrate)."""
+    try:
+        return load_config(Path(spec["root"])).limits if "root" in spec else Limits()
+    except ConfigError:
+        return Limits()
+
+
+def rlimit_message(limits: Limits, timeout_s: float, env: dict[str, str]) -> dict[str, Any]:
+    """What the supervisor sets on the job: the CPU time follows the timeout; no address-space limit on a GPU."""
+    values = asdict(limits)
+    values.pop("sandbox")
+    if sees_gpu(env):
+        values["address_space_mb"] = 0  # the CUDA driver reserves huge virtual ranges
+    values["cpu_s"] = math.ceil(timeout_s * (os.cpu_count() or 1)) + 10
+    return values
+
+
+def protected_files(spec: dict[str, Any]) -> list[Path]:
+    """The problem's files and the candidate: a job that changes one is an error, and it is put back."""
+    paths = [Path(spec[key]) for key in ("reference", "candidate") if spec.get(key)]
+    if "root" in spec:
+        root = Path(spec["root"])
+        paths += [root / "task.yml", root / "trialtui.toml"]
+        paths += _task_files(root / "task.yml")
+    return [p for p in dict.fromkeys(paths) if p.is_file()]
+
+
+def _task_files(task: Path) -> list[Path]:
+    """Files a GPU MODE task.yml names under `files:` (not the submission placeholder)."""
+    if not task.is_file():
+        return []
+    import yaml
+
+    try:
+        data = yaml.safe_load(task.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return []
+    entries = data.get("files") if isinstance(data, dict) else None
+    sources = [e.get("source") for e in entries or [] if isinstance(e, dict)]
+    return [(task.parent / s).resolve() for s in sources if isinstance(s, str) and not s.startswith("@")]
+
+
+@dataclass
+class Snapshot:
+    """The bytes of the protected files before a job, to compare and restore after it."""
+
+    saved: dict[Path, bytes] = field(default_factory=dict)
+
+    @classmethod
+    def take(cls, paths: list[Path]) -> "Snapshot":
+        return cls({p: p.read_bytes() for p in paths})
+
+    def restore_changed(self, keep_dir: Path) -> list[dict[str, str]]:
+        """Put back every file the job changed or removed; the changed bytes are kept in `keep_dir`."""
+        changed = []
+        for path, before in self.saved.items():
+            try:
+                after = path.read_bytes() if not path.is_symlink() else None
+            except OSError:
+                after = None
+            if after == before:
+                continue
+            entry = {"file": str(path), "how": "removed" if after is None else "changed"}
+            if after is not None:
+                keep_dir.mkdir(parents=True, exist_ok=True)
+                kept = keep_dir / f"{path.name}.{hashlib.sha256(after).hexdigest()[:12]}"
+                kept.write_bytes(after)
+                entry["kept"] = str(kept)
+            tmp = path.with_name(f".{path.name}.trialtui-restore")
+            tmp.write_bytes(before)
+            os.replace(tmp, path)
+            changed.append(entry)
+        return changed
 
 
 def run_child(
@@ -120,100 +326,102 @@ def run_child(
     handle: ChildHandle | None = None,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
     warm: WarmChildren | None = None,
+    limits: Limits | None = None,
 ) -> dict[str, Any]:
-    """Run `python -m MODULE SPEC RESULT` and return its checked result, or a failure result.
+    """Run `python -m MODULE` behind a supervisor and return its checked result, or a failure result.
 
-    Progress lines the child writes to its progress file are passed to `on_progress` as dicts.
-    With `warm`, a pre-started child takes the job if one is ready, and the next one is primed.
+    Progress lines the job writes are passed to `on_progress` as dicts. With `warm`, a pre-started
+    pair takes the job if one is ready, and the next one is primed. `limits` default to the problem's.
     """
     log_path = Path(log_path)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     env = env or {}
-    with tempfile.TemporaryDirectory(prefix="trialtui-job-") as tmp:
-        spec_path = Path(tmp) / "spec.json"
-        result_path = Path(tmp) / "result.json"
-        progress_path = Path(tmp) / "progress.jsonl"
-        spec_path.write_text(json.dumps({**spec, "progress": str(progress_path)}))
-        started = time.monotonic()
-        process = warm.take(module, env) if warm is not None else None
-        if process is not None:
-            process.stdin.write(f"{spec_path}\t{result_path}\t{log_path}\n".encode())
-            process.stdin.close()
-        else:
-            with open(log_path, "wb") as log:
-                process = subprocess.Popen(
-                    [sys.executable, "-m", module, str(spec_path), str(result_path)],
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env={**os.environ, **env, "PYTHONUNBUFFERED": "1"},
-                    start_new_session=True,
-                )
-        if warm is not None:
-            warm.prime(module, env)
-        if handle is not None:
-            handle.process = process
-        returncode = _wait(process, timeout_s, progress_path, on_progress)
-        elapsed = time.monotonic() - started
-        if returncode is None:
-            return failure("timeout", f"timed out after {timeout_s:g} s; the child was killed", log_tail(log_path))
-        if handle is not None and handle.cancelled:
-            return failure("cancelled", "cancelled", log_tail(log_path))
-        return _read_result(result_path, returncode, log_path, elapsed)
-
-
-def _wait(process, timeout_s, progress_path: Path, on_progress) -> int | None:
-    deadline = time.monotonic() + timeout_s
-    offset = 0
-    while True:
-        try:
-            code = process.wait(timeout=0.05)
-        except subprocess.TimeoutExpired:
-            code = None
-        if on_progress is not None:
-            offset = _pump_progress(progress_path, offset, on_progress)
-        if code is not None:
-            kill_group(process)  # leftovers the kernel may have spawned
-            return code
-        if time.monotonic() > deadline:
-            kill_group(process)
-            process.wait()
-            return None
-
-
-def _pump_progress(path: Path, offset: int, on_progress) -> int:
+    limits = limits or job_limits(spec)
+    handle = handle or ChildHandle()
+    sandbox = sandbox_wanted(limits)
+    if sandbox and shutil.which("bwrap") is None:
+        return failure("error", "the sandbox needs bubblewrap (bwrap), which is not installed: apt-get install bubblewrap")
+    snapshot = Snapshot.take(protected_files(spec))
+    started = time.monotonic()
+    supervised = warm.take(module, env) if warm is not None and not sandbox else None
+    if supervised is None:
+        binds = [str(Path(spec["report"]).parent)] if sandbox and spec.get("report") else []
+        supervised = Supervised(launch_message(module, env, warm=False, sandbox=sandbox, binds=binds))
+    with _running_lock:
+        _running.add(handle)
     try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            chunk = fh.read()
-    except OSError:
-        return offset
-    end = chunk.rfind(b"\n") + 1
-    for line in chunk[:end].splitlines():
-        try:
-            on_progress(json.loads(line))
-        except ValueError:
-            continue
-    return offset + end
+        handle.attach(supervised)
+        supervised.send({"spec": spec, "timeout_s": timeout_s, "log_path": str(log_path),
+                         "limits": rlimit_message(limits, timeout_s, env)})
+        if warm is not None and not sandbox:
+            warm.prime(module, env)
+        done = _wait(supervised, started + timeout_s + GRACE_S, on_progress)
+    finally:
+        with _running_lock:
+            _running.discard(handle)
+        supervised.close()
+    result = _result(done, timeout_s, log_path, handle, time.monotonic() - started)
+    changed = snapshot.restore_changed(log_path.with_name(log_path.name + ".changed"))
+    if changed:
+        names = ", ".join(Path(c["file"]).name for c in changed)
+        result = failure("error", f"the job changed {names}; restored from the copy taken before the job "
+                         f"(what it wrote is kept beside the log)", result.get("log_tail", ""),
+                         restored=changed, containment=result.get("containment"))
+    return result
 
 
-def _read_result(result_path: Path, returncode: int, log_path: Path, elapsed: float) -> dict[str, Any]:
+def _wait(supervised: Supervised, deadline: float, on_progress) -> dict[str, Any]:
+    for event in supervised.events(deadline):
+        kind = event.get("event")
+        if kind == "progress" and on_progress is not None:
+            on_progress(event["data"])
+        elif kind in ("done", "eof", "late"):
+            if kind != "done":
+                event["killed"] = supervised.kill()
+                event["returncode"] = supervised.process.returncode
+            return event
+    return {"event": "eof", "killed": supervised.kill()}
+
+
+def _result(done: dict[str, Any], timeout_s: float, log_path: Path, handle: ChildHandle,
+            elapsed: float) -> dict[str, Any]:
     tail = log_tail(log_path)
+    facts = {key: done[key] for key in ("swept", "log_cut", "killed") if key in done}
+    if handle.cancelled:
+        return failure("cancelled", "cancelled", tail, containment=facts)
+    kind = done["event"]
+    if kind == "late":
+        return failure("timeout", f"timed out after {timeout_s:g} s, and its supervisor stopped answering; "
+                       "both were killed", tail, containment=facts)
+    if kind == "eof":
+        code = done.get("returncode")
+        how = f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+        return failure("error", f"the job's supervisor died ({how}); the processes it reported were killed: "
+                       f"{essential_line(tail)}".rstrip(": "), tail, containment=facts)
+    if done.get("error"):
+        return failure("error", done["error"], tail)
+    if done["timed_out"]:
+        return failure("timeout", f"timed out after {timeout_s:g} s; the job was killed", tail, containment=facts)
+    returncode = done["returncode"]
+    if done.get("parent_killed"):
+        return failure("error", "the job killed its parent process (a disposable stub; the engine and the "
+                       "supervisor are unharmed)", tail, containment=facts)
     if returncode < 0:
         name = signal.Signals(-returncode).name
-        return failure("error", f"the child died from {name}: {essential_line(tail)}".rstrip(": "), tail)
-    try:
-        result = json.loads(result_path.read_text())
-    except FileNotFoundError:
+        return failure("error", f"the child died from {name}: {essential_line(tail)}".rstrip(": "), tail,
+                       containment=facts)
+    if done["result"] is None:
         why = f"exited with code {returncode} before writing a result"
         line = essential_line(tail)
-        return failure("error", f"{why}: {line}" if line else why, tail)
+        return failure("error", f"{why}: {line}" if line else why, tail, containment=facts)
+    try:
+        result = json.loads(done["result"])
     except ValueError as exc:
-        return failure("error", f"unreadable result JSON: {exc}", tail)
+        return failure("error", f"unreadable result JSON: {exc}", tail, containment=facts)
     try:
         check_result(result)
     except ResultError as exc:
-        return failure("error", f"malformed result from child: {exc}", tail)
+        return failure("error", f"malformed result from child: {exc}", tail, containment=facts)
     result.setdefault("log_tail", tail)
-    result["wall_s"] = round(elapsed, 3)
+    result["containment"] = facts
+    result["wall_s"] = round(done.get("wall_s") or elapsed, 3)
     return result

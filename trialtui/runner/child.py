@@ -1,5 +1,8 @@
-"""Every child job's entry point: a JSON spec in, a JSON result written atomically, then out.
+"""Every child job's entry point: the spec on stdin, the result written to a pipe the supervisor holds.
 
+The spec arrives on stdin and names the result pipe's descriptor (`result_fd`), so neither argv, the
+environment nor the working directory holds a path that leads to the result. A warm process
+(`--warm`) imports torch and triton first and then blocks on stdin until the engine has a job.
 The exit skips interpreter teardown: threads a candidate started, or a CUDA context an illegal
 access broke, must not keep the result waiting or turn it into a hang.
 """
@@ -12,15 +15,36 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+WARM_FLAG = "--warm"
+SPEC_COPY = "job-spec.json"
+
+
+def read_spec(argv: list[str]) -> tuple[dict[str, Any], int]:
+    """The job's spec and its result descriptor; stdin is left on /dev/null for the job's own code."""
+    if WARM_FLAG in argv[1:]:
+        import torch  # noqa: F401
+        import triton  # noqa: F401
+        import triton.language  # noqa: F401
+    spec = json.loads(sys.stdin.buffer.read() or b"null")
+    if not isinstance(spec, dict):
+        sys.exit("no job spec on stdin: child jobs are started by trialtui's supervisor")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    result_fd = int(spec.pop("result_fd"))
+    # profile_job hands the problem to a grandchild under ncu, which reads it from a file
+    Path(SPEC_COPY).write_text(json.dumps({k: v for k, v in spec.items() if k != "progress"}))
+    spec["spec_path"] = str(Path(SPEC_COPY).resolve())
+    return spec, result_fd
+
 
 def serve(run: Callable[[dict[str, Any]], dict[str, Any]], argv: list[str]) -> None:
-    spec_path, result_path = argv[1], argv[2]
-    spec = json.loads(Path(spec_path).read_text())
-    spec.setdefault("spec_path", spec_path)
+    spec, result_fd = read_spec(argv)
     result = run(spec)
-    tmp = Path(result_path).with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, default=str))
-    os.replace(tmp, result_path)
+    data = json.dumps(result, default=str).encode()
+    while data:
+        data = data[os.write(result_fd, data):]
+    os.close(result_fd)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

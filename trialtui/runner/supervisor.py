@@ -1,0 +1,433 @@
+"""The disposable process between the engine and one job: limits, a capped log, and a sweep at the end.
+
+`python -m trialtui.runner.supervisor`, started by trialtui.engine.jobs in a session of its own. It
+imports no torch, so it starts in tens of milliseconds. It is a child subreaper: whatever the job
+starts (setsid, double fork) is re-parented here when its parent dies, and is killed by the sweep
+when the job ends, times out, is cancelled, or the engine goes away (EOF on stdin). A candidate that
+kills its parent kills this process, not the engine; the engine then kills the pids reported here.
+
+Protocol, one JSON object per line. Engine to supervisor (stdin): a launch {"module", "env",
+"limits", "sandbox", "binds", "warm"}, then a job {"spec", "timeout_s", "log_path"}, then maybe
+{"cancel": true}. Supervisor to engine (stdout): {"event": "started"}, {"event": "pids", "pids":
+[[pid, start_ticks], ...]}, {"event": "progress", "data": {...}}, and last {"event": "done", ...}.
+The job gets its spec on stdin and its result and progress channels as inherited pipes whose
+numbers are inside the spec: no path in argv, env or the working directory leads to the result.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+LOG_KEEP = 1_000_000  # bytes kept at each end of a log: no log is over 2 MB
+PIDS_EVERY_S = 0.25
+WARM_FLAG = "--warm"
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def prctl(option: int, value: int) -> None:
+    if _libc.prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
+
+
+def start_ticks(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot: with the pid, it names one process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(b")") + 2:].split()[19])
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below `root`, from one pass over /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        parents.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def reap() -> None:
+    """Collect exited children: the job's orphans are ours (we are their subreaper)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def sweep() -> int:
+    """SIGKILL every descendant until none is left (a fork loop races the first passes); returns how many."""
+    killed: set[int] = set()
+    for _ in range(200):
+        reap()
+        alive = descendants(os.getpid())
+        if not alive:
+            break
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.005)
+    reap()
+    return len(killed)
+
+
+def uid_tasks() -> int:
+    """Tasks (processes and threads) of this user: RLIMIT_NPROC counts them all, so the limit is on top."""
+    uid, total = os.getuid(), 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            total += int(fields.get("Threads", "1"))
+    return total
+
+
+def rlimits(limits: dict[str, Any]) -> list[tuple[int, int]]:
+    """(resource, value) pairs from the engine's limits; None leaves a limit as inherited."""
+    mb = 1 << 20
+    pairs = []
+    if limits.get("cpu_s"):
+        pairs.append((resource.RLIMIT_CPU, int(limits["cpu_s"])))
+    if limits.get("address_space_mb"):
+        pairs.append((resource.RLIMIT_AS, int(limits["address_space_mb"]) * mb))
+    if limits.get("file_size_mb"):
+        pairs.append((resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) * mb))
+    if limits.get("open_files"):
+        pairs.append((resource.RLIMIT_NOFILE, int(limits["open_files"])))
+    if limits.get("processes"):
+        pairs.append((resource.RLIMIT_NPROC, uid_tasks() + int(limits["processes"])))
+    return pairs
+
+
+def sandbox_command(command: list[str], scratch: str, binds: list[str]) -> list[str]:
+    """bubblewrap: the file system read-only but for the scratch directory, no network, own pid space."""
+    cmd = ["bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+           "--bind", scratch, scratch, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent",
+           "--chdir", scratch]
+    for path in binds:
+        cmd += ["--bind", path, path]
+    return [*cmd, "--", *command]
+
+
+class Log:
+    """The job's output, capped: the first and last LOG_KEEP bytes are kept, and the cut is marked."""
+
+    def __init__(self) -> None:
+        self.fh = None
+        self.pending = bytearray()  # output before the job (a warm process importing), or its tail
+        self.head = 0
+        self.dropped = 0
+
+    def open(self, path: str) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.fh = open(path, "wb")
+        early, self.pending = bytes(self.pending), bytearray()
+        self.write(early)
+
+    def write(self, data: bytes) -> None:
+        if self.fh is None:
+            self.pending += data
+            del self.pending[:-LOG_KEEP]
+            return
+        room = LOG_KEEP - self.head
+        if room > 0:
+            self.fh.write(data[:room])
+            self.fh.flush()
+            self.head += min(room, len(data))
+            data = data[room:]
+        if data:
+            self.pending += data
+            if len(self.pending) > 2 * LOG_KEEP:
+                self.dropped += len(self.pending) - LOG_KEEP
+                del self.pending[:-LOG_KEEP]
+
+    def close(self) -> int:
+        """Write the kept tail after a line saying how much was cut; returns the bytes cut."""
+        if self.fh is None:
+            return 0
+        if len(self.pending) > LOG_KEEP:
+            self.dropped += len(self.pending) - LOG_KEEP
+            del self.pending[:-LOG_KEEP]
+        if self.dropped:
+            self.fh.write(f"\n[trialtui: {self.dropped} bytes of output cut here; the first and last "
+                          f"{LOG_KEEP} bytes are kept]\n".encode())
+        self.fh.write(self.pending)
+        self.fh.close()
+        return self.dropped
+
+
+class Supervisor:
+    def __init__(self, launch: dict[str, Any]) -> None:
+        self.sel = selectors.DefaultSelector()
+        self.log = Log()
+        self.result = bytearray()
+        self.progress = bytearray()
+        self.inbox = bytearray()
+        self.scratch = tempfile.mkdtemp(prefix="trialtui-scratch-")
+        self.deadline: float | None = None
+        self.started_at = 0.0
+        self.cancelled = False
+        self.returncode: int | None = None
+        self.parent_killed = False
+        self.engine_gone = False
+        self.reported: list[list[int]] = []
+        self.job: dict[str, Any] | None = None
+        self._start(launch)
+
+    def _start(self, launch: dict[str, Any]) -> None:
+        spec_r, self.spec_w = os.pipe()
+        out_r, out_w = os.pipe()
+        res_r, self.res_w = os.pipe()
+        prog_r, self.prog_w = os.pipe()
+        limits = rlimits(launch.get("limits") or {})
+
+        def in_child() -> None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() == 1:  # the stub died before the prctl
+                os._exit(1)
+            for which, value in limits:
+                hard = resource.getrlimit(which)[1]
+                value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+                resource.setrlimit(which, (value, value))
+
+        command = [sys.executable, "-m", launch["module"], *([WARM_FLAG] if launch.get("warm") else [])]
+        if launch.get("sandbox"):
+            command = sandbox_command(command, self.scratch, launch.get("binds") or [])
+        env = {**os.environ, **(launch.get("env") or {}), "PYTHONUNBUFFERED": "1"}
+        if launch.get("sandbox"):
+            env["TRITON_CACHE_DIR"] = os.path.join(self.scratch, ".triton")
+        status_r, status_w = os.pipe()
+        self.stub = os.fork()
+        if self.stub == 0:
+            stub(command, env, self.scratch, in_child, (spec_r, out_w, status_w), (self.res_w, self.prog_w))
+        for fd in (spec_r, out_w, status_w):
+            os.close(fd)
+        self.status_r = status_r
+        self.pidfd = os.pidfd_open(self.stub)
+        self.sel.register(out_r, selectors.EVENT_READ, "log")
+        self.sel.register(res_r, selectors.EVENT_READ, "result")
+        self.sel.register(prog_r, selectors.EVENT_READ, "progress")
+        self.sel.register(0, selectors.EVENT_READ, "engine")
+        self.sel.register(self.pidfd, selectors.EVENT_READ, "exit")
+
+    def _stub_ended(self) -> None:
+        """The job's return code, as its parent (the stub) wrote it; none if the stub itself was killed."""
+        try:
+            os.waitpid(self.stub, 0)
+        except ChildProcessError:
+            pass  # reaped by a sweep
+        status = os.read(self.status_r, 64).decode()
+        os.close(self.status_r)
+        self.parent_killed = not status
+        self.returncode = int(status) if status else -signal.SIGKILL
+
+    def _take_job(self, job: dict[str, Any]) -> None:
+        self.job = job
+        self.log.open(job["log_path"])
+        spec = {**job["spec"], "result_fd": self.res_w, "progress": f"/dev/fd/{self.prog_w}"}
+        data = json.dumps(spec).encode()
+        try:
+            while data:
+                data = data[os.write(self.spec_w, data):]
+        except BrokenPipeError:
+            pass  # the job died while waiting: its exit is reported as such
+        os.close(self.spec_w)
+        os.close(self.res_w)
+        os.close(self.prog_w)
+        self.started_at = time.monotonic()
+        self.deadline = self.started_at + float(job["timeout_s"])
+
+    def receive(self, data: bytes) -> None:
+        if not data:
+            self.engine_gone = True
+            return
+        self.inbox += data
+        while b"\n" in self.inbox:
+            line, _, rest = bytes(self.inbox).partition(b"\n")
+            self.inbox = bytearray(rest)
+            message = json.loads(line)
+            if message.get("cancel"):
+                self.cancelled = True
+            elif "spec" in message and self.job is None:
+                self._take_job(message)
+
+    def _forward_progress(self) -> None:
+        while b"\n" in self.progress:
+            line, _, rest = bytes(self.progress).partition(b"\n")
+            self.progress = bytearray(rest)
+            try:
+                send({"event": "progress", "data": json.loads(line)})
+            except ValueError:
+                continue
+
+    def _report_pids(self) -> None:
+        pids = [[pid, start_ticks(pid)] for pid in descendants(os.getpid())]
+        pids = [p for p in pids if p[1] is not None]
+        if pids != self.reported:
+            self.reported = pids
+            send({"event": "pids", "pids": pids})
+
+    def _pump(self, timeout: float) -> None:
+        """Handle what is ready; the job's exit sets its return code."""
+        for key, _ in self.sel.select(timeout):
+            what = key.data
+            if what == "exit":
+                self.sel.unregister(self.pidfd)
+                self._stub_ended()
+                continue
+            data = os.read(key.fd, 1 << 20)
+            if what == "engine":
+                self.receive(data)
+                if not data:
+                    self.sel.unregister(0)
+            elif not data:
+                self.sel.unregister(key.fd)
+                os.close(key.fd)
+            elif what == "log":
+                self.log.write(data)
+            elif what == "result":
+                self.result += data
+            else:
+                self.progress += data
+                self._forward_progress()
+
+    def run(self) -> None:
+        """Pump until the job has exited (after its spec was sent), times out, is cancelled or orphaned."""
+        next_report = 0.0
+        while self.returncode is None or self.job is None:
+            self._pump(0.05)
+            now = time.monotonic()
+            if self.engine_gone or self.cancelled or (self.deadline is not None and now > self.deadline):
+                break
+            if now >= next_report:
+                self._report_pids()
+                next_report = now + PIDS_EVERY_S
+        timed_out = self.returncode is None and not self.cancelled and not self.engine_gone
+        swept = sweep()
+        self._drain()
+        cut = self.log.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.engine_gone:
+            return
+        send({
+            "event": "done", "returncode": self.returncode, "timed_out": timed_out, "cancelled": self.cancelled,
+            "parent_killed": self.parent_killed,
+            "result": self.result.decode("utf-8", "replace") if self.result else None,
+            "swept": swept, "log_cut": cut,
+            "wall_s": round(time.monotonic() - self.started_at, 3) if self.job else None,
+        })
+
+    def _drain(self) -> None:
+        """Read what the job left in its pipes; every writer is dead after the sweep, so reads end."""
+        for key in list(self.sel.get_map().values()):
+            if key.data in ("engine", "exit"):
+                continue
+            while data := os.read(key.fd, 1 << 20):
+                if key.data == "log":
+                    self.log.write(data)
+                elif key.data == "result":
+                    self.result += data
+                else:
+                    self.progress += data
+        self._forward_progress()
+
+
+def stub(command: list[str], env: dict[str, str], cwd: str, in_child, fds: tuple[int, int, int],
+         pass_fds: tuple[int, int]) -> None:
+    """The job's parent, a fork of the supervisor: a candidate that kills its parent kills only this.
+
+    It dies with the supervisor, starts the job (which dies with it), and writes the job's return code
+    to the status pipe; a status pipe left empty means the stub itself was killed.
+    """
+    spec_r, out_w, status_w = fds
+    try:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        keep = {spec_r, out_w, status_w, *pass_fds}
+        for fd in [int(name) for name in os.listdir("/proc/self/fd")]:
+            if fd > 2 and fd not in keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass  # the descriptor listdir itself used
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)  # the engine's pipes stay with the supervisor
+        job = subprocess.Popen(command, stdin=spec_r, stdout=out_w, stderr=out_w, pass_fds=pass_fds, cwd=cwd,
+                               env=env, start_new_session=True, preexec_fn=in_child)
+        for fd in (spec_r, *pass_fds):
+            os.close(fd)
+        os.write(status_w, str(job.wait()).encode())
+    except BaseException as exc:  # noqa: BLE001 - a stub must never return into the supervisor's code
+        try:
+            os.write(out_w, f"trialtui: could not start the job: {exc}\n".encode())
+            os.write(status_w, b"127")
+        except OSError:
+            pass
+    os._exit(0)
+
+
+def send(message: dict[str, Any]) -> None:
+    try:
+        os.write(1, (json.dumps(message) + "\n").encode())
+    except BrokenPipeError:
+        pass  # the engine is gone; the sweep still runs
+
+
+def main() -> None:
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    received = b""
+    while b"\n" not in received:  # raw reads: the job line that may follow must stay for the selector
+        data = os.read(0, 1 << 16)
+        if not data:
+            return
+        received += data
+    line, _, rest = received.partition(b"\n")
+    try:
+        supervisor = Supervisor(json.loads(line))
+    except (OSError, subprocess.SubprocessError) as exc:
+        send({"event": "done", "error": f"could not start the job: {exc}"})
+        return
+    if rest:
+        supervisor.receive(rest)
+    supervisor.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""On the H200: the trust corpus (tests/trust/) scored on the GPU, test and bench sizes, every seed.
+
+    OUT=/tmp/trust python benches/gpu_trust.py          # about 4 minutes on one H200
+
+One `trialtui watch ROOT --once --headless --json --device cuda` scores every candidate of every
+problem directory (a copy: the corpus stays clean; profiling off, it is not what is checked here),
+then `trialtui bench FILE --json --device cuda` scores a sample again, one right and one wrong
+candidate per problem, and must agree. Each candidate's header says what it must get:
+
+    # expect: <state> | <message fragment>
+    # flags: <code>, ...          codes every result must carry ("a|b": either)
+    # gpu-flags: <code>, ...      codes the GPU result must carry
+    # absent: <fragment>          must not appear in the message
+
+Totals: wrong candidates called correct, correct candidates failed, flagged results chosen as best
+(every problem's trials through trialtui.core.tree.best), results without peak GPU memory.
+Prints a table and writes $OUT/trust.json (and the watch's JSON lines to $OUT/watch.jsonl).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from trialtui.core import tree  # noqa: E402
+from trialtui.core.flags import DISQUALIFYING  # noqa: E402
+from trialtui.core.problem import load_problem  # noqa: E402
+from trialtui.core.store import Store  # noqa: E402
+
+TRUST = ROOT / "tests" / "trust"
+OUT = Path(os.environ.get("OUT") or "gpu_trust_out")
+WATCH_TIMEOUT_S = 330
+BENCH_EXIT = {"correct": 0, "incorrect": 1}  # anything else: 2
+HEADER = re.compile(r"^#\s*(expect|flags|gpu-flags|absent)\s*:\s*(.*?)\s*$")
+
+
+def expectation(path: Path) -> dict:
+    """The candidate's header lines: expected state and fragment, required flags, absent text."""
+    want = {"state": None, "fragment": "", "flags": [], "absent": []}
+    for line in path.read_text().splitlines()[:6]:
+        match = HEADER.match(line)
+        if not match:
+            continue
+        key, value = match.groups()
+        if key == "expect":
+            state, _, fragment = value.partition("|")
+            want["state"], want["fragment"] = state.strip(), fragment.strip()
+        elif key in ("flags", "gpu-flags"):
+            want["flags"] += [code.strip() for code in value.split(",") if code.strip()]
+        else:
+            want["absent"].append(value)
+    return want
+
+
+def copy_corpus(dest: Path) -> list[Path]:
+    """Each problem directory copied without state, profiling switched off."""
+    roots = []
+    for src in sorted(p for p in TRUST.iterdir() if (p / "reference.py").exists()):
+        root = dest / src.name
+        shutil.copytree(src, root, ignore=shutil.ignore_patterns(".trialtui", "__pycache__"))
+        toml = root / "trialtui.toml"
+        text = toml.read_text() if toml.exists() else ""
+        if "[profile]" not in text:
+            toml.write_text(text + '\n[profile]\nwhen = "never"\n')
+        roots.append(root)
+    return roots
+
+
+def message_of(state: str, result: dict | None, validation: dict | None) -> str:
+    """The result's message; for an invalid trial, the validation's error findings."""
+    parts = [(result or {}).get("message") or ""]
+    if state == "invalid":
+        parts += [finding.get("message") or "" for finding in (validation or {}).get("errors") or []]
+    return " | ".join(p for p in parts if p)
+
+
+def judge(want: dict, state: str, message: str, flags: list[str]) -> list[str]:
+    """What does not match the header; empty when the candidate got what it must."""
+    problems = []
+    if state != want["state"]:
+        problems.append(f"state {state}, expected {want['state']}")
+    if want["fragment"] and want["fragment"] not in message:
+        problems.append(f"message lacks {want['fragment']!r}")
+    for code in want["flags"]:
+        if not set(code.split("|")) & set(flags):
+            problems.append(f"flag {code} missing")
+    for text in want["absent"]:
+        if text in message:
+            problems.append(f"message has {text!r}")
+    return problems
+
+
+def row(problem: str, name: str, want: dict, state: str, message: str, flags: list[str], result: dict | None, how: str) -> dict:
+    return {
+        "problem": problem, "candidate": name, "how": how,
+        "expected": want["state"], "fragment": want["fragment"], "want_flags": want["flags"],
+        "got": state, "message": message[:400], "flags": flags,
+        "peak_mem_bytes": (result or {}).get("peak_mem_bytes"),
+        "mismatch": judge(want, state, message, flags),
+    }
+
+
+def watch(work: Path) -> tuple[list[dict], dict, float]:
+    started = time.monotonic()
+    cmd = [sys.executable, "-m", "trialtui", "watch", str(work), "--once", "--headless", "--json", "--device", "cuda"]
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=WATCH_TIMEOUT_S, cwd=work)
+        log, note = run.stdout + run.stderr, f"exit {run.returncode}"
+    except subprocess.TimeoutExpired as exc:
+        log, note = (exc.stdout or b"").decode(errors="replace"), f"killed after {WATCH_TIMEOUT_S} s"
+    (OUT / "watch.jsonl").write_text(log)
+    rows, bests = [], {}
+    for root in sorted(p for p in work.iterdir() if (p / "reference.py").exists()):
+        problem = load_problem(root)
+        with Store.open(root, writer=False) as store:
+            trials = store.trials()
+        latest = {}
+        for trial in sorted(trials, key=lambda t: tree.id_number(t.id)):
+            latest[trial.file] = trial
+        for path in problem.candidates():
+            want = expectation(path)
+            trial = latest.get(path.name)
+            if trial is None:
+                rows.append(row(root.name, path.name, want, "missing", f"no trial ({note})", [], None, "watch"))
+                continue
+            flags = [f.get("code") for f in (trial.result or {}).get("flags") or []]
+            message = message_of(trial.state, trial.result, trial.validation)
+            rows.append(row(root.name, path.name, want, trial.state, message, flags, trial.result, "watch"))
+        chosen = tree.best(trials)
+        if chosen is not None:
+            want = expectation(root / chosen.file)
+            flags = {f.get("code") for f in (chosen.result or {}).get("flags") or []}
+            bests[root.name] = {
+                "trial": chosen.id, "file": chosen.file, "speedup": chosen.speedup(),
+                "flagged": bool(tree.disqualified(chosen)) or bool(flags & DISQUALIFYING)
+                or any(set(code.split("|")) & DISQUALIFYING for code in want["flags"]),
+                "expected": want["state"],
+            }
+    return rows, bests, time.monotonic() - started
+
+
+def sample(work: Path, rows: list[dict]) -> list[dict]:
+    """One right and one wrong candidate per problem, through `trialtui bench`; exit codes checked."""
+    picked = {}
+    for r in rows:
+        kind = "right" if r["expected"] == "correct" else "wrong"
+        if r["expected"] != "timeout":
+            picked.setdefault((r["problem"], kind), r["candidate"])
+    out = []
+    for (problem, _), name in sorted(picked.items()):
+        path = work / problem / name
+        want = expectation(path)
+        run = subprocess.run([sys.executable, "-m", "trialtui", "bench", str(path), "--json", "--device", "cuda"],
+                             capture_output=True, text=True, timeout=180, cwd=work)
+        try:
+            result = json.loads(run.stdout)
+        except json.JSONDecodeError:
+            result = {"state": "unreadable", "message": (run.stdout + run.stderr)[-400:]}
+        state = result.get("state") or "?"
+        flags = [f.get("code") for f in result.get("flags") or []]
+        r = row(problem, name, want, state, result.get("message") or "", flags, result, "bench")
+        expected_exit = BENCH_EXIT.get(want["state"], 2)
+        if run.returncode != expected_exit:
+            r["mismatch"].append(f"exit {run.returncode}, expected {expected_exit}")
+        out.append(r)
+    return out
+
+
+def main() -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="trust-")) / "trust"
+    work.mkdir(parents=True)
+    copy_corpus(work)
+    rows, bests, watch_s = watch(work)
+    started = time.monotonic()
+    benched = sample(work, rows)
+    bench_s = time.monotonic() - started
+    everything = rows + benched
+    totals = {
+        "candidates": len(rows),
+        "wrong_called_correct": sum(r["expected"] != "correct" and r["got"] == "correct" for r in everything),
+        "correct_failed": sum(r["expected"] == "correct" and r["got"] != "correct" for r in everything),
+        "flagged_chosen_as_best": sum(b["flagged"] for b in bests.values()),
+        "mismatches": sum(bool(r["mismatch"]) for r in everything),
+        "results_without_peak_mem": sum(r["peak_mem_bytes"] is None and r["got"] in ("correct", "incorrect")
+                                        for r in everything),
+        "watch_s": round(watch_s, 1),
+        "bench_sample_s": round(bench_s, 1),
+    }
+    (OUT / "trust.json").write_text(json.dumps({"totals": totals, "best": bests, "rows": everything}, indent=1))
+    print(f"{'problem':<20} {'candidate':<26} {'how':<5} {'expected':<9} {'got':<9} {'ok':<3} peak MB  why")
+    for r in everything:
+        peak = f"{r['peak_mem_bytes'] / 2**20:8.1f}" if isinstance(r["peak_mem_bytes"], (int, float)) else "       -"
+        ok = "ok" if not r["mismatch"] else "NO"
+        why = "; ".join(r["mismatch"]) or (r["message"][:60] if r["got"] != "correct" else "")
+        print(f"{r['problem']:<20} {r['candidate']:<26} {r['how']:<5} {r['expected']:<9} {r['got']:<9} {ok:<3} {peak} {why}")
+    for problem, b in sorted(bests.items()):
+        print(f"best {problem}: {b['trial']} {b['file']} {b['speedup']:.2f}x{'  FLAGGED' if b['flagged'] else ''}")
+    print(json.dumps(totals))
+    return 0 if not (totals["wrong_called_correct"] or totals["correct_failed"] or totals["flagged_chosen_as_best"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,8 +7,8 @@ when the job ends, times out, is cancelled, or the engine goes away (EOF on stdi
 kills its parent kills this process, not the engine; the engine then kills the pids reported here.
 
 Protocol, one JSON object per line. Engine to supervisor (stdin): a launch {"module", "env",
-"limits", "sandbox", "binds", "warm"}, then a job {"spec", "timeout_s", "log_path"}, then maybe
-{"cancel": true}. Supervisor to engine (stdout): {"event": "started"}, {"event": "pids", "pids":
+"sandbox", "binds", "warm"}, then a job {"spec", "timeout_s", "log_path", "limits"}, then maybe
+{"cancel": true}. Supervisor to engine (stdout): {"event": "pids", "pids":
 [[pid, start_ticks], ...]}, {"event": "progress", "data": {...}}, and last {"event": "done", ...}.
 The job gets its spec on stdin and its result and progress channels as inherited pipes whose
 numbers are inside the spec: no path in argv, env or the working directory leads to the result.
@@ -118,6 +118,28 @@ def uid_tasks() -> int:
     return total
 
 
+def apply_limits(pid: int, limits: dict[str, Any]) -> None:
+    """Set the job's limits on a running process: a warm one waited without them, its imports done."""
+    for which, value in rlimits(limits):
+        if which == resource.RLIMIT_CPU:
+            value += cpu_seconds(pid)  # the imports a warm process did are not the job's
+        try:
+            hard = resource.prlimit(pid, which)[1]
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.prlimit(pid, which, (value, value))
+        except (ProcessLookupError, PermissionError):
+            return  # gone already: its exit is reported as such
+
+
+def cpu_seconds(pid: int) -> int:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return 0
+    fields = stat[stat.rindex(b")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) // os.sysconf("SC_CLK_TCK") + 1
+
+
 def rlimits(limits: dict[str, Any]) -> list[tuple[int, int]]:
     """(resource, value) pairs from the engine's limits; None leaves a limit as inherited."""
     mb = 1 << 20
@@ -137,7 +159,7 @@ def rlimits(limits: dict[str, Any]) -> list[tuple[int, int]]:
 
 def sandbox_command(command: list[str], scratch: str, binds: list[str]) -> list[str]:
     """bubblewrap: the file system read-only but for the scratch directory, no network, own pid space."""
-    cmd = ["bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+    cmd = ["bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc",
            "--bind", scratch, scratch, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent",
            "--chdir", scratch]
     for path in binds:
@@ -215,16 +237,10 @@ class Supervisor:
         out_r, out_w = os.pipe()
         res_r, self.res_w = os.pipe()
         prog_r, self.prog_w = os.pipe()
-        limits = rlimits(launch.get("limits") or {})
-
         def in_child() -> None:
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             if os.getppid() == 1:  # the stub died before the prctl
                 os._exit(1)
-            for which, value in limits:
-                hard = resource.getrlimit(which)[1]
-                value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-                resource.setrlimit(which, (value, value))
 
         command = [sys.executable, "-m", launch["module"], *([WARM_FLAG] if launch.get("warm") else [])]
         if launch.get("sandbox"):
@@ -232,6 +248,7 @@ class Supervisor:
         env = {**os.environ, **(launch.get("env") or {}), "PYTHONUNBUFFERED": "1"}
         if launch.get("sandbox"):
             env["TRITON_CACHE_DIR"] = os.path.join(self.scratch, ".triton")
+            env["TMPDIR"] = self.scratch
         status_r, status_w = os.pipe()
         self.stub = os.fork()
         if self.stub == 0:
@@ -239,6 +256,7 @@ class Supervisor:
         for fd in (spec_r, out_w, status_w):
             os.close(fd)
         self.status_r = status_r
+        self.status = b""
         self.pidfd = os.pidfd_open(self.stub)
         self.sel.register(out_r, selectors.EVENT_READ, "log")
         self.sel.register(res_r, selectors.EVENT_READ, "result")
@@ -246,20 +264,37 @@ class Supervisor:
         self.sel.register(0, selectors.EVENT_READ, "engine")
         self.sel.register(self.pidfd, selectors.EVENT_READ, "exit")
 
+    def _status(self, word: str) -> int | None:
+        """The stub's `pid N` or `exit N` line (blocking until it is written); None if the stub died first."""
+        while True:
+            for line in self.status.decode().splitlines():
+                name, _, value = line.partition(" ")
+                if name == word:
+                    return int(value)
+                if name == "exit":  # no job process was started
+                    return None
+            data = os.read(self.status_r, 64)
+            if not data:
+                return None
+            self.status += data
+
     def _stub_ended(self) -> None:
         """The job's return code, as its parent (the stub) wrote it; none if the stub itself was killed."""
         try:
             os.waitpid(self.stub, 0)
         except ChildProcessError:
             pass  # reaped by a sweep
-        status = os.read(self.status_r, 64).decode()
-        os.close(self.status_r)
-        self.parent_killed = not status
-        self.returncode = int(status) if status else -signal.SIGKILL
+        code = self._status("exit")
+        self.parent_killed = code is None
+        self.returncode = -signal.SIGKILL if code is None else code
 
     def _take_job(self, job: dict[str, Any]) -> None:
         self.job = job
         self.log.open(job["log_path"])
+        pid = self._status("pid")
+        if pid is not None:  # the job process, and whatever it started already (bwrap's inner process)
+            for target in [pid, *descendants(pid)]:
+                apply_limits(target, job.get("limits") or {})
         spec = {**job["spec"], "result_fd": self.res_w, "progress": f"/dev/fd/{self.prog_w}"}
         data = json.dumps(spec).encode()
         try:
@@ -392,11 +427,12 @@ def stub(command: list[str], env: dict[str, str], cwd: str, in_child, fds: tuple
                                env=env, start_new_session=True, preexec_fn=in_child)
         for fd in (spec_r, *pass_fds):
             os.close(fd)
-        os.write(status_w, str(job.wait()).encode())
+        os.write(status_w, f"pid {job.pid}\n".encode())
+        os.write(status_w, f"exit {job.wait()}\n".encode())
     except BaseException as exc:  # noqa: BLE001 - a stub must never return into the supervisor's code
         try:
             os.write(out_w, f"trialtui: could not start the job: {exc}\n".encode())
-            os.write(status_w, b"127")
+            os.write(status_w, b"exit 127\n")
         except OSError:
             pass
     os._exit(0)

@@ -118,7 +118,7 @@ def test_best_prints_trial_managers_fields_and_exits_1_without_a_correct_trial(p
     assert json.loads(run("best", "--json", "--dir", str(problem)).output)["baseline_us"] == 98.1
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert "No correct trials yet." in run("best", "--dir", str(empty), ok=False).output
+    assert "No best: no correct trial yet." in run("best", "--dir", str(empty), ok=False).output
 
 
 def test_show_gives_the_whole_record_and_refuses_unknown_ids(problem):
@@ -213,7 +213,7 @@ def test_finalize_writes_nothing_when_the_clean_run_is_not_correct(problem, benc
 
 
 def test_finalize_without_a_correct_trial_refuses(kb_problem, bench):
-    assert "No correct trials" in run("finalize", "--dir", str(kb_problem), ok=False).output
+    assert "nothing to finalize: no correct trial yet" in run("finalize", "--dir", str(kb_problem), ok=False).output
     assert bench.calls == []
 
 

@@ -249,25 +249,18 @@ def analyze(directory, as_json, gpu) -> None:
 @cli.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True)
-def profile(file: Path, as_json: bool) -> None:
-    """FILE under Nsight Compute: counters and verdicts (analytic ones when counters can't be read)."""
-    from trialtui.core.model import Trial
-    from trialtui.engine.bench import bench_file
-    from trialtui.engine.profile import analyze as run_analysis
-    from trialtui.engine.profile import profile_file, trial_verdicts
+@click.option("--gpu", default="NVIDIA H200", show_default=True,
+              help="Without a GPU here: whose roofline the analytic verdicts use.")
+def profile(file: Path, as_json: bool, gpu: str) -> None:
+    """FILE under Nsight Compute: counters and verdicts (analytic ones when counters can't be read,
+    or when this machine has no GPU)."""
+    from trialtui.engine.profile import profile_candidate
     from trialtui.render import render_verdicts
 
     problem = problem_for(file.resolve())
-    result = bench_file(problem, file.resolve(), device="cuda")
-    if result["state"] != "correct":
-        fail(f"{file.name} is {result['state']}: {result.get('message')} — only a correct kernel is profiled", 1)
-    trial = Trial(id=file.stem, file=file.name, sha256="", created=0.0, state="correct", result=result)
-    env = result.get("env") or {}
-    analysis = run_analysis(problem, gpu=env.get("gpu"), driver=env.get("driver"))
-    body = profile_file(problem, file.resolve(), name=file.stem)
-    verdicts, sol, _ = trial_verdicts(problem, trial, analysis, body)
-    out = {"profile": {k: v for k, v in body.items() if k != "log_tail"}, "verdicts": verdicts, "sol": sol,
-           "median_us": trial.median_us, "env": env}
+    out = profile_candidate(problem, file.resolve(), gpu=gpu)
+    if out["state"] != "correct":
+        fail(f"{file.name} is {out['state']}: {out.get('message')} — only a correct kernel is profiled", 1)
     click.echo(json.dumps(out, indent=2, default=str) if as_json else render_verdicts(out))
 
 
@@ -277,13 +270,12 @@ def calibrate(as_json: bool) -> None:
     """Measure this GPU's copy bandwidth and matmul rates once; cached per GPU and driver."""
     from trialtui.engine.profile import calibrate as run_calibration
 
+    from trialtui.render import render_calibration
+
+    if detect() == "cpu":
+        fail("calibrate measures a GPU, and this machine has none (datasheet ceilings are used until it runs on one)", 1)
     result = run_calibration()
-    if as_json or result.get("state") != "ok":
-        click.echo(json.dumps(result, indent=2, default=str))
-    else:
-        c = result.get("ceilings") or {}
-        rates = ", ".join(f"{k} {v:.1f}" for k, v in (c.get("tflops") or {}).items())
-        click.echo(f"{c.get('gpu')} (driver {c.get('driver')}): copy {c.get('hbm_gbps', 0):,.0f} GB/s; TFLOP/s {rates}")
+    click.echo(json.dumps(result, indent=2, default=str) if as_json else render_calibration(result))
     sys.exit(0 if result.get("state") == "ok" else 1)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from trialtui.cli import Refusal
 from trialtui.core import tree
 from trialtui.core.config import Config, ConfigError, load_config
 from trialtui.core.model import Trial, TrialState
@@ -48,23 +49,23 @@ def _store(root: Path, *, writer: bool = False) -> Iterator[Store]:
         with Store.open(root, writer=writer) as store:
             yield store
     except StoreError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise Refusal(str(exc), 1) from exc
     except UnknownTrial as exc:
-        raise click.ClickException(exc.args[0]) from exc
+        raise Refusal(exc.args[0], 1) from exc
 
 
 def _config(root: Path) -> Config:
     try:
         return load_config(root)
     except ConfigError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise Refusal(str(exc), 1) from exc
 
 
 def _problem(root: Path) -> Problem:
     try:
         return load_problem(root)
     except ProblemError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise Refusal(str(exc), 1) from exc
 
 
 def _echo_json(value: Any) -> None:
@@ -84,6 +85,8 @@ def _row(trial: Trial, baseline: str, heads: dict[str, str], best_id: str | None
         "created": trial.created,
         "head": trial.id in heads.values(),
         "best": trial.id == best_id,
+        "correct_on_cpu": tree.correct_on_cpu(trial),
+        "never_best": tree.disqualified(trial),
     }
 
 
@@ -110,6 +113,7 @@ def status(root: Path, as_json: bool) -> None:
                 "problem": root.resolve().name,
                 "baseline": baseline,
                 "best": best_id,
+                "no_best_reason": None if top else tree.no_best_reason(found, baseline),
                 "budget": {"used": spent.used, "max": spent.limit, "left": spent.left, "spent": spent.spent},
                 "heads": heads,
                 "trials": [_row(t, baseline, heads, best_id) for t in found],
@@ -118,7 +122,8 @@ def status(root: Path, as_json: bool) -> None:
         return
     click.echo(f"Trial tree: {root.resolve().name}")
     click.echo(f"  Baseline: {baseline}")
-    click.echo(f"  Best: {top.id}, {tree.summary(top, baseline)}" if top else "  Best: none")
+    click.echo(f"  Best: {top.id}, {tree.summary(top, baseline)}" if top
+               else f"  Best: none — {tree.no_best_reason(found, baseline)}")
     click.echo(f"  Budget: {spent.used}/{spent.limit} GPU trials{' (spent)' if spent.spent else ''}")
     click.echo(f"  Trials: {len(found)}")
     click.echo()
@@ -135,13 +140,15 @@ def status(root: Path, as_json: bool) -> None:
 @_json_option
 @click.pass_context
 def best(ctx: click.Context, root: Path, as_json: bool) -> None:
-    """The best trial: highest speedup against the primary baseline among correct trials."""
+    """The best trial: highest speedup against the primary baseline among correct, unflagged GPU trials."""
     baseline = _config(root).primary_baseline
     with _store(root) as store:
-        top = tree.best(store.trials(), baseline)
+        found = store.trials()
+        top = tree.best(found, baseline)
         snapshot = store.snapshot_path(top.sha256) if top else None
     if top is None:
-        click.echo(json.dumps({"best": None}) if as_json else "No correct trials yet.")
+        reason = tree.no_best_reason(found, baseline)
+        click.echo(json.dumps({"best": None, "reason": reason}) if as_json else f"No best: {reason}.")
         ctx.exit(1)
     base = ((top.result or {}).get("baselines") or {}).get(baseline) or {}
     fields = {
@@ -187,6 +194,8 @@ def show(trial_id: str, root: Path, as_json: bool) -> None:
         click.echo(f"  measured on: {where}, {result.get('dtype')}, sizes {result.get('sizes')}")
     if result.get("message"):
         click.echo(f"  message: {result['message']}")
+    for why in tree.disqualified(trial):
+        click.echo(f"  never best: {why}")
     for verdict in trial.verdicts:
         click.echo(f"  verdict [{verdict.get('severity')}] {verdict.get('title')}: {verdict.get('evidence')}")
     if trial.decision:
@@ -258,13 +267,16 @@ def finalize(trial_id: str | None, device: str | None, root: Path, as_json: bool
 
     problem = _problem(root)
     with _store(root, writer=True) as store:
-        trial = store.get(trial_id) if trial_id else tree.best(store.trials(), problem.config.primary_baseline)
+        found = store.trials()
+        trial = store.get(trial_id) if trial_id else tree.best(found, problem.config.primary_baseline)
         if trial is None:
-            raise click.ClickException("No correct trials to finalize.")
+            raise Refusal(f"nothing to finalize: {tree.no_best_reason(found, problem.config.primary_baseline)}", 1)
+        if tree.disqualified(trial):
+            raise Refusal(f"{trial.id} is never finalized: {'; '.join(tree.disqualified(trial))}", 1)
         try:
             text, report, out_dir = finalize_trial(problem, store, trial, device=device)
         except FinalizeError as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise Refusal(str(exc), 1) from exc
     if as_json:
         _echo_json(report)
     else:
@@ -321,11 +333,11 @@ def import_(fmt: str, directory: Path, root: Path, as_json: bool) -> None:
     if not state_path.exists():
         kernels = sorted(p.parent.name for p in directory.glob(f"*/{HF_STATE}"))
         hint = f"; pass one of: {', '.join(str(directory / k) for k in kernels)}" if kernels else ""
-        raise click.ClickException(f"no {HF_STATE} in {directory}{hint}")
+        raise Refusal(f"no {HF_STATE} in {directory}{hint}", 1)
     try:
         state = json.loads(state_path.read_text(encoding="utf-8"))
     except ValueError as exc:
-        raise click.ClickException(f"{state_path}: {exc}") from exc
+        raise Refusal(f"{state_path}: {exc}", 1) from exc
     baseline = _config(root).primary_baseline
     with _store(root, writer=True) as store:
         mapping, added = import_hf(store, directory, state, baseline)
@@ -458,7 +470,7 @@ def import_hf(store: Store, directory: Path, state: dict[str, Any], baseline: st
         file = ours.get("file") or f"{kernel}.py"
         path = directory / (record.get("file") or f"{hf_id}.py")
         if "/" in file or not path.is_file():
-            raise click.ClickException(f"{hf_id}: cannot import {path} as {file!r}")
+            raise Refusal(f"{hf_id}: cannot import {path} as {file!r}", 1)
         source = path.read_bytes()
         key = (file, sha256_of(source))
         if key in known:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trialtui.core.gpus import datasheet
 from trialtui.core.result import CPU_TIMING_LABEL
 
 
@@ -149,12 +150,41 @@ def render_analysis(result: dict[str, Any], problem=None) -> str:
 def render_verdicts(out: dict[str, Any]) -> str:
     env = out.get("env") or {}
     profile = out.get("profile") or {}
-    source = "Nsight Compute counters" if profile.get("available") else f"analytic ({profile.get('reason')})"
-    sol = f", {out['sol']:.0%} of speed-of-light" if out.get("sol") else ""
-    lines = [f"{env.get('gpu')}: median {fmt_us(out.get('median_us'))}{sol}; verdicts from {source}"]
+    source = out.get("label") or ("Nsight Compute counters" if profile.get("available")
+                                  else f"analytic ({profile.get('reason')})")
+    if out.get("median_us") is None:  # a CPU run: no speed, and the label says whose roofline
+        lines = [f"ANALYTIC VERDICTS for {out.get('gpu')} — {source}"]
+        roof = out.get("roofline")
+        if roof:
+            lines.append(f"  roofline: {roof['bound']}-bound at bench sizes; a kernel at the roof would take "
+                         f"{fmt_us(roof['floor_us'])} on {roof['gpu']} ({roof['source']})")
+    else:
+        sol = f", {out['sol']:.0%} of speed-of-light" if out.get("sol") else ""
+        lines = [f"{env.get('gpu')}: median {fmt_us(out.get('median_us'))}{sol}; verdicts from {source}"]
     if profile.get("report"):
         lines.append(f"  report: {profile['report']} (open it in the Nsight Compute GUI)")
     for v in out.get("verdicts", []):
         lines.append(f"  [{v['severity']}] {v['title']} — {v['evidence']}")
         lines.append(f"      → {v['hint']}")
+    return "\n".join(lines)
+
+
+def render_calibration(result: dict[str, Any]) -> str:
+    """`trialtui calibrate` as a table: what was measured on this GPU, beside its datasheet."""
+    if result.get("state") != "ok":
+        return f"calibrate failed: {result.get('message') or result.get('state')}"
+    c = result.get("ceilings") or {}
+    sheet = datasheet(c.get("gpu") or "")
+    rows = [("copy bandwidth", f"{c.get('hbm_gbps', 0):,.0f} GB/s",
+             f"{sheet.hbm_gbps:,.0f} GB/s" if sheet else "—")]
+    for dtype, rate in (c.get("tflops") or {}).items():
+        peak = sheet.peak_tflops(dtype) if sheet else None
+        rows.append((f"matmul {dtype}", f"{rate:.1f} TFLOP/s" if rate else "—",
+                     f"{peak:.1f} TFLOP/s" if peak else "—"))
+    width = max(len(r[0]) for r in rows)
+    lines = [f"{c.get('gpu')} (driver {c.get('driver')})",
+             f"  {'':<{width}}  {'measured':>16}  {'datasheet':>16}"]
+    lines += [f"  {name:<{width}}  {got:>16}  {peak:>16}" for name, got, peak in rows]
+    if result.get("cache"):
+        lines.append(f"  cached in {result['cache']}: rooflines on this GPU and driver use these numbers")
     return "\n".join(lines)

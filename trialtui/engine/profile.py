@@ -16,8 +16,9 @@ from trialtui.core.gpus import ceilings_for
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
 from trialtui.core.verdicts import context_for, verdicts_for_profile
-from trialtui.engine.bench import child_env
+from trialtui.engine.bench import bench_file, child_env, detect_device
 from trialtui.engine.jobs import ChildHandle, run_child
+from trialtui.engine.validate import validate_file
 
 ANALYSIS_NAME = "analysis.json"
 NCU_TIMEOUT_S = 300.0
@@ -67,11 +68,13 @@ def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> dict
 
 
 def trial_verdicts(problem: Problem, trial: Trial, analysis: dict[str, Any] | None,
-                   profile: dict[str, Any] | None) -> tuple[list[dict[str, Any]], float | None, dict[str, Any] | None]:
+                   profile: dict[str, Any] | None, gpu: str | None = None,
+                   ) -> tuple[list[dict[str, Any]], float | None, dict[str, Any] | None]:
     """Verdicts (counters when the profile has them, else analytic), the speed-of-light fraction and
-    the roofline at the ceilings of the GPU the trial ran on."""
+    the roofline at the ceilings of the GPU the trial ran on (or `gpu`, for a trial run on the CPU)."""
     env = (trial.result or {}).get("env") or {}
-    ceilings = ceilings_for(env["gpu"], env.get("driver")) if env.get("gpu") else None
+    name = env.get("gpu") or gpu
+    ceilings = ceilings_for(name, env.get("driver")) if name else None
     context = context_for(analysis, ceilings, trial.median_us, allow_tf32=problem.config.allow_tf32,
                           sol_target=problem.config.sol_target)
     kernels = (trial.validation or {}).get("kernels") or []
@@ -79,3 +82,36 @@ def trial_verdicts(problem: Problem, trial: Trial, analysis: dict[str, Any] | No
     verdicts = verdicts_for_profile(profile, context, facts)
     roof = context.roofline.to_dict() if context.roofline is not None else None
     return [v.to_dict() for v in verdicts], context.sol(), roof
+
+
+def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200") -> dict[str, Any]:
+    """`trialtui profile`: check the candidate, then counters on a GPU, or analytic verdicts without one.
+
+    Without a GPU the verdicts come from `gpu`'s roofline (datasheet or calibrated ceilings) and the
+    candidate's compile for the problem's arch; nothing is timed, so there is no speed-of-light.
+    Returns `state` (the check's; only `correct` carries verdicts), `analytic`, `label`, `profile`,
+    `verdicts`, `sol`, `median_us`, `env` and `gpu`.
+    """
+    device = detect_device()
+    result = bench_file(problem, path, device=device)
+    if result.get("state") != "correct":
+        return {"state": result.get("state"), "message": result.get("message"), "env": result.get("env")}
+    trial = Trial(id=path.stem, file=path.name, sha256="", created=0.0, state="correct", result=result)
+    env = result.get("env") or {}
+    if device == "cuda":
+        analysis = analyze(problem, gpu=env.get("gpu"), driver=env.get("driver"))
+        body = profile_file(problem, path, name=path.stem)
+        label = "Nsight Compute counters" if body.get("available") else f"analytic ({body.get('reason')})"
+        target = env.get("gpu")
+    else:
+        trial.validation = validate_file(problem, path)
+        arch = ", ".join(trial.validation.get("arch") or problem.config.arch)
+        analysis = analyze(problem, gpu=gpu)
+        label = (f"analytic, no GPU on this machine: {gpu}'s roofline and the compile for {arch}; "
+                 "not timed, so no speed-of-light")
+        body = {"available": False, "reason": label}
+        target = gpu
+    verdicts, sol, roof = trial_verdicts(problem, trial, analysis, body, gpu=target)
+    return {"state": "correct", "analytic": not body.get("available"), "label": label,
+            "profile": {k: v for k, v in body.items() if k != "log_tail"}, "verdicts": verdicts, "sol": sol,
+            "roofline": roof, "median_us": trial.median_us, "env": env, "gpu": target}

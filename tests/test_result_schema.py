@@ -1,8 +1,10 @@
 """The job-result envelope and the baseline cache keys."""
 
+import json
+
 import pytest
 
-from trialtui.core.baselines import BaselineCache, matching
+from trialtui.core.baselines import BaselineCache
 from trialtui.core.result import ResultError, check_result
 
 
@@ -27,24 +29,33 @@ def test_malformed_results_are_rejected(bad):
         check_result(bad)
 
 
-def test_baseline_cache_reuses_only_an_exact_key(tmp_path):
+KEY = {"ref_hash": "abc", "sizes": {"n": 1}, "dtype": "bfloat16", "allow_tf32": False, "cuda_graph": False}
+ENV = {"gpu": "NVIDIA H200", "torch": "2.11.0", "triton": "3.6.0"}
+
+
+@pytest.mark.parametrize("field,other", [
+    ("ref_hash", "abd"), ("sizes", {"n": 2}), ("dtype", "float16"), ("allow_tf32", True), ("cuda_graph", True),
+])
+def test_baseline_cache_key_holds_everything_that_changes_a_baseline(tmp_path, field, other):
     cache = BaselineCache(tmp_path)
-    env = {"gpu": "NVIDIA H200", "torch": "2.11.0"}
-    cache.record("abc", {"n": 1}, "bfloat16", env, {"eager": {"median_us": 10.0, "cached": False}})
-    found = cache.candidates("abc", {"n": 1}, "bfloat16")
-    assert matching(found, "NVIDIA H200", "2.11.0", ["eager"]) == {"eager": {"median_us": 10.0}}
-    # every part of the key invalidates
-    assert cache.candidates("abd", {"n": 1}, "bfloat16") == []
-    assert cache.candidates("abc", {"n": 2}, "bfloat16") == []
-    assert cache.candidates("abc", {"n": 1}, "float16") == []
-    assert matching(found, "NVIDIA H100", "2.11.0", ["eager"]) == {}
-    assert matching(found, "NVIDIA H200", "2.13.0", ["eager"]) == {}
-    assert matching(found, "NVIDIA H200", "2.11.0", ["compile"]) == {}
+    cache.record(KEY, ENV, {"eager": {"median_us": 10.0, "cached": False}})
+    found = cache.lookup(KEY)
+    assert found["eager"]["median_us"] == 10.0 and found["eager"]["cached"] is True
+    assert found["eager"]["env"] == ENV
+    assert cache.lookup({**KEY, field: other}) == {}
+
+
+@pytest.mark.parametrize("env_field", ["gpu", "torch", "triton"])
+def test_baseline_cache_keeps_one_entry_per_environment(tmp_path, env_field):
+    cache = BaselineCache(tmp_path)
+    cache.record(KEY, ENV, {"eager": {"median_us": 10.0}})
+    cache.record(KEY, {**ENV, env_field: "other"}, {"eager": {"median_us": 20.0}})
+    assert len(json.loads((tmp_path / "baselines.json").read_text())) == 2
+    assert cache.lookup(KEY)["eager"]["median_us"] == 20.0  # the newest, labelled with its env
+    assert cache.lookup(KEY)["eager"]["env"][env_field] == "other"
 
 
 def test_cached_or_given_baselines_are_not_written_back(tmp_path):
     cache = BaselineCache(tmp_path)
-    env = {"gpu": "G", "torch": "t"}
-    cache.record("h", {}, "float32", env, {"eager": {"median_us": 5.0, "cached": True},
-                                           "compile": {"median_us": 4.0, "given": True}})
-    assert cache.candidates("h", {}, "float32") == []
+    cache.record(KEY, ENV, {"eager": {"median_us": 5.0, "cached": True}, "compile": {"median_us": 4.0, "given": True}})
+    assert cache.lookup(KEY) == {}

@@ -1,8 +1,9 @@
-"""The baseline cache: eager and torch.compile timings, reused until any part of their key changes.
+"""The baseline cache: the last eager and torch.compile timings, shown only until a run's own arrive.
 
-Key: reference hash, sizes, dtype, GPU name, torch version, baseline kind. The parent does not know
-the GPU or torch version without touching CUDA, so it hands the child every entry that matches the
-rest of the key and the child keeps the ones that match its own environment.
+Every trial's speedup uses baselines timed in the same job as the candidate; the cache exists so
+the UI has a number while that job runs. Its key holds everything that changes a baseline: the
+reference's hash, sizes, dtype, allow_tf32, CUDA graphs (from the parent) and the GPU, torch and
+triton versions (from the job's env), per baseline kind.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 CACHE_NAME = "baselines.json"
+ENV_KEYS = ("gpu", "torch", "triton")
 
 
 def reference_hash(reference: Path) -> str:
     return hashlib.sha256(Path(reference).read_bytes()).hexdigest()
 
 
-def entry_key(ref_hash: str, sizes: Any, dtype: str, gpu: str | None, torch_version: str | None, kind: str) -> str:
-    return json.dumps([ref_hash, sizes, dtype, gpu, torch_version, kind], sort_keys=True)
+def entry_key(key: dict[str, Any], env: dict[str, Any], kind: str) -> str:
+    return json.dumps({**key, **{k: env.get(k) for k in ENV_KEYS}, "kind": kind}, sort_keys=True)
 
 
 class BaselineCache:
@@ -30,38 +32,35 @@ class BaselineCache:
 
     def _load(self) -> dict[str, Any]:
         try:
-            return json.loads(self.path.read_text())
+            data = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return {}
+        return data if isinstance(data, dict) else {}
 
-    def candidates(self, ref_hash: str, sizes: Any, dtype: str) -> list[dict[str, Any]]:
-        """Entries matching everything but the environment, for the child to filter."""
-        return [
-            e for e in self._load().values()
-            if e["ref_hash"] == ref_hash and e["sizes"] == sizes and e["dtype"] == dtype
-        ]
+    def lookup(self, key: dict[str, Any]) -> dict[str, Any]:
+        """The newest entry per kind whose parent-side key matches; labelled cached, with its env."""
+        found: dict[str, Any] = {}
+        for entry in self._load().values():
+            if not isinstance(entry, dict) or entry.get("key") != key:
+                continue
+            kind = entry.get("kind")
+            if kind not in found or entry.get("recorded", 0) > found[kind].get("recorded", 0):
+                found[kind] = {**entry.get("stats", {}), "cached": True, "env": entry.get("env"), "recorded": entry.get("recorded")}
+        return found
 
-    def record(self, ref_hash: str, sizes: Any, dtype: str, env: dict[str, Any], baselines: dict[str, Any]) -> None:
-        """Store freshly measured baselines (never ones that came from the cache or from the user)."""
+    def record(self, key: dict[str, Any], env: dict[str, Any], baselines: dict[str, Any]) -> None:
+        """Store freshly measured baselines (never ones the user gave)."""
+        import time
+
         data = self._load()
         for kind, stats in baselines.items():
             if stats.get("cached") or stats.get("given"):
                 continue
-            key = entry_key(ref_hash, sizes, dtype, env.get("gpu"), env.get("torch"), kind)
-            data[key] = {
-                "ref_hash": ref_hash, "sizes": sizes, "dtype": dtype, "gpu": env.get("gpu"),
-                "torch": env.get("torch"), "kind": kind,
+            data[entry_key(key, env, kind)] = {
+                "key": key, "kind": kind, "env": {k: env.get(k) for k in ENV_KEYS}, "recorded": time.time(),
                 "stats": {k: v for k, v in stats.items() if k != "cached"},
             }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1))
         os.replace(tmp, self.path)
-
-
-def matching(entries: list[dict[str, Any]], gpu: str | None, torch_version: str, kinds: list[str]) -> dict[str, Any]:
-    """The child's side: cached stats for its own GPU and torch version, per baseline kind."""
-    return {
-        e["kind"]: e["stats"] for e in entries
-        if e["gpu"] == gpu and e["torch"] == torch_version and e["kind"] in kinds
-    }

@@ -45,8 +45,6 @@ def bench_file(
     device = device or detect_device()
     cfg = problem.config
     cases = problem.bench_cases if device == "cuda" else problem.test_cases
-    ref_hash = reference_hash(problem.reference)
-    cache = BaselineCache(problem.state_dir)
     given = {}
     if baseline_us is not None:
         given[cfg.primary_baseline] = {"median_us": float(baseline_us), "rse": 0.0, "given": True}
@@ -55,10 +53,16 @@ def bench_file(
         device=device,
         seeds=seeds or cfg.seeds,
         baselines=cfg.baselines,
-        baseline_cache=cache.candidates(ref_hash, cases[0], cfg.dtype) if use_cache else [],
         given_baselines=given,
         cuda_graph=cuda_graph,
+        timeout_s=cfg.bench_timeout_s,
     )
+    cache = BaselineCache(problem.state_dir)
+    key = baseline_key(problem, cases[0], cuda_graph)
+    if on_progress is not None and use_cache:
+        known = cache.lookup(key)
+        if known:  # a number to show while this run times its own baselines; never the result's
+            on_progress({"phase": "cached_baselines", "baselines": known})
     if log_path is None:
         log_path = problem.state_dir / "logs" / f"bench-{Path(path).stem}-{int(time.time() * 1000)}.log"
     result = run_child(
@@ -70,5 +74,14 @@ def bench_file(
     result.setdefault("sizes", cases)
     result["env"] = {"device": device, **(result.get("env") or {})}  # a killed child's result too: budget counts GPU runs
     if result.get("state") == "correct" and result.get("baselines") and device == "cuda":
-        cache.record(ref_hash, cases[0], cfg.dtype, result.get("env") or {}, result["baselines"])
+        cache.record(key, result.get("env") or {}, result["baselines"])
     return result
+
+
+def baseline_key(problem: Problem, case: dict[str, Any], cuda_graph: bool) -> dict[str, Any]:
+    """Everything the parent knows that changes a baseline; the GPU and versions come from the result's env."""
+    cfg = problem.config
+    return {
+        "ref_hash": reference_hash(problem.reference), "sizes": case, "dtype": cfg.dtype,
+        "allow_tf32": cfg.allow_tf32, "cuda_graph": cuda_graph,
+    }

@@ -1,7 +1,9 @@
-"""Child job: check a candidate against the reference on several seeds, then time it if correct.
+"""Child job, the checker: judge a candidate against the reference on every case and seed, then time it if correct.
 
-`python -m trialtui.runner.bench_job SPEC.json RESULT.json`. Correctness comes first and a
-speed number exists only for a correct candidate. Every failure becomes a result, not a crash.
+`python -m trialtui.runner.bench_job SPEC.json RESULT.json`. The reference, its outputs and the
+verdict live here; the candidate runs in a process of its own (runner/candidate.py) that receives
+inputs and hands back outputs and timings as data. Correctness comes first and a speed number
+exists only for a correct candidate. Every failure becomes a result, not a crash.
 """
 
 from __future__ import annotations
@@ -11,12 +13,12 @@ import os
 import sys
 import time
 import traceback
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from trialtui.core.baselines import matching
 from trialtui.core.result import CPU_TIMING_LABEL, RESULT_VERSION, flag
+from trialtui.runner.candidate import describe
+from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline, seal
 from trialtui.runner.child import serve
 
 SUSPICIOUS_SPEEDUP = 10.0
@@ -31,56 +33,6 @@ class Progress:
     def __call__(self, **event: Any) -> None:
         if self.fh:
             self.fh.write(json.dumps(event) + "\n")
-
-
-class LaunchCounter:
-    """Counts Triton kernel launches, compiled or interpreted: a candidate with none is flagged."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._patched: list[tuple[type, Any]] = []
-
-    def install(self) -> None:
-        import triton.runtime.jit as jit
-
-        classes = [jit.JITFunction]
-        try:
-            from triton.runtime.interpreter import InterpretedFunction
-
-            classes.append(InterpretedFunction)
-        except ImportError:
-            pass
-        for cls in classes:
-            original = cls.run
-            counter = self
-
-            def run(self, *args, __original=original, **kwargs):
-                counter.count += 1
-                return __original(self, *args, **kwargs)
-
-            cls.run = run
-            self._patched.append((cls, original))
-
-
-@contextmanager
-def poisoned_allocations() -> Iterator[None]:
-    """Fresh allocations filled with NaN, so outputs the kernel never wrote cannot pass.
-
-    The C switch under torch.use_deterministic_algorithms does the same without importing
-    torch._inductor (1.5 s of CPU). Warn-only: the candidate's own nondeterministic ops still run.
-    """
-    import torch
-    import torch.utils.deterministic as deterministic
-
-    was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
-    was_fill = deterministic.fill_uninitialized_memory
-    torch._C._set_deterministic_algorithms(True, warn_only=True)
-    deterministic.fill_uninitialized_memory = True
-    try:
-        yield
-    finally:
-        deterministic.fill_uninitialized_memory = was_fill
-        torch._C._set_deterministic_algorithms(was[0], warn_only=was[1])
 
 
 def environment(device) -> dict[str, Any]:
@@ -120,57 +72,116 @@ def _driver_version() -> str | None:
     return None
 
 
-def check_correctness(spec, reference, candidate, cases, seeds, progress, counter) -> dict[str, Any]:
-    """Every case under every seed: clones in, structure/shape/dtype/values compared."""
+def _case_list(spec: dict[str, Any], on_gpu: bool) -> list[dict[str, Any]]:
+    """CPU: the test sizes. GPU: the test sizes (small, odd shapes that expose masking bugs) and the bench sizes."""
+    cases = list(spec["test_cases"])
+    if on_gpu:
+        cases += [c for c in spec["bench_cases"] if c not in cases]
+    return cases
+
+
+def _higher_precision(reference, ref_model, inputs, expected):
+    """The reference again on upcast inputs (float64 under fp32, float32 under fp16/bf16), TF32 off."""
+    import copy
+
     import torch
 
-    from trialtui.runner.compare import compare, inputs_changed, is_trivial, looks_like_tf32
-    from trialtui.runner.loader import build_pair, clone
+    from trialtui.runner.compare import HIGHER
+    from trialtui.runner.loader import map_tensors
 
-    atol, rtol = spec["atol"], spec["rtol"]
+    wide = HIGHER.get(reference.dtype, torch.float64)
+    up = map_tensors(inputs, lambda t: t.to(wide) if t.is_floating_point() else t)
+    was = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        model = copy.deepcopy(ref_model).to(wide)
+        with torch.no_grad():
+            return model(*up)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = was
+
+
+def _tolerance(spec: dict[str, Any], form: str) -> tuple[float | None, float | None]:
+    """GPU MODE's own check_implementation judges values: trialtui's dtype defaults do not apply there."""
+    if form == "gpumode" and not spec.get("explicit_tolerance"):
+        return None, None
+    return spec["atol"], spec["rtol"]
+
+
+def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, progress, deadline, facts) -> dict[str, Any]:
+    """Every case under every seed: inputs made here, the candidate's outputs received as data and judged here."""
+    import torch
+
+    from trialtui.runner.compare import compare, is_trivial, looks_like_tf32, normwise
+    from trialtui.runner.loader import clone
+
+    atol, rtol = _tolerance(spec, reference.form)
+    device = reference.device.type
     report: dict[str, Any] = {
-        "seeds": len(seeds),
-        "cases": len(cases),
-        "passed": True,
-        "max_abs_err": 0.0,
-        "max_rel_err": 0.0,
-        "mismatch_frac": 0.0,
-        "first_mismatch": None,
-        "message": "",
-        "warnings": [],
+        "seeds": len(seeds), "cases": len(cases), "passed": True, "max_abs_err": 0.0, "max_rel_err": 0.0,
+        "mismatch_frac": 0.0, "first_mismatch": None, "message": "", "warnings": [], "launches": 0,
+        "normwise_err": None, "normwise_bound": None, "case_bytes": 0,
     }
     trivial = True
     total = len(cases) * len(seeds)
+    kernelbench = reference.form == "kernelbench"
     for ci, case in enumerate(cases):
         for si, seed in enumerate(seeds):
             progress(phase="correctness", i=ci * len(seeds) + si + 1, n=total)
-            ref_fn, cand_fn = build_pair(reference, candidate, case, seed)
+            where = f"case {ci + 1} {case or '(defaults)'} seed {seed}"
             inputs = reference.make_inputs(case, seed)
+            payload: dict[str, Any] = {"inputs": inputs, "seed": seed}
+            ref_model = None
+            if kernelbench:
+                ref_model = reference.model(case, seed)
+                payload.update(init_inputs=reference.init_inputs(case), weights=dict(ref_model.state_dict()))
+                ref_fn = lambda x: ref_model(*x)  # noqa: E731
+            else:
+                ref_fn = reference.module.ref_kernel
             with torch.no_grad():
                 expected = ref_fn(clone(inputs))
-                given = clone(inputs)
-                pristine = clone(given)
-                with poisoned_allocations():
-                    output = cand_fn(given)
-            if reference.device.type == "cuda":
+            if device == "cuda":
                 torch.cuda.synchronize()
+            out_bytes = _bytes(expected)
+            report["case_bytes"] = max(report["case_bytes"], _bytes(inputs) + out_bytes)
+            reply, output = link.request(
+                "run", payload, timeout_s=deadline.left(), into=device, max_bytes=64 * out_bytes + 2**20,
+                check_inputs=kernelbench, case=case,
+            )
+            del payload
+            facts.see(reply)
+            report["launches"] += int(reply.get("launches") or 0)
+            truth = None
+            if kernelbench:
+                try:
+                    truth = _higher_precision(reference, ref_model, inputs, expected)
+                except Exception as exc:  # noqa: BLE001 - e.g. an op with no float64 kernel
+                    note = f"normwise check skipped: the reference does not run in higher precision ({describe(exc)})"
+                    if note not in report["warnings"]:
+                        report["warnings"].append(note)
+            del ref_model
             trivial = trivial and is_trivial(expected)
-            where = f"case {ci + 1} {case or '(defaults)'} seed {seed}"
-            if reference.form == "kernelbench":
-                changed = inputs_changed(pristine, given)
-                if changed:
-                    return _fail(report, f"{where}: the candidate modified its input {changed}")
+            if reply.get("input_changed"):
+                return _fail(report, f"{where}: the candidate modified its input {reply['input_changed']}")
             result = compare(expected, output, atol, rtol)
-            if result.passed and reference.form == "gpumode":
+            if result.passed and not kernelbench:
                 ok, why = reference.check(clone(inputs), output)
                 if not ok:
                     result.fail(f"check_implementation: {why}")
+            norm = normwise(expected, output, truth, spec.get("allow_tf32", False)) if truth is not None and result.passed else None
+            if norm is not None:
+                report["normwise_err"] = max(report["normwise_err"] or 0.0, norm.err)
+                report["normwise_bound"] = norm.bound if report["normwise_bound"] is None else min(report["normwise_bound"], norm.bound)
+                if not norm.passed:
+                    result.fail(norm.message())
             report["max_abs_err"] = max(report["max_abs_err"], result.max_abs_err)
             report["max_rel_err"] = max(report["max_rel_err"], result.max_rel_err)
             report["mismatch_frac"] = max(report["mismatch_frac"], result.mismatch_frac)
+            tf32 = atol is not None and looks_like_tf32(result, expected, spec.get("allow_tf32", False))
+            del inputs, expected, output, truth
             if not result.passed:
                 message = f"{where}: {result.message}"
-                if looks_like_tf32(result, reference.dtype, spec.get("allow_tf32", False)):
+                if tf32:
                     message += (
                         f" (relative error {result.max_rel_err:.1e} looks like TF32 rounding: "
                         "set allow_tf32 = true in trialtui.toml if TF32 is acceptable)"
@@ -181,7 +192,6 @@ def check_correctness(spec, reference, candidate, cases, seeds, progress, counte
         report["warnings"].append(
             "the reference output is constant on these inputs: the check cannot tell a right kernel from a trivial one"
         )
-    report["launches"] = counter.count
     return report
 
 
@@ -191,54 +201,100 @@ def _fail(report: dict[str, Any], message: str) -> dict[str, Any]:
     return report
 
 
-def time_all(spec, reference, candidate, case, device, progress) -> tuple[dict, dict, list]:
-    """Candidate and baselines timed interleaved, same method, same inputs; kernel time from CUPTI."""
+class Facts:
+    """What the candidate's process reported on the side (patched timers, the reference imported): flags."""
+
+    def __init__(self) -> None:
+        self.patched: set[str] = set()
+        self.imported_reference = False
+
+    def see(self, reply: dict[str, Any]) -> None:
+        patched = reply.get("patched") or []
+        if isinstance(patched, list):
+            self.patched.update(str(p)[:100] for p in patched[:50])
+        self.imported_reference = self.imported_reference or bool(reply.get("imported_reference"))
+
+    def flags(self) -> list[dict[str, str]]:
+        flags = []
+        if self.patched:
+            flags.append(flag("timing-patched", f"the candidate replaced {', '.join(sorted(self.patched))}: its timing cannot be trusted"))
+        if self.imported_reference:
+            flags.append(flag("fallback", "the candidate imported the problem's reference.py: it may be running the reference"))
+        return flags
+
+
+def time_all(spec, reference, link: CandidateProcess, case, device, progress, deadline, facts) -> tuple[dict, dict, list]:
+    """Candidate (in its process) and baselines (here) timed in alternating batches, same method, same inputs.
+
+    The baselines never run where the candidate can reach them; the candidate's own event times are
+    cross-checked against this process's wall clock around each of its batches.
+    """
     import torch
 
     from trialtui.runner import timing
-    from trialtui.runner.loader import build_pair, clone
+    from trialtui.runner.loader import clone
 
     flags = []
-    ref_fn, cand_fn = build_pair(reference, candidate, case, 0)
     inputs = reference.make_inputs(case, 0)
-    input_bytes = _bytes(inputs)
     props = torch.cuda.get_device_properties(device)
     sets = [inputs]
-    if input_bytes * 2 < getattr(props, "L2_cache_size", 0):
+    if _bytes(inputs) * 2 < getattr(props, "L2_cache_size", 0):
         sets.append(reference.make_inputs(case, 1))  # rotate when inputs fit in L2
-    env = environment(device)
-    cached = matching(spec.get("baseline_cache") or [], env.get("gpu"), env["torch"], spec.get("baselines", ["eager"]))
-    cached.update(spec.get("given_baselines") or {})
-    fns: dict[str, list] = {"candidate": [_bind(cand_fn, clone(s)) for s in sets]}
+    payload: dict[str, Any] = {"input_sets": sets, "seed": 0}
+    ref_model = None
+    if reference.form == "kernelbench":
+        ref_model = reference.model(case, 0)
+        payload.update(init_inputs=reference.init_inputs(case), weights=dict(ref_model.state_dict()))
+        ref_fn = lambda x: ref_model(*x)  # noqa: E731
+    else:
+        ref_fn = reference.module.ref_kernel
+    use_graph = bool(spec.get("cuda_graph", False))
+    reply, _ = link.request("prepare_timing", payload, timeout_s=deadline.left(), into="cuda", cuda_graph=use_graph)
+    facts.see(reply)
+    given = dict(spec.get("given_baselines") or {})
+    fns: dict[str, list] = {}
     for kind in spec.get("baselines", ["eager"]):
-        if kind in cached:
+        if kind in given:
             continue
-        fn = ref_fn
-        if kind == "compile":
-            fn = torch.compile(ref_fn)
+        fn = torch.compile(ref_fn) if kind == "compile" else ref_fn
         fns[kind] = [_bind(fn, clone(s)) for s in sets]
     bencher = timing.Bencher.for_device(device)
     with torch.no_grad():
-        for calls in fns.values():  # warm-up: JIT, autotuning and torch.compile outside the numbers
+        for calls in fns.values():  # warm-up: torch.compile and cuDNN autotuning outside the numbers
             for call in calls:
                 call()
                 call()
         torch.cuda.synchronize()
-        use_graph = spec.get("cuda_graph", False)
         if use_graph:
             fns = {name: [timing.cuda_graph_call(c) for c in calls] for name, calls in fns.items()}
-        samples = timing.time_interleaved(
-            bencher, fns, on_run=lambda r: progress(phase="timing", runs=r), time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S)
+        flush_us = bencher.flush_cost_us()
+
+        def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
+            t0 = time.perf_counter()
+            reply, _ = link.request("time", timeout_s=deadline.left(), into="cuda", start=start, n=n)
+            wall_us = (time.perf_counter() - t0) * 1e6
+            facts.see(reply)
+            samples = reply.get("samples")
+            if not isinstance(samples, list) or len(samples) != n or not all(isinstance(x, (int, float)) and x >= 0 for x in samples):
+                raise CandidateFailed("the candidate's process sent malformed timing samples")
+            return [float(x) for x in samples], wall_us
+
+        samples, walls = timing.time_alternating(
+            bencher, candidate_batch, fns, on_run=lambda r: progress(phase="timing", runs=r),
+            time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S),
         )
         stats = {name: timing.summarize(s) for name, s in samples.items()}
         progress(phase="kernel_time")
-        kernel_us = timing.kernel_time_us(bencher, fns["candidate"])
-        host_us = timing.host_wall_us(fns["candidate"][0])
+        reply, _ = link.request("kernel_time", timeout_s=deadline.left(), into="cuda")
+        facts.see(reply)
     cand = stats.pop("candidate")
-    cand["kernel_us"] = kernel_us
-    cand["host_wall_us"] = host_us
+    cand["kernel_us"] = _number(reply.get("kernel_us"))
+    cand["host_wall_us"] = _number(reply.get("host_wall_us"))
     cand["cuda_graph"] = use_graph
     cand["label"] = "GPU, CUDA events, L2 flushed, median"
+    cand["peak_mem_bytes"] = _number(reply.get("peak_mem_bytes"))
+    cand["checker_wall_us_per_call"] = timing.wall_per_call(walls)
+    kernel_us = cand["kernel_us"]
     if kernel_us and kernel_us > 1.5 * cand["median_us"] + 5.0:
         flags.append(
             flag(
@@ -247,10 +303,17 @@ def time_all(spec, reference, candidate, case, device, progress) -> tuple[dict, 
                 f"{cand['median_us']:.1f} µs: work escapes the timed stream (side stream?)",
             )
         )
+    mismatch = timing.wall_mismatch(walls, cand["median_us"], flush_us)
+    if mismatch:
+        flags.append(flag("timing-mismatch", mismatch))
     baselines = {kind: {**s, "cached": False} for kind, s in stats.items()}
-    for kind, s in cached.items():
-        baselines[kind] = {**s, "cached": not s.get("given")}
+    for kind, s in given.items():
+        baselines[kind] = {**s, "cached": False}
     return cand, baselines, flags
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _bind(fn, inputs):
@@ -296,23 +359,14 @@ def _iqr_band(stats: dict[str, Any]) -> float:
     return (stats["p80_us"] - stats["p20_us"]) / 2 / median
 
 
-def cpu_timing(candidate_call) -> dict[str, Any]:
-    samples = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        candidate_call()
-        samples.append((time.perf_counter() - t0) * 1e6)
-    from trialtui.runner.timing import summarize
-
-    return {**summarize(samples), "kernel_us": None, "label": CPU_TIMING_LABEL}
-
-
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from trialtui.runner.loader import BF16_NOTE, Candidate, Reference, build_pair
+    from trialtui.runner.loader import BF16_NOTE, Reference
 
+    seal()
     progress = Progress(spec.get("progress"))
+    deadline = Deadline(float(spec.get("timeout_s", 120)))
     device_name = spec.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
     if device_name == "cuda" and not torch.cuda.is_available():
         return {"version": RESULT_VERSION, "state": "error", "message": "--device cuda asked for, but CUDA is not available"}
@@ -320,7 +374,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     torch.backends.cuda.matmul.allow_tf32 = bool(spec.get("allow_tf32"))
     torch.backends.cudnn.allow_tf32 = bool(spec.get("allow_tf32"))
     on_gpu = device.type == "cuda"
-    cases = spec["bench_cases"] if on_gpu else spec["test_cases"]
+    cases = _case_list(spec, on_gpu)
     seeds = spec.get("seeds_list") or list(range(spec.get("seeds", 5)))
     result: dict[str, Any] = {
         "version": RESULT_VERSION,
@@ -336,9 +390,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "message": "",
         "measured_at": time.strftime("%Y-%m-%d %H:%M"),
     }
-    counter = LaunchCounter()
-    counter.install()
-    stage = "loading the reference"
+    stage = "starting the candidate's process"
     phases = result["phases_s"] = {}
     mark = time.perf_counter()
 
@@ -348,31 +400,40 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         phases[name] = round(now - mark, 3)
         mark = now
 
+    link = CandidateProcess()  # starts importing torch while the reference loads here
+    facts = Facts()
     try:
+        stage = "loading the reference"
         reference = Reference(spec, device_name)
         if reference.emulated:
             result["flags"].append(flag("bf16-emulated", BF16_NOTE))
         stage = "importing the candidate"
-        candidate = Candidate(spec, spec["candidate"], reference)
+        reply, _ = link.request(
+            "load", timeout_s=deadline.left(), candidate=spec["candidate"], entry_point=spec["entry_point"],
+            form=reference.form, device=device_name, dtype=str(reference.dtype).removeprefix("torch."),
+            allow_tf32=bool(spec.get("allow_tf32")), reference=str(Path(spec["reference"]).resolve()),
+            support_files=spec.get("support_files", []),
+        )
+        facts.see(reply)
         phase("load")
         stage = "checking correctness"
-        correctness = check_correctness(spec, reference, candidate, cases, seeds, progress, counter)
+        correctness = check_correctness(spec, reference, link, cases, seeds, progress, deadline, facts)
         phase("correctness")
         result["correctness"] = correctness
         for warning in correctness.pop("warnings", []):
-            result["flags"].append(flag("trivial-reference", warning))
+            code = "trivial-reference" if "constant" in warning else "normwise-skipped"
+            result["flags"].append(flag(code, warning))
         if not correctness["passed"]:
             result["state"] = "incorrect"
             result["message"] = correctness["message"]
             return result
-        if counter.count == 0:
+        if correctness["launches"] == 0:
             result["flags"].append(
                 flag("no-custom-kernel", "no Triton kernel was launched: this candidate runs PyTorch only")
             )
-        result["state"] = "correct"
         stage = "timing"
         if on_gpu:
-            cand, baselines, flags = time_all(spec, reference, candidate, cases[0], device, progress)
+            cand, baselines, flags = time_all(spec, reference, link, spec["bench_cases"][0], device, progress, deadline, facts)
             result["timing"] = cand
             result["baselines"] = baselines
             result["flags"] += flags
@@ -380,30 +441,63 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             result["flags"] += more
             phase("timing")
         else:
-            _, cand_fn = build_pair(reference, candidate, cases[0], 0)
-            inputs = reference.make_inputs(cases[0], 0)
-            with torch.no_grad():
-                result["timing"] = cpu_timing(lambda: cand_fn(inputs))
+            result["timing"] = _cpu_timing(reference, link, cases[0], deadline, facts)
+        result["state"] = "correct"
         return result
-    except BaseException as exc:  # noqa: BLE001 - the kernel may raise anything, SystemExit included
+    except CandidateFailed as exc:
+        result["state"] = exc.state
+        result["speedup"] = None
+        result["message"] = f"{stage}: {exc}"
+        if exc.state == "timeout":
+            result["message"] = f"{stage}: timed out after {spec.get('timeout_s', 120):g} s; {exc}"
+        if exc.traceback:
+            result["traceback"] = exc.traceback
+        return result
+    except BaseException as exc:  # noqa: BLE001 - the reference may raise anything too
         if isinstance(exc, KeyboardInterrupt):
             raise
         result["state"] = "error"
         result["speedup"] = None
-        result["message"] = f"{stage}: {_describe(exc)}"
+        result["message"] = f"{stage}: {describe(exc)}"
         result["traceback"] = traceback.format_exc()[-4000:]
         print(result["traceback"], file=sys.stderr)
         return result
+    finally:
+        result["flags"] += facts.flags()
+        _record_memory(result, link, device, deadline)
+        link.close()
 
 
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, SystemExit):
-        return f"the candidate called sys.exit({exc.code!r})"
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    if "out of memory" in first.lower():
-        return f"out of memory: {first}"
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+def _record_memory(result: dict[str, Any], link: CandidateProcess, device, deadline) -> None:
+    """Peak GPU memory of the job: this process's plus the candidate's, beside one case's inputs and outputs."""
+    import torch
+
+    if device.type != "cuda":
+        return
+    checker = torch.cuda.max_memory_allocated(device)
+    candidate = None
+    if link.process.poll() is None:
+        try:
+            reply, _ = link.request("peak", timeout_s=min(5.0, deadline.left()), into="cuda")
+            candidate = _number(reply.get("peak_mem_bytes"))
+        except CandidateFailed:
+            candidate = None
+    case_bytes = (result.get("correctness") or {}).get("case_bytes")
+    result["memory"] = {"checker_peak_bytes": checker, "candidate_peak_bytes": candidate, "case_bytes": case_bytes}
+    result["peak_mem_bytes"] = checker + int(candidate or 0)
+
+
+def _cpu_timing(reference, link: CandidateProcess, case, deadline, facts: Facts) -> dict[str, Any]:
+    """Three host-timed calls in the candidate's process: a CPU figure, labelled as such, never a GPU number."""
+    from trialtui.runner.timing import summarize
+
+    payload: dict[str, Any] = {"inputs": reference.make_inputs(case, 0), "seed": 0}
+    if reference.form == "kernelbench":
+        payload.update(init_inputs=reference.init_inputs(case), weights=dict(reference.model(case, 0).state_dict()))
+    reply, _ = link.request("cpu_time", payload, timeout_s=deadline.left())
+    facts.see(reply)
+    samples = [float(x) for x in reply.get("samples") or [] if isinstance(x, (int, float))] or [0.0]
+    return {**summarize(samples), "kernel_us": None, "label": CPU_TIMING_LABEL}
 
 
 def wait_for_job() -> list[str]:

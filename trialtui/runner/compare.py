@@ -6,10 +6,39 @@ fraction of mismatches and where the first one is.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import torch
+
+# Normwise check: the candidate's ||out - ref_hp|| / ||ref_hp|| may be this many times the reference's
+# own error against the same higher-precision run, but never needs to beat the dtype's floor.
+NORM_MULTIPLE = 8.0
+NORM_FLOOR = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3}
+NORM_FLOOR_TF32 = 2e-3
+# The higher-precision run: float64 under float32 (and wider), float32 under the half types.
+HIGHER = {torch.float32: torch.float64, torch.float64: torch.float64, torch.float16: torch.float32, torch.bfloat16: torch.float32}
+
+
+@contextmanager
+def poisoned_allocations() -> Iterator[None]:
+    """Fresh allocations filled with NaN, so outputs the kernel never wrote cannot pass.
+
+    The C switch under torch.use_deterministic_algorithms does the same without importing
+    torch._inductor (1.5 s of CPU). Warn-only: the candidate's own nondeterministic ops still run.
+    """
+    import torch.utils.deterministic as deterministic
+
+    was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    was_fill = deterministic.fill_uninitialized_memory
+    torch._C._set_deterministic_algorithms(True, warn_only=True)
+    deterministic.fill_uninitialized_memory = True
+    try:
+        yield
+    finally:
+        deterministic.fill_uninitialized_memory = was_fill
+        torch._C._set_deterministic_algorithms(was[0], warn_only=was[1])
 
 
 @dataclass
@@ -52,8 +81,12 @@ def _structure(value: Any) -> Any:
     return "tensor" if isinstance(value, torch.Tensor) else type(value).__name__
 
 
-def compare(ref: Any, out: Any, atol: float, rtol: float) -> Comparison:
-    """Compare nested outputs; the first failing leaf sets the message."""
+def compare(ref: Any, out: Any, atol: float | None, rtol: float | None) -> Comparison:
+    """Compare nested outputs; the first failing leaf sets the message.
+
+    With atol/rtol None only the structure is checked: shapes, dtypes, devices, and NaN or Inf where
+    the reference is finite (GPU MODE problems, whose own check_implementation judges the values).
+    """
     result = Comparison()
     if _structure(ref) != _structure(out):
         return result.fail(f"output structure differs: expected {_describe(ref)}, got {_describe(out)}")
@@ -68,6 +101,9 @@ def compare(ref: Any, out: Any, atol: float, rtol: float) -> Comparison:
             continue
         if r.dtype != o.dtype:
             result.fail(f"{path}: dtype {o.dtype}, expected {r.dtype}")
+            continue
+        if r.device.type != o.device.type:
+            result.fail(f"{path}: on device {o.device.type}, expected {r.device.type}")
             continue
         total += r.numel()
         mismatched += _compare_tensor(path, r, o, atol, rtol, result)
@@ -102,7 +138,10 @@ def _compare_tensor(path: str, r: torch.Tensor, o: torch.Tensor, atol: float, rt
     diff = torch.where(ref_finite & out_finite, diff, torch.zeros_like(diff))
     rel = diff / r64.abs().clamp_min(1e-12)
     result.max_abs_err = max(result.max_abs_err, float(diff.max()))
-    result.max_rel_err = max(result.max_rel_err, float(torch.where(r64.abs() > atol, rel, torch.zeros_like(rel)).max()))
+    floor = atol if atol is not None else 0.0
+    result.max_rel_err = max(result.max_rel_err, float(torch.where(r64.abs() > floor, rel, torch.zeros_like(rel)).max()))
+    if atol is None or rtol is None:
+        return int(nonfinite.sum())
     close = torch.isclose(o64, r64, rtol=rtol, atol=atol, equal_nan=True)
     bad = ~close
     count = int(bad.sum())
@@ -132,14 +171,69 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
-def looks_like_tf32(result: Comparison, dtype: torch.dtype, allow_tf32: bool) -> bool:
-    """fp32 failures with relative error near TF32's ~1e-3 rounding: say so and name allow_tf32."""
+def float_dtypes(value: Any) -> set[torch.dtype]:
+    """The floating dtypes of a nested output: what its tolerances and hints must be about."""
+    return {t.dtype for _, t in _flatten(value) if isinstance(t, torch.Tensor) and t.is_floating_point()}
+
+
+def looks_like_tf32(result: Comparison, expected: Any, allow_tf32: bool) -> bool:
+    """fp32 outputs failing with relative error near TF32's ~1e-3 rounding: say so and name allow_tf32.
+
+    Decided by the reference output's own dtype: fp16 rounding is not TF32's fault.
+    """
     return (
         not result.passed
-        and dtype == torch.float32
+        and float_dtypes(expected) == {torch.float32}
         and not allow_tf32
         and 2e-4 <= result.max_rel_err <= 2e-2
     )
+
+
+@dataclass
+class Normwise:
+    """||out - ref_hp|| / ||ref_hp|| for the candidate and for the reference itself, and the bound."""
+
+    err: float
+    ref_err: float
+    bound: float
+
+    @property
+    def passed(self) -> bool:
+        return self.err <= self.bound
+
+    def message(self) -> str:
+        return (
+            f"normwise error {self.err:.2e} is over the bound {self.bound:.2e} "
+            f"({NORM_MULTIPLE:g}× the reference's own error {self.ref_err:.2e} against a higher-precision run, "
+            "or the dtype's floor): a systematic error the elementwise check cannot see"
+        )
+
+
+def normwise(expected: Any, output: Any, truth: Any, allow_tf32: bool) -> Normwise | None:
+    """Both errors against the higher-precision run over all floating leaves; None when there are none."""
+    num_out = num_ref = den = 0.0
+    dtypes = set()
+    for (_, r), (_, o), (_, h) in zip(_flatten(expected), _flatten(output), _flatten(truth)):
+        if not (isinstance(r, torch.Tensor) and r.is_floating_point() and isinstance(h, torch.Tensor)):
+            continue
+        h64 = h.detach().to(torch.float64)
+        finite = torch.isfinite(h64)
+        h64 = torch.where(finite, h64, torch.zeros_like(h64))
+        r64 = torch.where(finite, r.detach().to(torch.float64), torch.zeros_like(h64))
+        o64 = torch.where(finite, o.detach().to(device=h64.device, dtype=torch.float64), torch.zeros_like(h64))
+        o64 = torch.nan_to_num(o64, nan=0.0, posinf=0.0, neginf=0.0)
+        num_out += float(torch.linalg.vector_norm(o64 - h64)) ** 2
+        num_ref += float(torch.linalg.vector_norm(r64 - h64)) ** 2
+        den += float(torch.linalg.vector_norm(h64)) ** 2
+        dtypes.add(r.dtype)
+    if not dtypes:
+        return None
+    scale = den**0.5 if den > 0 else 1.0
+    floor = max(NORM_FLOOR.get(d, 0.0) for d in dtypes)
+    if allow_tf32 and torch.float32 in dtypes:
+        floor = max(floor, NORM_FLOOR_TF32)
+    ref_err = num_ref**0.5 / scale
+    return Normwise(err=num_out**0.5 / scale, ref_err=ref_err, bound=max(NORM_MULTIPLE * ref_err, floor))
 
 
 def is_trivial(ref: Any) -> bool:

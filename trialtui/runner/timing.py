@@ -20,6 +20,9 @@ MAX_RUNS = 500
 TIME_CAP_S = 3.0
 BATCH = 10
 KERNEL_TIME_RUNS = 20
+# Wall-clock cross-check of the candidate's own timing: launch and round-trip allowance per call.
+WALL_ALLOWANCE_US = 60.0
+WALL_ALLOWANCE_FRAC = 0.3
 CALL_RANGE = "trialtui_call"
 
 
@@ -34,6 +37,18 @@ class Bencher:
         props = torch.cuda.get_device_properties(device)
         l2 = getattr(props, "L2_cache_size", 0) or 50 * 2**20
         return cls(flush=torch.empty(2 * l2 // 4, dtype=torch.int32, device=device))
+
+    def flush_cost_us(self, runs: int = 20) -> float:
+        """GPU time of one L2 flush, measured here: the part of a timed call's wall time that is not the call."""
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        self.flush.zero_()
+        start.record()
+        for _ in range(runs):
+            self.flush.zero_()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) * 1000.0 / runs
 
     def time_round(self, calls: list[Callable[[], Any]]) -> list[tuple[Any, Any]]:
         """Enqueue one cold-L2, event-bracketed call of each function; read the events after a sync.
@@ -82,38 +97,70 @@ def rse(samples: list[float]) -> float:
     return statistics.stdev(samples) / len(samples) ** 0.5 / mean if mean > 0 else float("inf")
 
 
-def time_interleaved(
+def time_alternating(
     bencher: Bencher,
+    candidate_batch: Callable[[int, int], tuple[list[float], float]],
     fns: dict[str, list[Callable[[], Any]]],
     *,
     on_run: Callable[[int], None] | None = None,
     time_cap_s: float = TIME_CAP_S,
-) -> dict[str, list[float]]:
-    """Time every named function in turn, rotating among its input sets, until all are stable.
+) -> tuple[dict[str, list[float]], list[tuple[float, int, list[float]]]]:
+    """The candidate's batch (in its own process), then each baseline's batch here, until all are stable.
 
-    Interleaving puts candidate and baselines under the same clocks and thermal state. Rounds are
-    enqueued in batches and read after one sync; the stopping rule is checked between batches.
+    Alternating batches keeps candidate and baselines under the same clocks and thermal state while
+    the baselines stay out of the candidate's reach. Returns the samples per name and, per candidate
+    batch, (wall µs seen from here, runs, its samples) for the cross-check.
     """
     names = list(fns)
-    samples: dict[str, list[float]] = {name: [] for name in names}
+    samples: dict[str, list[float]] = {"candidate": [], **{name: [] for name in names}}
+    walls: list[tuple[float, int, list[float]]] = []
     started = time.monotonic()
     run = 0
     while True:
+        batch, wall_us = candidate_batch(run, BATCH)
+        samples["candidate"] += batch
+        walls.append((wall_us, BATCH, batch))
         pending = []
-        for _ in range(BATCH):
-            pending.append(bencher.time_round([fns[name][run % len(fns[name])] for name in names]))
-            run += 1
+        for i in range(BATCH):
+            pending.append(bencher.time_round([fns[name][(run + i) % len(fns[name])] for name in names]))
         torch.cuda.synchronize()
         for pairs in pending:
             for name, (start, end) in zip(names, pairs):
                 samples[name].append(start.elapsed_time(end) * 1000.0)
+        run += BATCH
         if on_run is not None:
             on_run(run)
         if run >= MIN_RUNS and all(rse(s) < TARGET_RSE for s in samples.values()):
             break
         if run >= MAX_RUNS or time.monotonic() - started > time_cap_s:
             break
-    return samples
+    return samples, walls
+
+
+def wall_per_call(walls: list[tuple[float, int, list[float]]]) -> float | None:
+    """Median wall time per call of the candidate's batches, as the checker's clock saw them."""
+    per_call = [wall / n for wall, n, _ in walls if n]
+    return statistics.median(per_call) if per_call else None
+
+
+def wall_mismatch(walls: list[tuple[float, int, list[float]]], median_us: float, flush_us: float) -> str | None:
+    """A message when the candidate's own event times are far below what the checker's wall clock allows.
+
+    Each timed call also flushes L2 and may wait on the host, so the wall clock per call is at least
+    the event time and never much more than event time + flush + launch: a candidate reporting
+    less GPU time than its batches took is lying or timing the wrong thing.
+    """
+    excess = []
+    for wall, n, batch in walls:
+        reported = sum(batch) / n
+        excess.append(wall / n - flush_us - WALL_ALLOWANCE_US - (1 + WALL_ALLOWANCE_FRAC) * reported)
+    if not excess or statistics.median(excess) <= 0:
+        return None
+    return (
+        f"the checker's clock saw {wall_per_call(walls):.1f} µs per timed call but the candidate's events say "
+        f"{median_us:.1f} µs (L2 flush {flush_us:.1f} µs, allowance {WALL_ALLOWANCE_US:g} µs + "
+        f"{WALL_ALLOWANCE_FRAC:.0%}): its timing does not match the work it did"
+    )
 
 
 def kernel_time_us(bencher: Bencher, calls: list[Callable[[], Any]], runs: int = KERNEL_TIME_RUNS) -> float | None:

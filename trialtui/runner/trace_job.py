@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core.result import RESULT_VERSION
-from trialtui.runner.bench_job import Progress, poisoned_allocations
+from trialtui.runner.bench_job import Progress
+from trialtui.runner.compare import poisoned_allocations
 from trialtui.runner.child import serve
 
 # Launch options the compile child passes on to triton.compile (the rest are kernel arguments).

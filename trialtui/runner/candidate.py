@@ -1,0 +1,286 @@
+"""The candidate's process: imports the candidate, runs it on inputs it is sent, sends outputs and times back.
+
+`python -m trialtui.runner.candidate`, started by the checker (bench_job). It holds no reference,
+no reference output, no result path and no verdict: its protocol pipes are its only link to the
+checker, and what it sends is data the checker checks. The candidate's own prints go to the log
+(stdout is moved onto stderr before the candidate is imported).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+OPS = ("load", "run", "prepare_timing", "time", "kernel_time", "cpu_time", "peak")
+
+
+class LaunchCounter:
+    """Counts Triton kernel launches, compiled or interpreted: a candidate with none is flagged."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def install(self) -> None:
+        import triton.runtime.jit as jit
+
+        classes = [jit.JITFunction]
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            classes.append(InterpretedFunction)
+        except ImportError:
+            pass
+        for cls in classes:
+            original = cls.run
+            counter = self
+
+            def run(self, *args, __original=original, **kwargs):
+                counter.count += 1
+                return __original(self, *args, **kwargs)
+
+            cls.run = run
+
+
+class Integrity:
+    """The timing functions as they were before the candidate was imported; names what it replaced."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self.watched: dict[str, tuple[Any, str, Any]] = {}
+        for owner, attr in self._targets(torch):
+            self.watched[f"{getattr(owner, '__name__', owner)}.{attr}"] = (owner, attr, getattr(owner, attr, None))
+
+    @staticmethod
+    def _targets(torch) -> list[tuple[Any, str]]:
+        import time as time_module
+
+        targets = [
+            (torch.cuda, "synchronize"), (torch.cuda, "Event"), (torch.cuda.Event, "record"),
+            (torch.cuda.Event, "elapsed_time"), (torch.cuda.Event, "synchronize"), (torch.cuda, "Stream"),
+            (torch.cuda, "current_stream"), (torch.cuda, "graph"), (torch.cuda.CUDAGraph, "replay"),
+            (torch.Tensor, "zero_"), (torch, "empty"), (time_module, "perf_counter"),
+            (time_module, "perf_counter_ns"), (time_module, "monotonic"), (time_module, "time"),
+        ]
+        try:
+            import torch.profiler as profiler
+
+            targets.append((profiler, "profile"))
+        except ImportError:
+            pass
+        return targets
+
+    def patched(self) -> list[str]:
+        return sorted(name for name, (owner, attr, original) in self.watched.items() if getattr(owner, attr, None) is not original)
+
+
+def describe(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"the candidate called sys.exit({exc.code!r})"
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    if "out of memory" in first.lower():
+        return f"out of memory: {first}"
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+class Session:
+    """State of one job in the candidate's process: the imported module and the bound timing calls."""
+
+    def __init__(self, channel) -> None:
+        self.channel = channel
+        self.module = None
+        self.load: dict[str, Any] = {}
+        self.counter = LaunchCounter()
+        self.integrity: Integrity | None = None
+        self.calls: list[Callable[[], Any]] = []
+        self.flush = None
+        self.imported_reference = False
+        self.runs = 0
+
+    # -- operations ---------------------------------------------------------------------------
+    def op_load(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
+        import torch
+
+        from trialtui.runner.loader import Reference, load_module
+
+        self.load = msg
+        self.device = torch.device(msg["device"])
+        self.dtype = getattr(torch, msg["dtype"])
+        torch.backends.cuda.matmul.allow_tf32 = bool(msg.get("allow_tf32"))
+        torch.backends.cudnn.allow_tf32 = bool(msg.get("allow_tf32"))
+        self.counter.install()
+        self.integrity = Integrity()
+        Reference.importable(msg["reference"], msg.get("support_files", []))  # `from task import ...`
+        self.module = load_module(msg["candidate"], "trialtui_candidate")
+        if not hasattr(self.module, msg["entry_point"]):
+            raise AttributeError(f"candidate defines no {msg['entry_point']}")
+        return self.facts(), None
+
+    def facts(self, scan: bool = False) -> dict[str, Any]:
+        """Side facts for the checker's flags: timers replaced, and (when `scan`) the reference's code loaded."""
+        if scan and not self.imported_reference:
+            self.imported_reference = self._reference_loaded()
+        return {"patched": self.integrity.patched() if self.integrity else [], "imported_reference": self.imported_reference}
+
+    def _reference_loaded(self) -> bool:
+        """Any live function whose code comes from the problem's reference.py: the candidate runs the reference."""
+        import gc
+        import types
+
+        reference = self.load.get("reference") or ""
+        name = os.path.basename(reference)
+        for obj in gc.get_objects():
+            if type(obj) is not types.FunctionType:
+                continue
+            filename = obj.__code__.co_filename
+            if os.path.basename(filename) == name and os.path.realpath(filename) == reference:
+                return True
+        return False
+
+    def _build(self, payload: dict[str, Any]) -> Callable[[Any], Any]:
+        import torch
+
+        from trialtui.runner.loader import load_matching_weights, seed_all
+
+        entry = getattr(self.module, self.load["entry_point"])
+        if self.load["form"] == "gpumode":
+            return entry
+        seed_all(int(payload["seed"]))
+        model = entry(*payload["init_inputs"])
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"{self.load['entry_point']}(...) returned {type(model).__name__}, not an nn.Module")
+        model = model.to(device=self.device, dtype=self.dtype)
+        weights = payload.get("weights") or {}
+        if weights:
+            load_matching_weights(model, weights)
+        return lambda inputs: model(*inputs)
+
+    def op_run(self, msg: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        import torch
+
+        from trialtui.runner.compare import poisoned_allocations
+        from trialtui.runner.compare import inputs_changed
+        from trialtui.runner.loader import clone
+
+        fn = self._build(payload)
+        given = payload["inputs"]
+        pristine = clone(given) if msg.get("check_inputs") else None
+        before = self.counter.count
+        with torch.no_grad(), poisoned_allocations():
+            output = fn(given)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        changed = inputs_changed(pristine, given) if pristine is not None else None
+        self.runs += 1
+        reply = {"launches": self.counter.count - before, "input_changed": changed, **self.facts(scan=self.runs == 1)}
+        return reply, output
+
+    def op_prepare_timing(self, msg: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        import torch
+
+        from trialtui.runner import timing
+
+        fn = self._build(payload)
+        self.calls = [(lambda inputs=inputs: fn(inputs)) for inputs in payload["input_sets"]]
+        self.bencher = timing.Bencher.for_device(self.device)
+        with torch.no_grad():
+            for call in self.calls:  # warm-up: JIT and autotuning outside the numbers
+                call()
+                call()
+            torch.cuda.synchronize()
+            if msg.get("cuda_graph"):
+                self.calls = [timing.cuda_graph_call(c) for c in self.calls]
+        return self.facts(), None
+
+    def op_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
+        import torch
+
+        start_run = int(msg.get("start", 0))
+        n = int(msg["n"])
+        with torch.no_grad():
+            pending = [self.bencher.time_round([self.calls[(start_run + i) % len(self.calls)]]) for i in range(n)]
+            torch.cuda.synchronize()
+        samples = [start.elapsed_time(end) * 1000.0 for pairs in pending for start, end in pairs]
+        return {"samples": samples, **self.facts()}, None
+
+    def op_kernel_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
+        import torch
+
+        from trialtui.runner import timing
+
+        with torch.no_grad():
+            kernel_us = timing.kernel_time_us(self.bencher, self.calls)
+            host_us = timing.host_wall_us(self.calls[0])
+        peak = torch.cuda.max_memory_allocated(self.device)
+        return {"kernel_us": kernel_us, "host_wall_us": host_us, "peak_mem_bytes": peak, **self.facts(scan=True)}, None
+
+    def op_cpu_time(self, msg: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        import torch
+
+        fn = self._build(payload)
+        inputs = payload["inputs"]
+        samples = []
+        with torch.no_grad():
+            for _ in range(3):
+                t0 = time.perf_counter()
+                fn(inputs)
+                samples.append((time.perf_counter() - t0) * 1e6)
+        return {"samples": samples, **self.facts(scan=True)}, None
+
+    def op_peak(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
+        import torch
+
+        cuda = self.device.type == "cuda"
+        return {"peak_mem_bytes": torch.cuda.max_memory_allocated(self.device) if cuda else None}, None
+
+
+def serve_checker(channel) -> None:
+    """Answer the checker's requests until it says exit or goes away; each failure is a reply, not a death."""
+    session = Session(channel)
+    while True:
+        try:
+            msg, payload = channel.recv(device=session.load.get("device", "cpu"))
+        except Exception:  # noqa: BLE001 - the checker is gone or broken: nothing left to serve
+            return
+        op = msg.get("op")
+        if op not in OPS:
+            return
+        try:
+            reply, out = getattr(session, f"op_{op}")(msg, payload)
+            reply["ok"] = True
+        except BaseException as exc:  # noqa: BLE001 - the kernel may raise anything, SystemExit included
+            if isinstance(exc, KeyboardInterrupt):
+                return
+            trace = traceback.format_exc()[-4000:]
+            print(trace, file=sys.stderr)
+            reply, out = {"ok": False, "error": describe(exc), "traceback": trace}, None
+        try:
+            channel.send(reply, out)
+        except Exception as exc:  # noqa: BLE001 - an output that cannot be sent is a failure of this step
+            channel.send({"ok": False, "error": f"the output could not be sent: {describe(exc)}"})
+        del out, payload
+
+
+def main() -> None:
+    from pathlib import Path
+
+    from trialtui.runner.wire import Channel
+
+    exchange = Path(sys.argv[1])
+    rfile = os.fdopen(os.dup(0), "rb")
+    wfile = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)  # what the candidate prints goes to the log, never into the protocol
+    serve_checker(Channel(rfile, wfile, exchange, "cand"))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""Values across the checker/candidate boundary as plain data, never as objects either side must trust.
+
+A message is one JSON line on a pipe; the tensors it carries are raw bytes in files of an exchange
+directory (shared memory where there is room), described in the line by dtype and shape. Nested
+tuples, lists and dicts of tensors and JSON scalars cross as they are; anything else crosses as an
+`Opaque` naming its type, so a candidate that returns an object gets a clear structural verdict.
+Everything received is checked (dtypes, sizes, file names) before it becomes a tensor.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import torch
+
+DTYPES = {
+    str(dtype).removeprefix("torch."): dtype
+    for dtype in (
+        torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+        torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128,
+    )
+}
+for _name in ("float8_e4m3fn", "float8_e5m2"):
+    if hasattr(torch, _name):
+        DTYPES[_name] = getattr(torch, _name)
+MAX_LINE = 64 * 2**20
+MAX_LEAVES = 100_000
+SHM = Path("/dev/shm")
+
+
+class WireError(ValueError):
+    """A message that does not follow the protocol: the sender is broken or hostile."""
+
+
+class ChannelClosed(WireError):
+    """The other side went away (exited, crashed, or closed its end)."""
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A value the sender could not express as data; only its type name crossed."""
+
+    type_name: str
+
+
+def exchange_dir(expected_bytes: int = 0) -> Path:
+    """A private directory for tensor bytes: /dev/shm when it has room, else the temp dir."""
+    base = None
+    try:
+        if SHM.is_dir() and shutil.disk_usage(SHM).free > max(4 * expected_bytes, 2**30):
+            base = str(SHM)
+    except OSError:
+        base = None
+    return Path(tempfile.mkdtemp(prefix="trialtui-x-", dir=base))
+
+
+class Channel:
+    """One side of the protocol: JSON lines on `rfile`/`wfile`, tensor bytes in `directory`."""
+
+    def __init__(self, rfile: IO[bytes], wfile: IO[bytes], directory: Path, name: str):
+        self.rfile = rfile
+        self.wfile = wfile
+        self.directory = Path(directory)
+        self.name = name  # file prefix, so both sides never pick the same file name
+        self._ids = itertools.count()
+
+    def send(self, header: dict[str, Any], payload: Any = None) -> None:
+        tensors: list[dict[str, Any]] = []
+        tree = self._encode(payload, tensors)
+        line = json.dumps({**header, "payload": tree, "tensors": tensors}) + "\n"
+        try:
+            self.wfile.write(line.encode())
+            self.wfile.flush()
+        except (BrokenPipeError, ValueError, OSError) as exc:
+            raise ChannelClosed(f"the other process is gone ({exc})") from exc
+
+    def recv(self, device: torch.device | str = "cpu", max_bytes: int | None = None) -> tuple[dict[str, Any], Any]:
+        line = self.rfile.readline(MAX_LINE + 1)
+        if not line:
+            raise ChannelClosed("the other process closed the channel")
+        if len(line) > MAX_LINE or not line.endswith(b"\n"):
+            raise WireError("a message line over the size limit")
+        try:
+            message = json.loads(line)
+        except ValueError as exc:
+            raise WireError(f"not JSON: {exc}") from exc
+        if not isinstance(message, dict):
+            raise WireError("a message must be a JSON object")
+        metas = message.pop("tensors", [])
+        tree = message.pop("payload", None)
+        if not isinstance(metas, list) or len(metas) > MAX_LEAVES:
+            raise WireError("tensors must be a list of at most %d entries" % MAX_LEAVES)
+        total = 0
+        tensors = []
+        for meta in metas:
+            tensor = self._read_tensor(meta, device)
+            total += tensor.numel() * tensor.element_size()
+            if max_bytes is not None and total > max_bytes:
+                raise WireError(f"more than {max_bytes} bytes of tensors in one message")
+            tensors.append(tensor)
+        return message, self._decode(tree, tensors, depth=0)
+
+    def _encode(self, value: Any, tensors: list[dict[str, Any]]) -> Any:
+        if isinstance(value, torch.Tensor):
+            tensors.append(self._write_tensor(value))
+            return {"t": len(tensors) - 1}
+        if value is None or isinstance(value, (bool, int, str)):
+            return {"v": value}
+        if isinstance(value, float):
+            return {"v": value} if math.isfinite(value) else {"f": repr(value)}
+        if isinstance(value, (tuple, list)):
+            return {type(value).__name__: [self._encode(v, tensors) for v in value]}
+        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            return {"dict": [[k, self._encode(v, tensors)] for k, v in value.items()]}
+        if isinstance(value, torch.Size):
+            return {"tuple": [{"v": int(v)} for v in value]}
+        if isinstance(value, torch.dtype):
+            return {"dtype": str(value).removeprefix("torch.")}
+        return {"opaque": type(value).__name__}
+
+    def _decode(self, tree: Any, tensors: list[torch.Tensor], depth: int) -> Any:
+        if depth > 64 or not isinstance(tree, dict) or len(tree) != 1:
+            raise WireError("malformed payload")
+        (kind, body), = tree.items()
+        if kind == "t":
+            if not isinstance(body, int) or not 0 <= body < len(tensors):
+                raise WireError("payload names a tensor that was not sent")
+            return tensors[body]
+        if kind == "v":
+            if body is not None and not isinstance(body, (bool, int, float, str)):
+                raise WireError("a scalar must be a JSON scalar")
+            return body
+        if kind == "f":
+            if body not in ("nan", "inf", "-inf"):
+                raise WireError("bad float")
+            return float(body)
+        if kind in ("tuple", "list"):
+            if not isinstance(body, list):
+                raise WireError("a sequence must be a list")
+            items = [self._decode(v, tensors, depth + 1) for v in body]
+            return tuple(items) if kind == "tuple" else items
+        if kind == "dict":
+            if not isinstance(body, list) or not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in body):
+                raise WireError("a dict must be a list of [key, value] pairs")
+            return {k: self._decode(v, tensors, depth + 1) for k, v in body}
+        if kind == "dtype":
+            if body not in DTYPES:
+                raise WireError(f"unknown dtype {body!r}")
+            return DTYPES[body]
+        if kind == "opaque":
+            return Opaque(str(body)[:200])
+        raise WireError(f"unknown payload kind {kind!r}")
+
+    def _write_tensor(self, tensor: torch.Tensor) -> dict[str, Any]:
+        tensor = tensor.detach()
+        dtype = str(tensor.dtype).removeprefix("torch.")
+        if dtype not in DTYPES:
+            raise WireError(f"dtype {tensor.dtype} cannot cross the boundary")
+        meta: dict[str, Any] = {"dtype": dtype, "shape": list(tensor.shape), "device": tensor.device.type, "file": None}
+        if tensor.numel():
+            name = f"{self.name}-{next(self._ids)}.bin"
+            flat = tensor.contiguous().reshape(-1).view(torch.uint8)
+            with open(self.directory / name, "wb") as fh:
+                fh.write(flat.cpu().numpy().data)
+            meta["file"] = name
+        return meta
+
+    def _read_tensor(self, meta: Any, device: torch.device | str) -> torch.Tensor:
+        if not isinstance(meta, dict):
+            raise WireError("a tensor description must be an object")
+        dtype = DTYPES.get(meta.get("dtype"))
+        shape = meta.get("shape")
+        if dtype is None:
+            raise WireError(f"unknown dtype {meta.get('dtype')!r}")
+        if not isinstance(shape, list) or len(shape) > 16 or not all(isinstance(s, int) and s >= 0 for s in shape):
+            raise WireError(f"bad shape {shape!r}")
+        numel = math.prod(shape)
+        nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        name = meta.get("file")
+        if numel == 0:
+            return torch.empty(shape, dtype=dtype, device=device)
+        if not isinstance(name, str) or Path(name).name != name or not name.endswith(".bin"):
+            raise WireError(f"bad file name {name!r}")
+        path = self.directory / name
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise WireError(f"tensor file {name} is missing") from exc
+        if size != nbytes:
+            raise WireError(f"tensor file {name} holds {size} bytes, its description says {nbytes}")
+        raw = torch.from_file(str(path), shared=False, size=nbytes, dtype=torch.uint8)
+        os.unlink(path)
+        tensor = raw.view(dtype).reshape(shape)
+        return tensor.to(device) if torch.device(device).type != "cpu" else tensor.clone()

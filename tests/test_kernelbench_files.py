@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from trialtui.core.problem import load_problem, size_constants
+from trialtui.core.problem import literal_sizes, load_problem, size_constants
 
 torch = pytest.importorskip("torch")
 
@@ -42,17 +42,6 @@ def _shrink(name: str, value: int) -> int:
     if name == "batch_size":
         return 2
     return value if value <= 16 else 16 + value % 16
-
-
-def literal_sizes(tree: ast.Module) -> dict[str, object]:
-    """Size constants written as literals (not derived from another name): the ones to override."""
-    sizes = size_constants(tree)
-    literal: dict[str, object] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and not any(isinstance(n, ast.Name) for n in ast.walk(node.value)):
-            for target in node.targets:
-                literal.update({n.id: sizes[n.id] for n in ast.walk(target) if isinstance(n, ast.Name) and n.id in sizes})
-    return literal
 
 
 def small_case(file: Path, tree: ast.Module) -> dict[str, object]:

@@ -121,6 +121,21 @@ def size_constants(tree: ast.Module, overrides: dict[str, Any] | None = None) ->
     return sizes
 
 
+def literal_sizes(tree: ast.Module) -> dict[str, Any]:
+    """The size constants written as literals (`dim = 4096`, not `bias_shape = (dim,)`): the ones a
+    config sets; the derived ones follow them."""
+    sizes = size_constants(tree)
+    literal: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            if not any(isinstance(n, ast.Name) for n in ast.walk(node.value)):
+                literal.update({name: sizes[name] for name in _assigned(node) if name in sizes})
+            else:
+                for name in _assigned(node):
+                    literal.pop(name, None)
+    return literal
+
+
 def detect_form(reference: Path, has_task: bool) -> str:
     """KernelBench or GPU MODE, from the names the reference defines; else a ProblemError."""
     try:
@@ -299,6 +314,7 @@ class Problem:
             "atol": atol,
             "rtol": rtol,
             "allow_tf32": self.config.allow_tf32,
+            "explicit_tolerance": self.config.atol is not None or self.config.rtol is not None,
             "test_cases": self.test_cases,
             "bench_cases": self.bench_cases,
             "support_files": [str(p) for p in self.support_files],

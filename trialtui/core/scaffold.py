@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import io
 import shutil
+import tokenize
 from pathlib import Path
 
-from trialtui.core.problem import REFERENCE_NAME, ProblemError, detect_form, size_constants
+from trialtui.core.problem import REFERENCE_NAME, ProblemError, detect_form, literal_sizes
 
 
 class ScaffoldError(ValueError):
@@ -96,8 +98,8 @@ busy = "queue"             # queue | latest | restart
 def _sizes_block(constants: dict[str, object]) -> str:
     if not constants:
         return ""
-    small = "\n".join(f"{k} = {_small(v)}" for k, v in constants.items())
-    full = "\n".join(f"{k} = {v!r}" for k, v in constants.items())
+    small = "\n".join(f"{k} = {_toml(_small(v))}" for k, v in constants.items())
+    full = "\n".join(f"{k} = {_toml(v)}" for k, v in constants.items())
     return (
         "\n# Small sizes for CPU correctness (Triton interpreter), full sizes for GPU timing.\n"
         f"[test_sizes]\n{small}\n\n[bench_sizes]\n{full}\n"
@@ -105,9 +107,35 @@ def _sizes_block(constants: dict[str, object]) -> str:
 
 
 def _small(value: object) -> object:
+    if isinstance(value, tuple):
+        return tuple(_small(v) for v in value)
     if isinstance(value, int) and value > 64:
         return 64 if value % 64 == 0 else 67
     return value
+
+
+def _toml(value: object) -> str:
+    """A size as TOML: tuples become arrays."""
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return repr(value)
+
+
+def rename_model(source: str) -> str:
+    """`Model` → `ModelNew` wherever the name is used (`class Model(`, `super(Model, self)`), not in
+    strings, comments or attribute names, so the candidate runs as written."""
+    lines = source.splitlines(keepends=True)
+    previous = None
+    spots = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.NAME and token.string == "Model" and previous != ".":
+            spots.append(token.start)
+        if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+            previous = token.string
+    for row, col in reversed(spots):
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + "ModelNew" + line[col + len("Model"):]
+    return "".join(lines)
 
 
 def scaffold(directory: Path, from_file: Path | None = None) -> list[Path]:
@@ -128,10 +156,10 @@ def scaffold(directory: Path, from_file: Path | None = None) -> list[Path]:
         if form != "kernelbench":
             raise ScaffoldError(f"{from_file} is not a KernelBench problem file")
         shutil.copyfile(from_file, reference)
-        constants = size_constants(ast.parse(reference.read_bytes()))
+        constants = literal_sizes(ast.parse(reference.read_bytes()))
         candidate.write_text(
             "# strategy: first version\n# Define ModelNew with the same constructor arguments as Model.\n"
-            + reference.read_text().replace("class Model(", "class ModelNew(")
+            + rename_model(reference.read_text())
         )
     else:
         reference.write_text(REFERENCE)

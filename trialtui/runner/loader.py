@@ -79,7 +79,7 @@ class Reference:
         self.emulated = self.device.type == "cpu" and self.dtype == torch.bfloat16 and interpreted()
         if self.emulated:
             self.dtype = torch.float32
-        self._importable(spec)
+        self.importable(spec["reference"], spec.get("support_files", []))
         self.module = load_module(spec["reference"], "trialtui_reference")
         self.constants = constants.constant_block(spec["reference"]) if self.form == "kernelbench" else []
         self.cuda_target = self.device if self.device.type != "cuda" and not torch.cuda.is_available() else None
@@ -88,12 +88,12 @@ class Reference:
                 setattr(self.module, name, mapped(getattr(self.module, name), self.cuda_target))
 
     @staticmethod
-    def _importable(spec: dict[str, Any]) -> None:
+    def importable(reference: str | Path, support_files: list[str]) -> None:
         """The problem directory and the folders of its support files (GPU MODE's `files:`, e.g.
         `../utils.py`) go first on sys.path, so `from task import input_t` and `from utils import
-        ...` work in the reference and the candidate alike."""
-        folders = [str(Path(spec["reference"]).parent)]
-        folders += [str(Path(p).parent) for p in spec.get("support_files", [])]
+        ...` work in the reference and the candidate alike (each process calls this)."""
+        folders = [str(Path(reference).resolve().parent)]
+        folders += [str(Path(p).parent) for p in support_files]
         for folder in reversed(list(dict.fromkeys(folders))):
             if folder in sys.path:
                 sys.path.remove(folder)

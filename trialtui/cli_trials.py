@@ -1,12 +1,14 @@
 """`trialtui trials …`: the trial tree from the shell, and the way in and out of trial_manager's layout.
 
 Reading commands open the store without its lock, so they work while the TUI runs. Commands that
-write (note, branch, finalize, import) take the lock and are refused, naming the holder, while
-another process owns the problem.
+write take the lock; while a running TUI or watcher holds it, note, branch, rerun and finalize are
+sent to that engine through its control channel (engine.control) and the TUI shows them at once;
+import is refused, naming the holder.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import difflib
 import json
@@ -23,7 +25,8 @@ from trialtui.core import tree
 from trialtui.core.config import Config, ConfigError, load_config
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError, load_problem
-from trialtui.core.store import STATE_DIR, Store, StoreError, UnknownTrial, atomic_write, sha256_of
+from trialtui.core.store import STATE_DIR, Store, StoreError, StoreLocked, UnknownTrial, atomic_write, sha256_of
+from trialtui.engine import control
 
 HF_STATE = "state.json"
 _HF_KEY = "trialtui"  # our fields inside a trial_manager record; trial_manager ignores unknown keys
@@ -47,11 +50,42 @@ def _json_option(func: Any) -> Any:
 def _store(root: Path, *, writer: bool = False) -> Iterator[Store]:
     try:
         with Store.open(root, writer=writer) as store:
+            if store.recovery:
+                click.echo(f"warning: {store.recovery}", err=True)
             yield store
     except StoreError as exc:
         raise Refusal(str(exc), 1) from exc
     except UnknownTrial as exc:
         raise Refusal(exc.args[0], 1) from exc
+
+
+def _held(root: Path) -> StoreLocked | None:
+    """The running engine's lock, when one holds this problem; else None (the caller writes itself).
+
+    Probing takes and drops the lock, so a command that then writes opens the store again.
+    """
+    try:
+        Store.open(root, writer=True).close()
+    except StoreLocked as locked:
+        return locked
+    except StoreError:
+        return None  # the caller's own open reports it
+    return None
+
+
+def _ask_engine(root: Path, locked: StoreLocked, op: str, args: dict[str, Any],
+                timeout: float | None = 10.0) -> dict[str, Any]:
+    """Send a command to the engine that holds the store; its refusal or silence is a clear message."""
+    try:
+        return control.send(root.resolve() / STATE_DIR, op, args, timeout=timeout)
+    except control.Refused as exc:
+        raise click.ClickException(str(exc)) from exc
+    except control.Unavailable as exc:
+        raise click.ClickException(f"{locked} (its control channel did not answer: {exc})") from exc
+
+
+def _via(reply: dict[str, Any]) -> str:
+    return f"(sent to the running trialtui, pid {reply.get('pid')})"
 
 
 def _config(root: Path) -> Config:
@@ -231,8 +265,14 @@ def diff(first: str, second: str | None, root: Path) -> None:
 @_dir_option
 def note(trial_id: str, text: tuple[str, ...], root: Path) -> None:
     """Label a trial; the label shows instead of its `# strategy:` comment. An empty TEXT clears it."""
+    label = " ".join(text).strip() or None
+    locked = _held(root)
+    if locked is not None:
+        reply = _ask_engine(root, locked, "note", {"trial": trial_id, "text": label})
+        click.echo(f"{reply['trial']}: {reply['label'] or '(no label)'} {_via(reply)}")
+        return
     with _store(root, writer=True) as store:
-        trial = store.update(trial_id, note=" ".join(text).strip() or None)
+        trial = store.update(trial_id, note=label)
     click.echo(f"{trial.id}: {tree.label(trial) or '(no label)'}")
 
 
@@ -242,15 +282,64 @@ def note(trial_id: str, text: tuple[str, ...], root: Path) -> None:
 @_json_option
 def branch(trial_id: str, root: Path, as_json: bool) -> None:
     """Put a trial's source back into its file and move the head there: the next save grows from it."""
-    with _store(root, writer=True) as store:
-        target = store.get(trial_id)
-        recorded = store.branch(trial_id)
+    locked = _held(root)
+    if locked is not None:
+        reply = _ask_engine(root, locked, "branch", {"trial": trial_id})
+        head, file, recorded_id, via = reply["head"], reply["file"], reply["recorded"], f" {_via(reply)}"
+    else:
+        with _store(root, writer=True) as store:
+            target = store.get(trial_id)
+            recorded = store.branch(trial_id)
+        head, file, recorded_id, via = target.id, target.file, recorded.id if recorded else None, ""
     if as_json:
-        _echo_json({"head": target.id, "file": target.file, "recorded": recorded.id if recorded else None})
+        _echo_json({"head": head, "file": file, "recorded": recorded_id})
         return
-    if recorded:
-        click.echo(f"{target.file} held changes that were not a trial yet: kept as {recorded.id}")
-    click.echo(f"{target.file} now holds {target.id}; its next save grows from {target.id}")
+    if recorded_id:
+        click.echo(f"{file} held changes that were not a trial yet: kept as {recorded_id}")
+    click.echo(f"{file} now holds {head}; its next save grows from {head}{via}")
+
+
+@trials.command()
+@click.argument("trial_ids", nargs=-1)
+@click.option("--interrupted", is_flag=True, help="Every interrupted trial, newest save first.")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None, help="Default: cuda when a GPU is visible.")
+@_dir_option
+@_json_option
+def rerun(trial_ids: tuple[str, ...], interrupted: bool, device: str | None, root: Path, as_json: bool) -> None:
+    """Measure trials again: queued in the running TUI or watcher, or else run here until they are done."""
+    if bool(trial_ids) == interrupted:
+        raise click.UsageError("give trial IDs or --interrupted (not both)")
+    locked = _held(root)
+    if locked is not None:
+        reply = _ask_engine(root, locked, "rerun", {"trials": list(trial_ids), "interrupted": interrupted})
+        if as_json:
+            _echo_json({"queued": reply["queued"], "skipped": reply["skipped"], "pid": reply["pid"]})
+            return
+        for why in reply["skipped"].values():
+            click.echo(f"not queued: {why}")
+        click.echo(f"queued {', '.join(reply['queued']) or 'nothing'} {_via(reply)}")
+        return
+    problem = _problem(root)
+    with _store(root, writer=True) as store:
+        engine = local_engine(problem, store, device)
+        ids = [t.id for t in engine.interrupted()] if interrupted else [store.get(t).id for t in trial_ids]
+        if not ids:
+            click.echo("no interrupted trials")
+            return
+        from trialtui.engine.headless import HeadlessPrinter
+
+        engine.subscribe(HeadlessPrinter(as_json=as_json))
+        try:
+            asyncio.run(engine.run(only=ids))
+        finally:
+            engine.close()
+
+
+def local_engine(problem: Problem, store: Store, device: str | None) -> Any:
+    """The engine `trials rerun` runs when no other holds the problem (a seam for tests)."""
+    from trialtui.engine.loop import Engine
+
+    return Engine(problem, device=device, store=store, validate_workers=1)
 
 
 @trials.command()
@@ -266,6 +355,16 @@ def finalize(trial_id: str | None, device: str | None, root: Path, as_json: bool
     from trialtui.engine.finalize import FinalizeError, finalize as finalize_trial
 
     problem = _problem(root)
+    locked = _held(root)
+    if locked is not None:
+        reply = _ask_engine(root, locked, "finalize", {"trial": trial_id, "device": device}, timeout=None)
+        text, report, out_dir = reply["text"], reply["report"], Path(reply["out_dir"])
+        if as_json:
+            _echo_json(report)
+        else:
+            click.echo(text, nl=False)
+            click.echo(f"\nwrote {out_dir / 'REPORT.md'} and {out_dir / 'report.json'} {_via(reply)}")
+        return
     with _store(root, writer=True) as store:
         found = store.trials()
         trial = store.get(trial_id) if trial_id else tree.best(found, problem.config.primary_baseline)
@@ -282,6 +381,37 @@ def finalize(trial_id: str | None, device: str | None, root: Path, as_json: bool
     else:
         click.echo(text, nl=False)
         click.echo(f"\nwrote {out_dir / trial.file}, {out_dir / 'REPORT.md'}, {out_dir / 'report.json'}")
+
+
+@trials.command()
+@click.option("--repair", is_flag=True, help="Fix what can be fixed without guessing (needs the store: stop a running trialtui).")
+@_dir_option
+@_json_option
+@click.pass_context
+def doctor(ctx: click.Context, repair: bool, root: Path, as_json: bool) -> None:
+    """Check the store: it opens, snapshots match, parents and heads are valid, nothing left in flight.
+
+    Exit status 1 while something found needs attention.
+    """
+    from trialtui.core import doctor as checks
+
+    locked = _held(root)
+    with _store(root, writer=repair and locked is None) as store:
+        issues = checks.check(store)
+        repaired = checks.repair(store, issues) if store.writer else []
+        left = checks.check(store) if repaired else issues
+    if as_json:
+        _echo_json({"issues": [i.to_dict() for i in issues], "repaired": [i.to_dict() for i in repaired],
+                    "left": [i.to_dict() for i in left]})
+    else:
+        for issue in issues:
+            fixed = " — repaired" if issue in repaired else (f" (--repair: {issue.repair})" if issue.repair else "")
+            click.echo(f"{issue.code}: {issue.message}{fixed}")
+        if repair and locked is not None:
+            click.echo(f"not repaired: {locked}")
+        click.echo("store is healthy" if not left else f"{len(left)} issue(s) left")
+    needs = [i for i in left if i.code not in ("interrupted", "orphan_snapshots", "orphan_logs", "recovered")]
+    ctx.exit(1 if needs else 0)
 
 
 @trials.command()

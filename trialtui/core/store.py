@@ -619,6 +619,14 @@ class Store:
             meta["heads"] = {**meta.get("heads", {}), file: trial_id}
             self._commit(None, meta=meta)
 
+    def drop_head(self, file: str) -> None:
+        """Forget `file`'s head (its next save starts a new root); `trials doctor` does this to a head that names no trial."""
+        self._check_writer()
+        with self._mutex:
+            meta = self._meta()
+            meta["heads"] = {f: h for f, h in meta.get("heads", {}).items() if f != file}
+            self._commit(None, meta=meta)
+
     def branch(self, trial_id: str) -> Trial | None:
         """Put a trial's source back into its file and make it the file's head; creates no trial.
 

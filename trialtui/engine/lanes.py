@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import sys
+import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +46,7 @@ class Job:
     run: Callable[[Lane], Awaitable[None]]
     lane: str | None = None  # pinned to one lane, else the first free one
     owner: object = None  # the engine whose trial this is (trial ids repeat across problems)
+    on_error: Callable[[Job, Exception], None] | None = None  # told when `run` raises; the lane goes on
 
 
 @dataclass
@@ -89,8 +92,12 @@ class Lanes:
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
 
-    def submit(self, job: Job) -> None:
-        self.queue.append(job)
+    def submit(self, job: Job, *, front: bool = False) -> None:
+        """Queue a job last, or (`front`) before every queued one: the `latest` policy runs the newest save first."""
+        if front:
+            self.queue.insert(0, job)
+        else:
+            self.queue.append(job)
         self._wake.set()
         self.on_change()
 
@@ -118,7 +125,7 @@ class Lanes:
         return None
 
     async def work(self, lane: Lane) -> None:
-        """One lane's loop: strictly one job at a time."""
+        """One lane's loop: strictly one job at a time; a job that raises is reported, never the lane's end."""
         while True:
             job = self._take(lane)
             if job is None:
@@ -129,7 +136,18 @@ class Lanes:
             self.on_change()
             try:
                 await job.run(lane)
+            except Exception as exc:  # noqa: BLE001 - whatever the job did, the lane takes the next one
+                self._failed(job, exc)
             finally:
                 lane.job = None
                 self._wake.set()  # another lane may have skipped a job pinned elsewhere
                 self.on_change()
+
+    @staticmethod
+    def _failed(job: Job, exc: Exception) -> None:
+        try:
+            if job.on_error is None:
+                raise exc
+            job.on_error(job, exc)
+        except Exception:  # noqa: BLE001 - no handler, or the handler failed too: stderr is all that is left
+            traceback.print_exc(file=sys.stderr)

@@ -1,12 +1,17 @@
 """The live loop for one problem: save → record → validate → queue → benchmark → profile → decide.
 
 A kernel that raises, hangs or crashes its child becomes a trial with a state; the loop goes on.
+So does a bug of trialtui's own: every lane job and engine task has a top-level handler that turns an
+exception into an `engine_error` event and (if it was in flight) an errored trial, never a silent end.
 Blocking work (child processes) runs in threads; the loop itself stays responsive.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,8 +22,11 @@ from trialtui.core.decide import decide
 from trialtui.core.model import Decision, Trial, TrialState
 from trialtui.core.verdicts import profile_policy
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError, load_problem
-from trialtui.core.store import Store
+from trialtui.core.store import Store, StoreError, UnknownTrial, sha256_of
+from trialtui.engine import control
 from trialtui.engine import events as ev
+from trialtui.engine.finalize import FinalizeError
+from trialtui.engine.finalize import finalize as finalize_trial
 from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env, detect_device
 from trialtui.engine.jobs import ChildHandle, WarmChildren
 from trialtui.engine.lanes import Job, Lane, Lanes
@@ -60,6 +68,7 @@ class Engine:
         self._stop = asyncio.Event()
         self._warm = WarmChildren() if bench is bench_file else None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._control: control.Server | None = None
         self._reference_sha = self._reference_hash()
 
     # Subscribers
@@ -69,7 +78,10 @@ class Engine:
 
     def emit(self, event: ev.Event) -> None:
         for fn in list(self._subscribers):
-            fn(event)
+            try:
+                fn(event)
+            except Exception:  # noqa: BLE001 - one broken subscriber must not stop the loop or the others
+                traceback.print_exc(file=sys.stderr)
 
     def _queue_changed(self) -> None:
         self.emit(ev.QueueChanged(
@@ -80,19 +92,28 @@ class Engine:
 
     # Running
 
-    async def run(self, *, once: bool = False, watch: bool = True) -> None:
-        """Score what is new since last time, then follow saves until stopped (or, with once, until idle)."""
+    async def run(self, *, once: bool = False, watch: bool = True, only: list[str] | None = None) -> None:
+        """Score what is new since last time, then follow saves until stopped (or, with once, until idle).
+
+        With `only`, re-run just those trials and return once they are done (`trialtui trials rerun`).
+        """
         self._loop = asyncio.get_running_loop()
         if self._warm is not None:  # each lane's next job finds torch and triton already imported
             for lane in self.lanes.lanes:
                 self._warm.prime(BENCH_MODULE, {**child_env(self.device), **lane.env})
         self.lanes.start()
+        await self._open_control()
         watcher = None
         try:
-            for trial_id in self.store.recovered:
-                self.emit(ev.Notice(f"{trial_id} was interrupted by a previous session: r re-runs it", "warning"))
+            if self.store.recovery:
+                self.emit(ev.Notice(f"the store was repaired: {self.store.recovery}", "warning"))
+            if only is not None:
+                self.rerun_many(only)
+                await self.drain()
+                return
             for path in self.problem.candidates():
                 await self.on_save(path)
+            self._track(self._recover_interrupted())
             if once:
                 await self.drain()
                 return
@@ -106,7 +127,18 @@ class Engine:
             for handle in self._handles.values():
                 handle.cancel()
             await asyncio.gather(*([watcher] if watcher else []), return_exceptions=True)
+            if self._control is not None:
+                await self._control.stop()
             await self.lanes.stop()
+
+    async def _open_control(self) -> None:
+        self._control = control.Server(self.store.state_dir, self.command)
+        try:
+            await self._control.start()
+        except OSError as exc:
+            self._control = None
+            self.emit(ev.Notice(f"no control channel ({exc}): trials branch/note/rerun/finalize from another "
+                                "terminal will be refused while this runs", "warning"))
 
     async def drain(self) -> None:
         """Wait until nothing of this problem is validating, queued or running."""
@@ -126,21 +158,43 @@ class Engine:
 
     async def _watch(self) -> None:
         root = self.problem.root
-        async for changed, deleted in saves(root, quiet_ms=self.problem.config.quiet_ms, stop=self._stop):
-            if not root.exists():
-                self.emit(ev.EngineError(f"the problem directory {root} was removed; nothing more to watch"))
-                self._stop.set()
-                return
-            for path in sorted(deleted):
-                self._file_gone(path)
-            for path in sorted(changed):
-                if path.name == REFERENCE_NAME and path.parent == root:
-                    self._reference_edited()
-                elif self.problem.is_candidate(path):
-                    if self.paused:
-                        self.saves_while_paused += 1
-                        continue
-                    await self.on_save(path)
+        try:
+            async for changed, deleted in saves(root, quiet_ms=self.problem.config.quiet_ms, stop=self._stop):
+                if not root.exists():
+                    self.emit(ev.EngineError(f"the problem directory {root} was removed; nothing more to watch"))
+                    self._stop.set()
+                    return
+                for path in sorted(deleted):
+                    self._guarded(self._file_gone, path)
+                for path in sorted(changed):
+                    if path.name == REFERENCE_NAME and path.parent == root:
+                        self._guarded(self._reference_edited)
+                    elif self.problem.is_candidate(path):
+                        if self.paused:
+                            self.saves_while_paused += 1
+                            continue
+                        await self.on_save(path)
+        except Exception as exc:  # noqa: BLE001 - the watcher itself failed: say so, the lanes go on
+            self._fail(None, exc, "watching stopped")
+
+    def _guarded(self, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001
+            self._fail(None, exc)
+
+    def _fail(self, trial_id: str | None, exc: BaseException, what: str = "") -> None:
+        """The top-level handler: an engine_error event, and an in-flight trial errored rather than stuck."""
+        where = f"{trial_id}: " if trial_id else ""
+        message = f"{where}{what + ': ' if what else ''}{type(exc).__name__}: {exc}"
+        self.emit(ev.EngineError(message))
+        if trial_id is None:
+            return
+        try:
+            if not self.store.get(trial_id).state_enum.is_final:
+                self._set_state(trial_id, TrialState.ERROR, f"trialtui failed: {type(exc).__name__}: {exc}")
+        except Exception as again:  # noqa: BLE001 - the store itself is failing: the event is all we can give
+            self.emit(ev.EngineError(f"{trial_id} could not be marked errored: {type(again).__name__}: {again}"))
 
     # Saves
 
@@ -150,25 +204,35 @@ class Engine:
             data = path.read_bytes()
         except OSError:
             return None
-        save, trial = self.store.record(path.name, data)
+        try:
+            save, trial = self.store.record(path.name, data)
+        except Exception as exc:  # noqa: BLE001 - e.g. a full disk: this save is not recorded, the next may be
+            self._fail(None, exc, f"the save of {path.name} was not recorded")
+            return None
         if save.kind != tree.NEW:
             self.emit(ev.SaveIgnored(path.name, save.kind, save.head))
             return None
         self.emit(ev.TrialCreated(trial.id, trial.file, trial.parent, trial.strategy))
-        self._track(self._validate(trial))
+        self._track(self._validate(trial), trial.id)
         return trial
 
-    def _track(self, coro) -> None:
-        task = asyncio.ensure_future(coro)
+    def _track(self, coro, trial_id: str | None = None) -> None:
+        task = asyncio.ensure_future(self._handled(coro, trial_id))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+    async def _handled(self, coro, trial_id: str | None) -> None:
+        try:
+            await coro
+        except Exception as exc:  # noqa: BLE001 - see _fail
+            self._fail(trial_id, exc)
 
     def _set_state(self, trial_id: str, state: TrialState, message: str = "", **fields: Any) -> Trial:
         trial = self.store.update(trial_id, state=state, **fields)
         self.emit(ev.StateChanged(trial_id, state.value, message))
         return trial
 
-    async def _validate(self, trial: Trial) -> None:
+    async def _validate(self, trial: Trial, *, front: bool | None = None) -> None:
         """Static checks decide invalid-or-queued at once; the compile runs on while the trial waits."""
         self._set_state(trial.id, TrialState.VALIDATING)
         source = self.store.snapshot_path(trial.sha256)
@@ -182,7 +246,7 @@ class Engine:
             self._pool, lambda: self._validate_file(self.problem, source, compile=True, name=trial.file)
         )
         self._set_state(trial.id, TrialState.QUEUED, validation=static)
-        self._enqueue(trial)
+        self._enqueue(trial, front=front)
 
     def _invalid(self, trial_id: str, report: dict[str, Any]) -> None:
         first = report["errors"][0]
@@ -190,7 +254,8 @@ class Engine:
         trial = self._set_state(trial_id, TrialState.INVALID, f"{where}{first['message']}", validation=report)
         self._decide(trial)
 
-    def _enqueue(self, trial: Trial, lane: str | None = None) -> None:
+    def _enqueue(self, trial: Trial, lane: str | None = None, *, front: bool | None = None) -> None:
+        """Queue a trial's GPU job; under `latest` it goes first and older queued saves of its file are superseded."""
         policy = self.problem.config.busy
         if policy in ("latest", "restart"):
             for job in self.lanes.remove(lambda j: j.owner is self and j.file == trial.file and j.trial_id != trial.id):
@@ -200,7 +265,11 @@ class Engine:
                 job = other.job
                 if job is not None and job.owner is self and job.trial_id != trial.id and job.file == trial.file:
                     self.cancel(job.trial_id)
-        self.lanes.submit(Job(trial.id, trial.file, self._job, lane, owner=self))
+        self.lanes.submit(Job(trial.id, trial.file, self._job, lane, owner=self, on_error=self._job_failed),
+                          front=policy == "latest" if front is None else front)
+
+    def _job_failed(self, job: Job, exc: Exception) -> None:
+        self._fail(job.trial_id, exc)
 
     # Engine operations (the TUI's keys call these)
 
@@ -215,16 +284,73 @@ class Engine:
             return True
         return False
 
-    def rerun(self, trial_id: str, lane: str | None = None) -> None:
-        """Queue an existing trial again (interrupted, superseded, cancelled, or to re-measure)."""
+    def rerun(self, trial_id: str, lane: str | None = None, *, front: bool | None = None) -> str | None:
+        """Queue an existing trial again (interrupted, superseded, cancelled, or to re-measure).
+
+        Returns why it was not queued, or None. One that never passed validation validates first.
+        """
         trial = self.store.get(trial_id)
-        if trial.state_enum in (TrialState.QUEUED, TrialState.BENCHMARKING, TrialState.PROFILING):
-            return
+        if not trial.state_enum.is_final:
+            return f"{trial_id} is {trial.state}: it already has a job"
         if trial.state_enum == TrialState.INVALID:
             self.emit(ev.Notice(f"{trial_id} is invalid: fix the file and save again", "warning"))
-            return
+            return f"{trial_id} is invalid: fix the file and save again"
+        if not (trial.validation or {}).get("ok"):
+            self._track(self._validate(trial), trial.id)
+            return None
         self._set_state(trial_id, TrialState.QUEUED, "queued again")
-        self._enqueue(self.store.get(trial_id), lane)
+        self._enqueue(self.store.get(trial_id), lane, front=front)
+        return None
+
+    def rerun_many(self, trial_ids: list[str]) -> dict[str, str]:
+        """Queue these trials again in this order; returns {id: why not} for those that were not."""
+        skipped = {}
+        for trial_id in trial_ids:
+            why = self.rerun(trial_id, front=False)
+            if why:
+                skipped[trial_id] = why
+        return skipped
+
+    def interrupted(self) -> list[Trial]:
+        """Interrupted trials, newest save first."""
+        found = [t for t in self.store.trials() if t.state_enum == TrialState.INTERRUPTED]
+        return sorted(found, key=lambda t: tree.id_number(t.id), reverse=True)
+
+    async def _recover_interrupted(self) -> None:
+        """On start: interrupted trials whose file still holds their source run again, newest save first.
+
+        The others follow the busy policy: under `queue` every save is measured, so they run after;
+        under `latest`/`restart` a newer save of their file exists, so they are superseded.
+        """
+        found = self.interrupted()
+        if not found:
+            return
+        if not self.problem.config.rerun_interrupted:
+            ids = ", ".join(t.id for t in found)
+            self.emit(ev.Notice(f"interrupted by a previous session: {ids}; `trialtui trials rerun --interrupted` "
+                                "re-runs them", "warning"))
+            return
+        current = {}
+        for trial in found:
+            with_file = self.problem.root / trial.file
+            if trial.file not in current:
+                try:
+                    current[trial.file] = sha256_of(with_file.read_bytes())
+                except OSError:
+                    current[trial.file] = None
+        fresh = [t for t in found if current[t.file] == t.sha256]
+        stale = [t for t in found if current[t.file] != t.sha256]
+        if self.problem.config.busy != "queue":
+            for trial in stale:
+                self._set_state(trial.id, TrialState.SUPERSEDED, f"interrupted, and {trial.file} has changed since")
+            stale = []
+        self.emit(ev.Notice(f"{len(fresh) + len(stale)} trial(s) interrupted by a previous session run again, "
+                            "newest save first", "warning"))
+        for trial in [*fresh, *stale]:
+            if (trial.validation or {}).get("ok"):
+                self.rerun(trial.id, front=False)
+            else:
+                await self._validate(trial, front=False)
 
     def toggle_pause(self) -> bool:
         self.paused = not self.paused
@@ -234,14 +360,81 @@ class Engine:
                 self._track(self.on_save(path))
         return self.paused
 
-    def branch(self, trial_id: str) -> Trial | None:
-        """Write a trial's source into its file and make it the head; the watcher then sees no new trial."""
+    def branch(self, trial_id: str, *, from_outside: bool = False) -> Trial | None:
+        """Write a trial's source into its file and make it the head; the watcher then sees no new trial.
+
+        A branch from outside the app (the CLI, through the control channel) is announced as a
+        checkout: that is the event on which the TUI moves its head marks itself.
+        """
         recorded = self.store.branch(trial_id)
         if recorded is not None:
             self.emit(ev.TrialCreated(recorded.id, recorded.file, recorded.parent, recorded.strategy))
-            self._track(self._validate(recorded))
-        self.emit(ev.Notice(f"{self.store.get(trial_id).file} now holds {trial_id}'s source; the next save grows from it"))
+            self._track(self._validate(recorded), recorded.id)
+        file = self.store.get(trial_id).file
+        if from_outside:
+            self.emit(ev.SaveIgnored(file, tree.CHECKOUT, trial_id))
+        else:
+            self.emit(ev.Notice(f"{file} now holds {trial_id}'s source; the next save grows from it"))
         return recorded
+
+    def note(self, trial_id: str, text: str | None) -> Trial:
+        """Label a trial (None clears it); announced as a state change so every view reloads the trial."""
+        trial = self.store.update(trial_id, note=text or None)
+        self.emit(ev.StateChanged(trial.id, trial.state, f"noted: {tree.label(trial) or '(no label)'}"))
+        return trial
+
+    async def finalize(self, trial_id: str | None, device: str | None = None) -> tuple[str, dict[str, Any], Path]:
+        """`trials finalize` for a running engine: watching pauses and the lanes drain first, as for the TUI's F."""
+        trial = self.store.get(trial_id) if trial_id else tree.best(self.store.trials(), self.problem.config.primary_baseline)
+        if trial is None:
+            raise FinalizeError(f"nothing to finalize: {tree.no_best_reason(self.store.trials(), self.problem.config.primary_baseline)}")
+        if tree.disqualified(trial):
+            raise FinalizeError(f"{trial.id} is never finalized: {'; '.join(tree.disqualified(trial))}")
+        was_paused = self.paused
+        if not was_paused:
+            self.toggle_pause()
+        try:
+            while not self.lanes.idle:
+                await asyncio.sleep(0.2)
+            self.emit(ev.Notice(f"finalizing {trial.id}: re-benchmarking with no cached baseline"))
+            done = await asyncio.to_thread(finalize_trial, self.problem, self.store, trial, device=device or self.device)
+        finally:
+            if not was_paused and self.paused:
+                self.toggle_pause()
+        self.emit(ev.Notice(f"finalized {trial.id}: wrote {done[2]}"))
+        return done
+
+    async def command(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        """One control-channel command (engine.control): the reply's fields, or ok False and why."""
+        try:
+            if op == "ping":
+                reply: dict[str, Any] = {}
+            elif op == "branch":
+                recorded = self.branch(str(args["trial"]), from_outside=True)
+                reply = {"head": args["trial"], "file": self.store.get(str(args["trial"])).file,
+                         "recorded": recorded.id if recorded else None}
+            elif op == "note":
+                trial = self.note(str(args["trial"]), args.get("text"))
+                reply = {"trial": trial.id, "label": tree.label(trial)}
+            elif op == "rerun":
+                ids = [t.id for t in self.interrupted()] if args.get("interrupted") else [str(t) for t in args["trials"]]
+                for trial_id in ids:
+                    self.store.get(trial_id)  # every id known before any is queued
+                skipped = self.rerun_many(ids)
+                reply = {"queued": [t for t in ids if t not in skipped], "skipped": skipped}
+            elif op == "finalize":
+                text, report, out_dir = await self.finalize(args.get("trial"), args.get("device"))
+                reply = {"text": text, "report": report, "out_dir": str(out_dir)}
+            else:
+                return {"ok": False, "error": f"unknown command {op!r}"}
+        except UnknownTrial as exc:
+            return {"ok": False, "error": exc.args[0]}
+        except (StoreError, FinalizeError, OSError, KeyError, ValueError) as exc:
+            return {"ok": False, "error": str(exc) if not isinstance(exc, KeyError) else f"missing {exc}"}
+        except Exception as exc:  # noqa: BLE001 - a bug here is reported, and the engine goes on
+            self._fail(None, exc, f"the {op} command failed")
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        return {"ok": True, "pid": os.getpid(), **reply}
 
     # The GPU job
 
@@ -336,7 +529,7 @@ class Engine:
             await self._profile(trial_id, lane, True)
             await self._decide_async(self.store.get(trial_id))
 
-        self.lanes.submit(Job(trial_id, trial.file, run, owner=self))
+        self.lanes.submit(Job(trial_id, trial.file, run, owner=self, on_error=self._job_failed))
 
     def _decision(self, trial: Trial) -> Decision:
         return decide(self.store.trials(), trial, trial.verdicts, self.problem.config,

@@ -1,12 +1,16 @@
-"""The themes: the TOML files under themes/ are the ones shipped, and every one carries the app's variables."""
+"""The themes: the TOML files under trialtui/themes/ are the only definition of the shipped themes, and
+every one carries the app's variables."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from trialtui.tui.themes import BUILTIN, REPO_THEMES, VARIABLE_DEFAULTS, load_themes, read_theme_file
+import trialtui.tui.themes as themes_module
+from trialtui.tui.themes import SHIPPED_THEMES, VARIABLE_DEFAULTS, load_themes, read_theme_file
 
-THEME_FILES = sorted(REPO_THEMES.glob("*.toml"))
+THEME_FILES = sorted(SHIPPED_THEMES.glob("*.toml"))
 
 
 def test_three_themes_ship_dark_light_and_high_contrast():
@@ -15,11 +19,14 @@ def test_three_themes_ship_dark_light_and_high_contrast():
     assert {read_theme_file(p)["name"]: read_theme_file(p)["dark"] for p in THEME_FILES}["trialtui-light"] is False
 
 
-@pytest.mark.parametrize("path", THEME_FILES, ids=[p.stem for p in THEME_FILES])
-def test_builtin_copy_matches_the_theme_file(path):
-    """A wheel has no themes/ directory: the package's copies must say exactly what the files say."""
-    data = read_theme_file(path)
-    assert BUILTIN[data["name"]] == data
+def test_the_theme_files_are_the_only_definition_and_ship_in_the_wheel():
+    """No copy of a theme in the code: nothing in the module spells a theme's colours."""
+    source = Path(themes_module.__file__).read_text()
+    for path in THEME_FILES:
+        data = read_theme_file(path)
+        assert data["primary"] not in source and data["background"] not in source, path.name
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    assert '"themes/*.toml"' in pyproject
 
 
 @pytest.mark.parametrize("path", THEME_FILES, ids=[p.stem for p in THEME_FILES])
@@ -27,9 +34,9 @@ def test_every_theme_sets_every_app_variable(path):
     assert set(read_theme_file(path)["variables"]) == set(VARIABLE_DEFAULTS)
 
 
-def test_without_theme_files_the_builtins_load(tmp_path):
+def test_without_user_theme_files_the_shipped_ones_load(tmp_path):
     themes, problems = load_themes([tmp_path / "missing"])
-    assert [t.name for t in themes] == list(BUILTIN) and problems == []
+    assert [t.name for t in themes] == [read_theme_file(p)["name"] for p in THEME_FILES] and problems == []
 
 
 def test_a_user_theme_file_is_added_and_a_broken_one_is_reported(tmp_path):

@@ -1,9 +1,8 @@
-"""trialtui's Textual themes: `themes/*.toml` at the repository root, user themes, built-in copies.
+"""trialtui's Textual themes: the TOML files in `trialtui/themes/`, then the user's own.
 
-The TOML files beside the code are the ones to edit. A wheel carries no repository root, so the
-same three themes are also kept here as data (`BUILTIN`); a test proves the two never drift.
+Those files are the only definition of the shipped themes (package data, so a wheel carries them).
 Users add their own themes as TOML files in `$XDG_CONFIG_HOME/trialtui/themes/`; a file there
-with a built-in name replaces it.
+with a shipped name replaces it.
 """
 
 from __future__ import annotations
@@ -16,82 +15,16 @@ from typing import Any
 from textual.theme import Theme
 
 DEFAULT_THEME = "trialtui"
-REPO_THEMES = Path(__file__).resolve().parents[2] / "themes"
+SHIPPED_THEMES = Path(__file__).resolve().parents[1] / "themes"
 
-# The app's own theme variables: every theme sets them; these defaults serve Textual's themes.
+# The app's own theme variables: every shipped theme sets them; these defaults serve Textual's own
+# themes and user themes that leave some out.
 VARIABLE_DEFAULTS = {
     "trial-best": "#ffd75f",
     "trial-failure": "#f7768e",
     "trial-running": "#7dcfff",
     "trial-invalid": "#ff9e64",
     "trial-muted": "#6c7086",
-}
-
-BUILTIN: dict[str, dict[str, Any]] = {
-    "trialtui": {
-        "name": "trialtui",
-        "dark": True,
-        "primary": "#7aa2f7",
-        "secondary": "#bb9af7",
-        "accent": "#7dcfff",
-        "warning": "#e0af68",
-        "error": "#f7768e",
-        "success": "#9ece6a",
-        "foreground": "#c0caf5",
-        "background": "#13161f",
-        "surface": "#1a1e2a",
-        "panel": "#222738",
-        "variables": {
-            "trial-best": "#ffd75f",
-            "trial-failure": "#f7768e",
-            "trial-running": "#7dcfff",
-            "trial-invalid": "#ff9e64",
-            "trial-muted": "#565f89",
-        },
-    },
-    "trialtui-light": {
-        "name": "trialtui-light",
-        "dark": False,
-        "primary": "#0969da",
-        "secondary": "#8250df",
-        "accent": "#0550ae",
-        "warning": "#9a6700",
-        "error": "#cf222e",
-        "success": "#1a7f37",
-        "foreground": "#1f2328",
-        "background": "#f6f8fa",
-        "surface": "#ffffff",
-        "panel": "#e7ecf2",
-        "variables": {
-            "trial-best": "#b35900",
-            "trial-failure": "#cf222e",
-            "trial-running": "#0550ae",
-            "trial-invalid": "#bc4c00",
-            "trial-muted": "#8c959f",
-        },
-    },
-    "trialtui-contrast": {
-        "name": "trialtui-contrast",
-        "dark": True,
-        "primary": "#00d7ff",
-        "secondary": "#ff87ff",
-        "accent": "#00ffff",
-        "warning": "#ffff00",
-        "error": "#ff3030",
-        "success": "#00ff5f",
-        "foreground": "#ffffff",
-        "background": "#000000",
-        "surface": "#000000",
-        "panel": "#262626",
-        "luminosity_spread": 0.25,
-        "variables": {
-            "trial-best": "#ffff00",
-            "trial-failure": "#ff3030",
-            "trial-running": "#00ffff",
-            "trial-invalid": "#ff8700",
-            "trial-muted": "#b2b2b2",
-        },
-    },
 }
 
 
@@ -120,14 +53,14 @@ def read_theme_file(path: Path) -> dict[str, Any]:
 
 
 def load_themes(dirs: list[Path] | None = None) -> tuple[list[Theme], list[str]]:
-    """The themes to register, built-ins first, and one message per theme file that was skipped.
+    """The themes to register, shipped ones first, and one message per theme file that was skipped.
 
-    Later directories override earlier ones by name: repository files replace the built-in copies
-    (the same themes while they agree), user files replace both.
+    `dirs` (default: the user's theme directory) are read after the shipped files; later files
+    replace earlier ones by name.
     """
-    found: dict[str, dict[str, Any]] = {name: data for name, data in BUILTIN.items()}
+    found: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
-    for directory in dirs if dirs is not None else [REPO_THEMES, user_theme_dir()]:
+    for directory in [SHIPPED_THEMES, *(dirs if dirs is not None else [user_theme_dir()])]:
         for path in sorted(directory.glob("*.toml")) if directory.is_dir() else []:
             try:
                 data = read_theme_file(path)

@@ -25,7 +25,16 @@ from trialtui.core import tree
 from trialtui.core.config import Config, ConfigError, load_config
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError, load_problem
-from trialtui.core.store import STATE_DIR, Store, StoreError, StoreLocked, UnknownTrial, atomic_write, sha256_of
+from trialtui.core.store import (
+    STATE_DIR,
+    Store,
+    StoreError,
+    StoreLocked,
+    UnknownTrial,
+    atomic_write,
+    lock_holder,
+    sha256_of,
+)
 from trialtui.engine import control
 
 HF_STATE = "state.json"
@@ -60,17 +69,8 @@ def _store(root: Path, *, writer: bool = False) -> Iterator[Store]:
 
 
 def _held(root: Path) -> StoreLocked | None:
-    """The running engine's lock, when one holds this problem; else None (the caller writes itself).
-
-    Probing takes and drops the lock, so a command that then writes opens the store again.
-    """
-    try:
-        Store.open(root, writer=True).close()
-    except StoreLocked as locked:
-        return locked
-    except StoreError:
-        return None  # the caller's own open reports it
-    return None
+    """The running engine's lock, when one holds this problem; else None (the caller writes itself)."""
+    return lock_holder(root)
 
 
 def _ask_engine(root: Path, locked: StoreLocked, op: str, args: dict[str, Any],

@@ -401,6 +401,23 @@ def _take_lock(path: Path) -> int:
     return fd
 
 
+def lock_holder(problem_root: Path | str) -> StoreLocked | None:
+    """The writer that holds this problem now, if any, found without opening (or repairing) the store."""
+    path = Path(problem_root).resolve() / STATE_DIR / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        text = os.read(fd, 32).decode(errors="replace").strip()
+        return StoreLocked(path.parent, int(text) if text.isdigit() else None)
+    finally:
+        os.close(fd)  # drops the probe's shared lock with it
+    return None
+
+
 class Store:
     """The trials of one problem directory, and the only code that writes them.
 

@@ -274,7 +274,7 @@ def test_recorded_result_names_gpu_and_date(tmp_path):
     problem, store, _ = scenario(tmp_path, 1)
     result = {**gpu_result(300.0), "recorded": {"gpu": "NVIDIA H200", "date": "2026-03-02"}}
     trial = store.update("t1", result=result)
-    assert describe.measured_on(trial.result).endswith("recorded on NVIDIA H200, 2026-03-02")
-    assert "recorded on NVIDIA H200, 2026-03-02" in describe.speed_text(trial, "eager")
+    assert describe.measured_on(trial.result).endswith("replayed from a recording on NVIDIA H200, 2026-03-02")
+    assert "replayed from a recording on NVIDIA H200, 2026-03-02" in describe.speed_text(trial, "eager")
     store.close()
 

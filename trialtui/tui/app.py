@@ -21,7 +21,9 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Static
+from textual.events import Resize
+from textual.notifications import Notify
+from textual.widgets import Static
 from textual.worker import Worker
 
 from trialtui.core import tree
@@ -52,11 +54,13 @@ from trialtui.tui.screens.find import FindScreen
 from trialtui.tui.screens.help import HelpScreen
 from trialtui.tui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
 from trialtui.tui.widgets.detail import TABS, TrialDetail
+from trialtui.tui.widgets.key_footer import WIDE, KeyFooter
 from trialtui.tui.widgets.next_action import NextAction
 from trialtui.tui.widgets.plots import SpeedupHistory
 from trialtui.tui.widgets.status_bar import StatusBar
 from trialtui.tui.widgets.trial_tree import TrialTree
 
+SHORT = 34  # rows: below this the layout is the -short one
 _NOTICE_SEVERITY = {"info": "information", "warning": "warning", "error": "error"}
 _IN_FLIGHT = frozenset(state.value for state in TrialState if not state.is_final)
 # Actions whose keys come and go with the state; the footer is told when this set changes.
@@ -73,8 +77,8 @@ class TrialApp(App):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere find it too
     TITLE = "trialtui"
     COMMANDS = App.COMMANDS | {TrialCommands}
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT, "-tall")]
     BINDINGS = [
         Binding("b", "branch_best", "Best", id="branch-best",
                 tooltip="branch to best: write the best trial's source into its file; the next save grows from it"),
@@ -150,7 +154,7 @@ class TrialApp(App):
                 yield SpeedupHistory(id="history")
             yield TrialDetail(self.store, self.config, id="detail")
         yield NextAction(id="next")
-        yield Footer(compact=True, show_command_palette=False)
+        yield KeyFooter(compact=True, show_command_palette=False)
 
     @cached_property
     def tree(self) -> TrialTree:
@@ -172,7 +176,18 @@ class TrialApp(App):
     def history(self) -> SpeedupHistory:
         return self.query_one(SpeedupHistory)
 
+    def on_resize(self, event: Resize) -> None:
+        self.query_one(KeyFooter).set_narrow(event.size.width < WIDE)
+
+    def on_notify(self, event: Notify) -> None:
+        """On a short terminal one toast at a time: a stack of them would cover the metrics.
+
+        Runs before App's own handler adds the new toast (handlers run subclass first)."""
+        if self.size.height < SHORT:
+            self.clear_notifications()
+
     def on_mount(self) -> None:
+        self.query_one(KeyFooter).set_narrow(self.size.width < WIDE)
         self.trials = {t.id: t for t in self.store.trials()}
         self.heads = self.store.heads
         self.best = tree.best(self.trials.values(), self.baseline)
@@ -293,12 +308,17 @@ class TrialApp(App):
             self.next_action.show(trial)
 
     def _note_gpu(self, trial: Trial) -> bool:
-        """Remember the GPU (and replay) of a GPU result; True if the trial had one."""
+        """Remember the GPU of a GPU result, or the recording it was replayed from; True if it had one.
+
+        A replayed number never reads as live: the header then says where and when it was recorded
+        and that this machine is a CPU.
+        """
         env = (trial.result or {}).get("env") or {}
         if env.get("device") != "cuda" or not env.get("gpu"):
             return False
         rec = describe.recorded(trial.result)
-        self._gpu_name = f"{env['gpu']} ({rec})" if rec else env["gpu"]
+        here = " · this machine: CPU" if self.engine.device == "cpu" else ""
+        self._gpu_name = f"{rec}{here}" if rec else env["gpu"]
         return True
 
     def _where(self) -> str:

@@ -53,11 +53,11 @@ def cpu_run(trial: Trial) -> bool:
 
 
 def recorded(result: dict[str, Any] | None) -> str:
-    """`recorded on NVIDIA H200, 2026-03-02` for a replayed result, else ""."""
+    """`replayed from a recording on NVIDIA H200, 2026-03-02` for a replayed result, else ""."""
     rec = (result or {}).get("recorded") or {}
     if not rec:
         return ""
-    return f"recorded on {rec.get('gpu') or 'an unnamed GPU'}, {rec.get('date') or 'an unknown date'}"
+    return f"replayed from a recording on {rec.get('gpu') or 'an unnamed GPU'}, {rec.get('date') or 'an unknown date'}"
 
 
 def measured_on(result: dict[str, Any] | None) -> str:

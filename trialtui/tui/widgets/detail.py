@@ -200,7 +200,8 @@ class TrialDetail(Themed, Vertical):
         result = trial.result or {}
         state = trial.state_enum
         if result:
-            grid.add_row("measured on", Text(describe.measured_on(result), Style(bold=True)))
+            grid.add_row("replayed" if result.get("recorded") else "measured on",
+                         Text(describe.measured_on(result), Style(bold=True)))
         if state is TrialState.CORRECT and describe.cpu_run(trial):
             grid.add_row("result", Text(describe.CPU_CORRECT, self.color("success")))
         elif state is TrialState.CORRECT:
@@ -239,8 +240,9 @@ class TrialDetail(Themed, Vertical):
         if timing.get("rse") is not None:
             time_line.append(f" · rse {timing['rse']:.1%}", self.color("trial-muted"))
         grid.add_row("time", time_line)
-        if timing.get("kernel_us") is not None:
-            grid.add_row("kernel time", f"{fmt_us(timing['kernel_us'])} (CUPTI, kernels only)")
+        if timing.get("kernel_us") is not None:  # CUPTI names only a number measured here and now
+            how = "kernels only, in the recording" if result.get("recorded") else "CUPTI, kernels only"
+            grid.add_row("kernel time", f"{fmt_us(timing['kernel_us'])} ({how})")
         for kind, base in (result.get("baselines") or {}).items():
             speed = (result.get("speedup") or {}).get(kind)
             how = "given" if base.get("given") else ("cached" if base.get("cached") else "measured")

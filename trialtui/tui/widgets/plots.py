@@ -180,6 +180,7 @@ class SpeedupHistory(Plot):
         styles = [self.color("trial-muted"), self.color("trial-best"), self.color("success"), self.color("trial-failure")]
         rows = canvas.rows(styles)
         out = Text("\n").join([title, *[self._axis(i, chart_h, lo, hi, axis) + row for i, row in enumerate(rows)]])
+        out.no_wrap, out.overflow = True, "ellipsis"  # a narrow pane cuts the title, never adds a line
         return out
 
     def _axis(self, row: int, rows: int, lo: float, hi: float, width: int) -> Text:

@@ -74,6 +74,8 @@ class StatusBar(Themed, Widget):
         text.append("  │  ", self.color("trial-muted"))
 
     def _identity(self) -> Text:
+        """Problem and where on the left, best and budget on the right: when the line is too long
+        the left part gives way, so the best and the budget always show."""
         s = self.standing
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(" trialtui ", Style(bold=True, reverse=True) + self.color("primary"))
@@ -81,6 +83,15 @@ class StatusBar(Themed, Widget):
         text.append(f" · {s.where}", self.color("trial-muted"))
         if s.baseline_us is not None:
             text.append(f" · {s.baseline} {fmt_us(s.baseline_us)}", self.color("trial-muted"))
+        standing = self._standing()
+        room = self.size.width - standing.cell_len
+        if self.size.width and text.cell_len > room:
+            text.truncate(max(room, 10), overflow="ellipsis")
+        return text + standing
+
+    def _standing(self) -> Text:
+        s = self.standing
+        text = Text(no_wrap=True)
         self._sep(text)
         if s.best_id:
             text.append(f"★ {s.best_id} {s.best_speedup:.2f}×", self.color("trial-best", bold=True))
@@ -91,7 +102,8 @@ class StatusBar(Themed, Widget):
             spent = s.used >= s.limit
             text.append("budget ", self.color("trial-muted"))
             text.append(f"{s.used}/{s.limit}", self.color("trial-failure" if spent else "foreground", bold=spent))
-            text.append(" " + describe.bar(s.used / s.limit, 8), self.color("trial-failure" if spent else "primary"))
+            if self.size.width >= 100:  # the bar is the first thing a narrow header drops
+                text.append(" " + describe.bar(s.used / s.limit, 8), self.color("trial-failure" if spent else "primary"))
             if spent:
                 text.append(" spent", self.color("trial-failure", bold=True))
         return text

@@ -1,0 +1,117 @@
+"""Issue 18, points 4 and 5: replayed numbers never look live, and 80×24 keeps the footer's Help and
+Quit, the budget in the header, the history panel, and one notification at a time."""
+
+from __future__ import annotations
+
+import asyncio
+
+from trialtui.core.problem import load_problem
+from trialtui.core.store import Store
+from trialtui.engine import events as ev
+from trialtui.tui.app import TrialApp
+
+from test_tui_scenarios import STORY, FakeEngine, add_running, gpu_result, running_events, scenario, utc  # noqa: F401
+
+SMALL = (80, 24)
+
+
+def screen_text(app: TrialApp) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def settled_footer(pilot, app: TrialApp, wanted: str) -> str:
+    """The footer once it holds `wanted`: it rebuilds itself after binding changes and resizes."""
+    for _ in range(50):
+        footer = screen_text(app).splitlines()[-1]
+        if wanted in footer:
+            return footer
+        await pilot.pause(0.1)
+    return footer
+
+
+def test_80x24_keeps_help_quit_budget_and_history(tmp_path, utc):
+    problem, store, engine = scenario(tmp_path, len(STORY))
+    add_running(store, problem, engine)
+
+    async def body():
+        app = TrialApp(problem, engine, clock=lambda: 1000.0)
+        async with app.run_test(size=SMALL) as pilot:
+            for event in running_events(store):
+                engine.emit(event)
+            footer = await settled_footer(pilot, app, "x Cancel")
+            lines = screen_text(app).splitlines()
+            assert len(lines) == 24
+            assert "? Help" in footer and "q Quit" in footer, footer  # a cut footer loses these first
+            assert "x Cancel" in footer and "b Best" in footer, footer
+            assert "d Diff" not in footer  # listed by ?, not in the narrow footer
+            assert "budget 8/30" in lines[0], lines[0]  # the running t9 has no GPU result yet
+            assert any("History" in line for line in lines)
+            assert any("2.21×┤" in line for line in lines)  # the plot itself, not just its border
+            await pilot.resize_terminal(140, 40)
+            assert "d Diff" in await settled_footer(pilot, app, "d Diff")  # the wide footer has room for all
+
+    try:
+        asyncio.run(body())
+    finally:
+        store.close()
+
+
+def test_80x24_shows_one_notification_at_a_time(tmp_path, utc):
+    problem, store, engine = scenario(tmp_path, len(STORY))
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=SMALL) as pilot:
+            for i in range(4):
+                engine.emit(ev.Notice(f"beat: number {i}", "info"))
+            await pilot.pause(0.3)
+            assert [n.message for n in app._notifications] == ["beat: number 3"]
+            await pilot.resize_terminal(120, 36)
+            for i in range(3):
+                engine.emit(ev.Notice(f"wide {i}", "info"))
+            await pilot.pause(0.3)
+            assert len(app._notifications) == 4  # a tall screen stacks them
+
+    try:
+        asyncio.run(body())
+    finally:
+        store.close()
+
+
+def test_replayed_numbers_on_a_cpu_never_read_as_live(tmp_path, utc):
+    problem, store, _ = scenario(tmp_path, 1)
+    result = {**gpu_result(300.0), "recorded": {"gpu": "NVIDIA H200", "date": "2026-11-29", "source": "replay"}}
+    store.update("t1", result=result)
+    engine = FakeEngine(problem, store, device="cpu")
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.pause(0.3)
+            text = screen_text(app)
+            header = text.splitlines()[0]
+            assert "replayed from a recording on NVIDIA H200, 2026-11-29 · this machine: CPU" in header, header
+            assert "replayed" in text and "replayed from a recording on NVIDIA H200, 2026-11-29" in text
+            assert "measured on" not in text
+            assert "CUPTI" not in text and "kernels only, in the recording" in text
+
+    try:
+        asyncio.run(body())
+    finally:
+        store.close()
+
+
+def test_live_gpu_numbers_keep_measured_on_and_cupti(tmp_path, utc):
+    problem, store, engine = scenario(tmp_path, 1)
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.pause(0.3)
+            text = screen_text(app)
+            assert "measured on" in text and "CUPTI, kernels only" in text and "replayed" not in text
+
+    try:
+        asyncio.run(body())
+    finally:
+        store.close()

@@ -9,7 +9,7 @@ import pytest
 
 
 SAMPLES = Path(__file__).parents[1] / "sample_kernels"
-COMMANDS = {"open", "validate", "bench", "init", "watch", "analyze", "profile", "calibrate", "trials", "demo"}
+COMMANDS = {"open", "validate", "bench", "init", "watch", "analyze", "profile", "calibrate", "trials", "demo", "serve"}
 
 
 def trialtui(*args: str) -> subprocess.CompletedProcess:

@@ -287,8 +287,10 @@ def detect() -> str:
 
 def main() -> None:
     from trialtui.cli_demo import demo
+    from trialtui.cli_serve import serve
     from trialtui.cli_trials import trials
 
     cli.add_command(trials)
     cli.add_command(demo)
+    cli.add_command(serve)
     cli()

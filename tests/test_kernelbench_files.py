@@ -150,3 +150,24 @@ def test_a_derived_constant_follows_its_size(tmp_path):
     assert model.bias.shape == (7,)
     with torch.no_grad():
         assert model(*reference.make_inputs(case, 0)).shape == (3, 7)
+
+
+def test_the_constant_block_reruns_what_depends_on_the_case_and_restores_it(tmp_path):
+    from trialtui.runner import constants
+
+    source = tmp_path / "reference.py"
+    source.write_text("height = width = 128\nn = 4\nn += height\nshape = (height, width)\nshape = (1, 2)\n"
+                      "calls = []\ntag = calls.append(width) or 'tag'\n")
+    namespace: dict = {}
+    exec(compile(source.read_text(), str(source), "exec"), namespace)
+    before = {k: namespace[k] for k in ("height", "width", "n", "shape", "tag")}
+    block = constants.constant_block(source)
+    saved = constants.apply(namespace, block, {"height": 8, "extra": 1})
+    assert (namespace["height"], namespace["width"]) == (8, 128)  # one name of a chain, the other kept
+    assert namespace["n"] == 12  # `n += height` from n = 4 again, not from the old 132
+    assert namespace["shape"] == (1, 2)  # the later plain assignment still wins
+    assert namespace["calls"] == [128]  # a statement that depends on nothing changed did not run again
+    twin = size_constants(ast.parse(source.read_text()), {"height": 8})
+    assert {k: namespace[k] for k in ("height", "width", "n", "shape")} == {k: twin[k] for k in ("height", "width", "n", "shape")}
+    constants.restore(namespace, saved)
+    assert {k: namespace[k] for k in before} == before and "extra" not in namespace

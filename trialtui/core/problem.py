@@ -106,6 +106,8 @@ def size_constants(tree: ast.Module, overrides: dict[str, Any] | None = None) ->
     overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in (overrides or {}).items()}
     sizes: dict[str, Any] = dict(overrides)
     for node in tree.body:
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):  # `n += 1`
+            node = ast.Assign(targets=[node.target], value=ast.BinOp(ast.Name(node.target.id), node.op, node.value))
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             continue
         try:
@@ -127,12 +129,12 @@ def literal_sizes(tree: ast.Module) -> dict[str, Any]:
     sizes = size_constants(tree)
     literal: dict[str, Any] = {}
     for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            if not any(isinstance(n, ast.Name) for n in ast.walk(node.value)):
-                literal.update({name: sizes[name] for name in _assigned(node) if name in sizes})
-            else:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            if isinstance(node, ast.AugAssign) or any(isinstance(n, ast.Name) for n in ast.walk(node.value)):
                 for name in _assigned(node):
                     literal.pop(name, None)
+            else:
+                literal.update({name: sizes[name] for name in _assigned(node) if name in sizes})
     return literal
 
 

@@ -4,8 +4,8 @@
 alone would leave `bias_shape = (out_features, 1, 1)` at its old size. The module's top-level
 assignments are re-run in order with the overrides re-asserted after each one, so constants
 derived from a size follow it (`trialtui.core.problem.size_constants` is the AST-only twin).
-Only the statements that read an overridden or re-bound name, or re-bind one, run again: a
-statement that depends on nothing the case changed keeps the value it had.
+Only the statements that read a name the case changes (directly or through another constant), or
+bind one, run again: a statement that depends on nothing the case changed keeps the value it had.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def apply(namespace: dict[str, Any], block: list[Statement], case: dict[str, Any
     for key, value in overrides.items():
         remember(key)
         namespace[key] = value
-    changed = set(overrides)
+    changed = _depending(block, set(overrides))
     for statement in block:
         if not (statement.reads & changed or (statement.binds & changed) - overrides.keys()):
             continue
@@ -75,8 +75,20 @@ def apply(namespace: dict[str, Any], block: list[Statement], case: dict[str, Any
             remember(name)
         exec(statement.code, namespace)  # noqa: S102 - the reference's own statement, in its child
         namespace.update(overrides)
-        changed |= statement.binds
     return saved
+
+
+def _depending(block: list[Statement], names: set[str]) -> set[str]:
+    """`names` and every name bound from them, directly or not (`n += height` makes n depend)."""
+    names = set(names)
+    grown = True
+    while grown:
+        grown = False
+        for statement in block:
+            if statement.reads & names and not statement.binds <= names:
+                names |= statement.binds
+                grown = True
+    return names
 
 
 def restore(namespace: dict[str, Any], saved: dict[str, Any]) -> None:

@@ -68,3 +68,35 @@ def test_hanging_in_forward_or_at_import_is_timeout_in_bench_and_in_watch(tmp_pa
     root = problem_with(tmp_path, {"hang_forward.py": HANG_FORWARD, "hang_import.py": HANG_IMPORT}, 15)
     assert_same_verdicts(root, {"hang_forward.py": ("timeout", "timed out"),
                                 "hang_import.py": ("timeout", "timed out")})
+
+
+def snapshot_of(root: Path, text: str) -> Path:
+    """The candidate as the engine validates it: a snapshot named by its hash."""
+    path = root / ".trialtui" / "snapshots" / "3f2a9c81d4e5b6a7.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_validation_messages_name_the_file_not_the_snapshot(tmp_path):
+    from trialtui.engine.validate import validate_file
+
+    root = problem_with(tmp_path, {}, 60)
+    snapshot = snapshot_of(root, "import torch\n")
+    report = validate_file(root, snapshot, compile=False, name="kernel.py")
+    message = report["errors"][0]["message"]
+    assert message.startswith("kernel.py does not define ModelNew") and "3f2a9c81" not in message
+
+
+def test_a_candidate_that_raises_on_the_cpu_fails_validation_but_is_not_invalid(tmp_path):
+    from trialtui.engine.validate import validate_file
+    from trialtui.render import render_validation
+
+    root = problem_with(tmp_path, {}, 60)
+    report = validate_file(root, snapshot_of(root, RAISE_FORWARD), name="kernel.py")
+    assert not report["ok"] and report["invalid"] is False
+    assert [(e["code"], e["runtime"]) for e in report["errors"]] == [("run-error", True)]
+    assert "boom in forward" in report["errors"][0]["message"]
+    assert "kernel.py: FAILS WHEN RUN on the CPU (not invalid" in render_validation(report, "kernel.py")
+    broken = validate_file(root, snapshot_of(root, GOOD.replace("tl.arange(0, BLOCK)", "tl.arange(0, 100)")))
+    assert broken["invalid"] is True  # a compile error is the file's own: invalid

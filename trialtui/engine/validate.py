@@ -112,7 +112,7 @@ def validate_file(
         return _finish(report, findings, started, path, name)
 
     static_started = time.perf_counter()
-    findings += static_stage(problem, path)
+    findings += static_stage(problem, path, name)
     report["static_ms"] = _ms(static_started)
     if compile and not any(f["severity"] == ERROR for f in findings):
         stage_started = time.perf_counter()
@@ -123,13 +123,14 @@ def validate_file(
     return _finish(report, findings, started, path, name)
 
 
-def static_stage(problem: Problem, path: Path) -> list[dict[str, Any]]:
+def static_stage(problem: Problem, path: Path, name: str | None = None) -> list[dict[str, Any]]:
     try:
         source = path.read_bytes()
     except OSError as exc:
         return [finding(ERROR, "unreadable", f"cannot read {path}: {exc.strerror or exc}")]
-    siblings = {p.stem for p in problem.candidates() if p.resolve() != path.resolve()}
-    return [f.to_dict() for f in check_source(source, form=problem.form, filename=path.name, siblings=siblings)]
+    filename = name or path.name
+    siblings = {p.stem for p in problem.candidates() if p.resolve() != path.resolve() and p.name != filename}
+    return [f.to_dict() for f in check_source(source, form=problem.form, filename=filename, siblings=siblings)]
 
 
 def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: float):

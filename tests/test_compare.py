@@ -1,3 +1,4 @@
+import pytest
 """Correctness rules of the output comparison, each with a passing and a failing case."""
 
 import torch
@@ -63,9 +64,66 @@ def test_inf_where_reference_is_finite_fails():
 def test_tf32_like_error_is_recognised_only_for_fp32_without_tf32():
     x = torch.randn(64) + 3
     r = compare(x, x * (1 + 1e-3), 1e-4, 1e-4)
-    assert looks_like_tf32(r, torch.float32, allow_tf32=False)
-    assert not looks_like_tf32(r, torch.float32, allow_tf32=True)
-    assert not looks_like_tf32(compare(x, x + 5, 1e-4, 1e-4), torch.float32, allow_tf32=False)
+    assert looks_like_tf32(r, x, allow_tf32=False)
+    assert not looks_like_tf32(r, x, allow_tf32=True)
+    assert not looks_like_tf32(compare(x, x + 5, 1e-4, 1e-4), x, allow_tf32=False)
+    # fp16 rounding is not TF32's fault, whatever the problem's configured dtype says
+    h = x.half()
+    rh = compare(h, (h.float() * (1 + 1e-3)).half(), 1e-4, 1e-4)
+    assert not rh.passed and not looks_like_tf32(rh, h, allow_tf32=False)
+
+
+def test_chunked_comparison_equals_one_pass(monkeypatch):
+    import trialtui.runner.compare as cmp
+
+    torch.manual_seed(0)
+    ref = torch.randn(5, 13)
+    out = ref.clone()
+    out[3, 7] += 1.0
+    out[4, 2] = float("nan")
+    whole = cmp.compare(ref, out, 1e-4, 1e-4)
+    monkeypatch.setattr(cmp, "CHUNK", 7)
+    chunked = cmp.compare(ref, out, 1e-4, 1e-4)
+    assert (chunked.message, chunked.first_mismatch, chunked.mismatch_frac) == (whole.message, whole.first_mismatch, whole.mismatch_frac)
+    assert chunked.first_mismatch == [4, 2]  # the message is about the NaN: point at it
+    assert chunked.max_abs_err == whole.max_abs_err
+    truth = ref.double()
+    chunked_norm = cmp.normwise(ref, out.nan_to_num(), truth, False).err
+    monkeypatch.setattr(cmp, "CHUNK", 1 << 24)
+    assert chunked_norm == pytest.approx(cmp.normwise(ref, out.nan_to_num(), truth, False).err)
+
+
+def test_normwise_catches_what_elementwise_cannot():
+    from trialtui.runner.compare import normwise
+
+    torch.manual_seed(1)
+    ref64 = torch.randn(8, 4096, dtype=torch.float64)
+    ref64 = ref64 / ref64.norm(dim=-1, keepdim=True)
+    ref = ref64.float()
+    off = ref * (1 + 2e-4)
+    assert compare(ref, off, 1e-4, 1e-4).passed  # every element inside atol
+    n = normwise(ref, off, ref64, allow_tf32=False)
+    assert not n.passed and n.err == pytest.approx(2e-4, rel=0.01)
+    assert "normwise" in n.message()
+    assert normwise(ref, ref, ref64, allow_tf32=False).passed
+    # TF32 allowed: the fp32 floor rises to TF32's rounding
+    assert normwise(ref, off, ref64, allow_tf32=True).passed
+
+
+def test_structure_only_comparison_for_gpumode_still_catches_unwritten_output():
+    x = torch.randn(10)
+    y = x * 1.5
+    assert compare(x, y, None, None).passed
+    y[3] = float("nan")
+    r = compare(x, y, None, None)
+    assert not r.passed and "NaN where the reference is finite" in r.message
+
+
+def test_output_on_another_device_type_is_named():
+    x = torch.randn(3)
+    y = torch.empty(3, device="meta")
+    r = compare(x, y, 1e-4, 1e-4)
+    assert not r.passed and "device" in r.message
 
 
 def test_constant_reference_is_trivial_and_varied_one_is_not():

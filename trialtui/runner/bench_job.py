@@ -80,7 +80,7 @@ def _case_list(spec: dict[str, Any], on_gpu: bool) -> list[dict[str, Any]]:
     return cases
 
 
-def _higher_precision(reference, ref_model, inputs, expected):
+def _higher_precision(reference, ref_model, inputs):
     """The reference again on upcast inputs (float64 under fp32, float32 under fp16/bf16), TF32 off."""
     import copy
 
@@ -91,6 +91,7 @@ def _higher_precision(reference, ref_model, inputs, expected):
 
     wide = HIGHER.get(reference.dtype, torch.float64)
     up = map_tensors(inputs, lambda t: t.to(wide) if t.is_floating_point() else t)
+    inputs.clear()  # the caller's list: the device keeps one copy of the inputs, the wide one
     was = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     try:
@@ -154,7 +155,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
             truth = None
             if kernelbench:
                 try:
-                    truth = _higher_precision(reference, ref_model, inputs, expected)
+                    truth = _higher_precision(reference, ref_model, inputs)
                 except Exception as exc:  # noqa: BLE001 - e.g. an op with no float64 kernel
                     note = f"normwise check skipped: the reference does not run in higher precision ({describe(exc)})"
                     if note not in report["warnings"]:

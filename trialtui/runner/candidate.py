@@ -164,11 +164,13 @@ class Session:
 
         from trialtui.runner.compare import poisoned_allocations
         from trialtui.runner.compare import inputs_changed
-        from trialtui.runner.loader import clone
+        from trialtui.runner.loader import map_tensors
 
         fn = self._build(payload)
         given = payload["inputs"]
-        pristine = clone(given) if msg.get("check_inputs") else None
+        # the pristine copy waits in host memory: the GPU holds only what the candidate itself needs
+        keep = (lambda t: t.to("cpu", copy=True)) if self.device.type == "cuda" else (lambda t: t.clone())
+        pristine = map_tensors(given, keep) if msg.get("check_inputs") else None
         before = self.counter.count
         with torch.no_grad(), poisoned_allocations():
             output = fn(given)

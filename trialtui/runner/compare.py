@@ -112,53 +112,69 @@ def compare(ref: Any, out: Any, atol: float | None, rtol: float | None) -> Compa
     return result
 
 
-def _compare_tensor(path: str, r: torch.Tensor, o: torch.Tensor, atol: float, rtol: float, result: Comparison) -> int:
+CHUNK = 1 << 24  # elements compared at a time: the check's own memory stays bounded at any output size
+
+
+def _compare_tensor(path: str, r: torch.Tensor, o: torch.Tensor, atol: float | None, rtol: float | None, result: Comparison) -> int:
+    """Compare in float64 chunk by chunk on the tensors' own device; returns the number of mismatches."""
     if r.numel() == 0:
         return 0
-    # float64 on the tensors' own device: exact enough, and fast for GPU-sized outputs
-    r64 = r.detach().to(torch.float64) if (r.is_floating_point() or r.is_complex()) else r.detach()
-    o64 = o.detach().to(device=r.device, dtype=torch.float64) if (o.is_floating_point() or o.is_complex()) else o.detach().to(r.device)
-    if not r64.is_floating_point():
-        bad = r64 != o64
+    rf, of = r.detach().reshape(-1), o.detach().to(r.device).reshape(-1)
+    floating = r.is_floating_point() or r.is_complex()
+    nonfinite = mismatched = 0
+    first_bad = first_nan = None
+    saw_nan = False
+    for lo in range(0, rf.numel(), CHUNK):
+        r64, o64 = rf[lo:lo + CHUNK], of[lo:lo + CHUNK]
+        if not floating:
+            bad = r64 != o64
+        else:
+            r64, o64 = r64.to(torch.float64), o64.to(torch.float64)
+            ref_finite, out_finite = torch.isfinite(r64), torch.isfinite(o64)
+            lost = ref_finite & ~out_finite
+            count = int(lost.sum())
+            if count:
+                nonfinite += count
+                saw_nan = saw_nan or bool(torch.isnan(o64[lost]).any())
+                first_nan = first_nan if first_nan is not None else lo + int(torch.nonzero(lost)[0])
+            diff = torch.where(ref_finite & out_finite, (r64 - o64).abs(), 0.0)
+            result.max_abs_err = max(result.max_abs_err, float(diff.max()))
+            floor = atol if atol is not None else 0.0
+            rel = torch.where(r64.abs() > floor, diff / r64.abs().clamp_min(1e-12), 0.0)
+            result.max_rel_err = max(result.max_rel_err, float(rel.max()))
+            if atol is None or rtol is None:
+                continue
+            bad = ~torch.isclose(o64, r64, rtol=rtol, atol=atol, equal_nan=True)
         count = int(bad.sum())
         if count:
-            result.fail(f"{path}: {count} of {r.numel()} values differ")
-            _first(bad, result)
-        return count
-    ref_finite = torch.isfinite(r64)
-    out_finite = torch.isfinite(o64)
-    nonfinite = ref_finite & ~out_finite
-    if bool(nonfinite.any()):
-        kind = "NaN" if bool(torch.isnan(o64[nonfinite]).any()) else "Inf"
+            mismatched += count
+            first_bad = first_bad if first_bad is not None else lo + int(torch.nonzero(bad)[0])
+    if nonfinite:
+        kind = "NaN" if saw_nan else "Inf"
         result.fail(
-            f"{path}: {kind} where the reference is finite ({int(nonfinite.sum())} values)"
+            f"{path}: {kind} where the reference is finite ({nonfinite} values)"
             + ("; unwritten output? fresh allocations are filled with NaN" if kind == "NaN" else "")
         )
-    diff = (r64 - o64).abs()
-    diff = torch.where(ref_finite & out_finite, diff, torch.zeros_like(diff))
-    rel = diff / r64.abs().clamp_min(1e-12)
-    result.max_abs_err = max(result.max_abs_err, float(diff.max()))
-    floor = atol if atol is not None else 0.0
-    result.max_rel_err = max(result.max_rel_err, float(torch.where(r64.abs() > floor, rel, torch.zeros_like(rel)).max()))
-    if atol is None or rtol is None:
-        return int(nonfinite.sum())
-    close = torch.isclose(o64, r64, rtol=rtol, atol=atol, equal_nan=True)
-    bad = ~close
-    count = int(bad.sum())
-    if count:
+        _first(first_nan, r.shape, result)
+    if not floating and mismatched:
+        result.fail(f"{path}: {mismatched} of {r.numel()} values differ")
+    elif mismatched:
         result.fail(
-            f"{path}: {count} of {r.numel()} values ({count / r.numel():.2%}) outside atol={atol:g} rtol={rtol:g}; "
+            f"{path}: {mismatched} of {r.numel()} values ({mismatched / r.numel():.2%}) outside atol={atol:g} rtol={rtol:g}; "
             f"max abs err {result.max_abs_err:.3g}"
         )
-        _first(bad, result)
-    return count
+    _first(first_bad, r.shape, result)
+    return mismatched if (atol is not None or not floating) else nonfinite
 
 
-def _first(bad: torch.Tensor, result: Comparison) -> None:
-    if result.first_mismatch is None:
-        index = torch.nonzero(bad, as_tuple=False)
-        if len(index):
-            result.first_mismatch = [int(i) for i in index[0]]
+def _first(flat_index: int | None, shape: torch.Size, result: Comparison) -> None:
+    """The first mismatch as an index into the output's own shape."""
+    if result.first_mismatch is None and flat_index is not None:
+        index = []
+        for size in reversed(shape):
+            index.append(flat_index % size)
+            flat_index //= size
+        result.first_mismatch = list(reversed(index))
 
 
 def _describe(value: Any) -> str:
@@ -216,15 +232,17 @@ def normwise(expected: Any, output: Any, truth: Any, allow_tf32: bool) -> Normwi
     for (_, r), (_, o), (_, h) in zip(_flatten(expected), _flatten(output), _flatten(truth)):
         if not (isinstance(r, torch.Tensor) and r.is_floating_point() and isinstance(h, torch.Tensor)):
             continue
-        h64 = h.detach().to(torch.float64)
-        finite = torch.isfinite(h64)
-        h64 = torch.where(finite, h64, torch.zeros_like(h64))
-        r64 = torch.where(finite, r.detach().to(torch.float64), torch.zeros_like(h64))
-        o64 = torch.where(finite, o.detach().to(device=h64.device, dtype=torch.float64), torch.zeros_like(h64))
-        o64 = torch.nan_to_num(o64, nan=0.0, posinf=0.0, neginf=0.0)
-        num_out += float(torch.linalg.vector_norm(o64 - h64)) ** 2
-        num_ref += float(torch.linalg.vector_norm(r64 - h64)) ** 2
-        den += float(torch.linalg.vector_norm(h64)) ** 2
+        hf, rf = h.detach().reshape(-1), r.detach().reshape(-1)
+        of = o.detach().to(h.device).reshape(-1)
+        for lo in range(0, hf.numel(), CHUNK):
+            h64 = hf[lo:lo + CHUNK].to(torch.float64)
+            finite = torch.isfinite(h64)
+            h64 = torch.where(finite, h64, 0.0)
+            r64 = torch.where(finite, rf[lo:lo + CHUNK].to(device=h64.device, dtype=torch.float64), 0.0)
+            o64 = torch.nan_to_num(torch.where(finite, of[lo:lo + CHUNK].to(torch.float64), 0.0), nan=0.0, posinf=0.0, neginf=0.0)
+            num_out += float(torch.linalg.vector_norm(o64 - h64)) ** 2
+            num_ref += float(torch.linalg.vector_norm(r64 - h64)) ** 2
+            den += float(torch.linalg.vector_norm(h64)) ** 2
         dtypes.add(r.dtype)
     if not dtypes:
         return None
@@ -254,6 +272,6 @@ def inputs_changed(before: Any, after: Any) -> str | None:
     """Name the first input the candidate modified, or None."""
     for (path, b), (_, a) in zip(_flatten(before, "input"), _flatten(after, "input")):
         if isinstance(b, torch.Tensor) and isinstance(a, torch.Tensor):
-            if b.shape != a.shape or not torch.equal(b.nan_to_num(), a.nan_to_num()):
+            if b.shape != a.shape or not torch.equal(b.nan_to_num(), a.to(b.device).nan_to_num()):
                 return path
     return None

@@ -189,7 +189,7 @@ def test_a_changed_reference_is_an_error_naming_it_and_is_restored(tmp_path):
             fh.write("HACKED = 1\\n")
     """, spec={"reference": str(reference)})
     assert result["state"] == "error"
-    assert "changed reference.py" in result["message"]
+    assert "reference.py changed while the job ran;" in result["message"]
     assert reference.read_text() == "ORIGINAL = 1\n"
     kept = Path(result["restored"][0]["kept"])
     assert kept.read_text() == "ORIGINAL = 1\nHACKED = 1\n"
@@ -199,7 +199,7 @@ def test_a_removed_candidate_is_restored(tmp_path):
     candidate = tmp_path / "cand.py"
     candidate.write_text("X = 1\n")
     result, _ = job(tmp_path, "import os; os.remove(spec['candidate'])", spec={"candidate": str(candidate)})
-    assert result["state"] == "error" and "changed cand.py" in result["message"]
+    assert result["state"] == "error" and "cand.py changed while the job ran" in result["message"]
     assert result["restored"][0]["how"] == "removed"
     assert candidate.read_text() == "X = 1\n"
 

@@ -185,6 +185,9 @@ class ChildHandle:
 
 _running: set[ChildHandle] = set()
 _running_lock = threading.Lock()
+_guarding: dict[int, set[Path]] = {}  # a running job's token: the files its snapshot covers
+_overlapped: dict[int, set[Path]] = {}  # a running job's token: those another job also covered meanwhile
+_tokens = iter(range(1, 1 << 62))
 
 
 @contextmanager
@@ -283,6 +286,26 @@ def _task_files(task: Path) -> list[Path]:
     return [(task.parent / s).resolve() for s in sources if isinstance(s, str) and not s.startswith("@")]
 
 
+def _guard(paths: list[Path]) -> int:
+    """Register a job's protected files; jobs of one problem overlap (a validation beside a benchmark)."""
+    with _running_lock:
+        token = next(_tokens)
+        _overlapped[token] = set()
+        for other, theirs in _guarding.items():
+            shared = theirs.intersection(paths)
+            _overlapped[other] |= shared
+            _overlapped[token] |= shared
+        _guarding[token] = set(paths)
+    return token
+
+
+def _unguard(token: int) -> set[Path]:
+    """The job's files that another job covered while it ran: a change there may be that job's."""
+    with _running_lock:
+        _guarding.pop(token, None)
+        return _overlapped.pop(token, set())
+
+
 @dataclass
 class Snapshot:
     """The bytes of the protected files before a job, to compare and restore after it."""
@@ -341,6 +364,7 @@ def run_child(
     if sandbox and shutil.which("bwrap") is None:
         return failure("error", "the sandbox needs bubblewrap (bwrap), which is not installed: apt-get install bubblewrap")
     snapshot = Snapshot.take(protected_files(spec))
+    token = _guard(list(snapshot.saved))
     started = time.monotonic()
     supervised = warm.take(module, env) if warm is not None and not sandbox else None
     if supervised is None:
@@ -361,10 +385,13 @@ def run_child(
         supervised.close()
     result = _result(done, timeout_s, log_path, handle, time.monotonic() - started)
     changed = snapshot.restore_changed(log_path.with_name(log_path.name + ".changed"))
+    shared = _unguard(token)
     if changed:
         names = ", ".join(Path(c["file"]).name for c in changed)
-        result = failure("error", f"the job changed {names}; restored from the copy taken before the job "
-                         f"(what it wrote is kept beside the log)", result.get("log_tail", ""),
+        maybe = (" (another job of this problem ran at the same time: either may have written it)"
+                 if any(Path(c["file"]) in shared for c in changed) else "")
+        result = failure("error", f"{names} changed while the job ran{maybe}; restored from the copy taken "
+                         "before the job (what was written is kept beside the log)", result.get("log_tail", ""),
                          restored=changed, containment=result.get("containment"))
     return result
 

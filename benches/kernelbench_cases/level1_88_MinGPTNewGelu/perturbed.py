@@ -1,0 +1,34 @@
+# strategy: perturbed on purpose, every output value scaled by (1 + 2e-4): wrong by a relative 2e-4 everywhere
+# KernelBench level1/88_MinGPTNewGelu (MIT, see tests/fixtures/kernelbench/NOTICE.md) with Model renamed ExactModel
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import math
+
+# From https://github.com/karpathy/minGPT/blob/master/mingpt/model.py
+
+class ExactModel(nn.Module):
+    """
+    Implementation of the GELU activation function currently in Google BERT repo (identical to OpenAI GPT).
+    Reference: Gaussian Error Linear Units (GELU) paper: https://arxiv.org/abs/1606.08415
+    """
+    def __init__(self):
+        super(ExactModel, self).__init__()
+    
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+batch_size = 8192
+dim = 8192
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+
+class ModelNew(ExactModel):
+    """Every output value scaled by (1 + 2e-4): wrong by a relative 2e-4 everywhere."""
+
+    def forward(self, *args):
+        return super().forward(*args) * (1 + 2e-4)

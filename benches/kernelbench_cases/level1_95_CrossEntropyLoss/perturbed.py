@@ -1,0 +1,37 @@
+# strategy: perturbed on purpose, one output value (the last) moved by 1.0, the rest exact
+# KernelBench level1/95_CrossEntropyLoss (MIT, see tests/fixtures/kernelbench/NOTICE.md) with Model renamed ExactModel
+import torch
+import torch.nn as nn
+
+class ExactModel(nn.Module):
+    """
+    A model that computes Cross Entropy Loss for multi-class classification tasks.
+
+    Parameters:
+        None
+    """
+    def __init__(self):
+        super(ExactModel, self).__init__()
+
+    def forward(self, predictions, targets):
+        return torch.nn.functional.cross_entropy(predictions, targets)
+
+batch_size = 32768
+num_classes = 4096
+input_shape = (num_classes,)
+dim = 1
+
+def get_inputs():
+    return [torch.rand(batch_size, *input_shape), torch.randint(0, num_classes, (batch_size,))]
+
+def get_init_inputs():
+    return []
+
+
+class ModelNew(ExactModel):
+    """One output value (the last) moved by 1.0, the rest exact."""
+
+    def forward(self, *args):
+        out = super().forward(*args).contiguous().clone()
+        out.view(-1)[-1] += 1.0
+        return out

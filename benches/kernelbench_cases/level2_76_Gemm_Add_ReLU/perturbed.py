@@ -1,0 +1,44 @@
+# strategy: perturbed on purpose, one output value (the last) moved by 1.0, the rest exact
+# KernelBench level2/76_Gemm_Add_ReLU (MIT, see tests/fixtures/kernelbench/NOTICE.md) with Model renamed ExactModel
+import torch
+import torch.nn as nn
+
+class ExactModel(nn.Module):
+    """
+    Simple model that performs a matrix multiplication, adds a bias term, and applies ReLU.
+    """
+    def __init__(self, in_features, out_features, bias_shape):
+        super(ExactModel, self).__init__()
+        self.gemm = nn.Linear(in_features, out_features, bias=False)
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+
+    def forward(self, x):
+        """
+        Args:
+            x (torch.Tensor): Input tensor with shape (batch_size, in_features).
+        Returns:
+            torch.Tensor: Output tensor with shape (batch_size, out_features).
+        """
+        x = self.gemm(x)
+        x = x + self.bias
+        x = torch.relu(x)
+        return x
+
+batch_size = 1024
+in_features = 8192
+out_features = 8192
+bias_shape = (out_features,)
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+def get_init_inputs():
+    return [in_features, out_features, bias_shape]
+
+class ModelNew(ExactModel):
+    """One output value (the last) moved by 1.0, the rest exact."""
+
+    def forward(self, *args):
+        out = super().forward(*args).contiguous().clone()
+        out.view(-1)[-1] += 1.0
+        return out

@@ -71,3 +71,35 @@ def test_bench_scores_every_hostile_candidate(tmp_path):
     with ThreadPoolExecutor(max_workers=3) as pool:
         wrong = [w for found in pool.map(one, CASES) for w in found]
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("command", ["bench", "watch"])
+def test_ctrl_c_ends_the_cli_and_every_job_process_within_two_seconds(command, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    import uuid
+
+    root = tmp_path / "relu"
+    root.mkdir()
+    for name in ("reference.py", "trialtui.toml", "loop_forward.py"):
+        (root / name).write_bytes((CORPUS / "relu" / name).read_bytes())
+    args = (["bench", str(root / "loop_forward.py")] if command == "bench" else ["watch", str(root), "--headless"])
+    marker = uuid.uuid4().hex
+    cli = subprocess.Popen([sys.executable, "-m", "trialtui", *args, "--device", "cpu"],
+                           env={**os.environ, corpus.MARK_ENV: marker}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not any("bench_job" in p for p in corpus.leftovers(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(3)  # the job is importing or spinning in forward
+    assert cli.poll() is None, "the CLI ended before it was interrupted"
+    started = time.monotonic()
+    cli.send_signal(signal.SIGINT)
+    cli.wait(timeout=10)
+    while corpus.leftovers(marker) and time.monotonic() - started < 2:
+        time.sleep(0.05)
+    took = time.monotonic() - started
+    assert corpus.leftovers(marker) == []
+    assert took < 2.0, f"Ctrl-C took {took:.1f} s"

@@ -109,7 +109,8 @@ def validate(file: Path, as_json: bool, arch: str | None, no_compile: bool) -> N
 @click.option("--no-cache", is_flag=True, help="Measure baselines even when cached.")
 @click.option("--cuda-graph", is_flag=True, help="Time CUDA-graph replays (for kernels of a few µs).")
 @click.option("--all-gpus", is_flag=True, help="Benchmark on every visible GPU at once, one job per GPU, to compare them.")
-def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_graph, all_gpus) -> None:
+@click.option("--sandbox", is_flag=True, help="Run the job under bubblewrap: read-only files, no network (docs/SECURITY.md).")
+def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_graph, all_gpus, sandbox) -> None:
     """Check FILE against the reference on several seeds and, only if correct, time it.
 
     \b
@@ -119,10 +120,13 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
     from concurrent.futures import ThreadPoolExecutor
 
     from trialtui.engine.bench import bench_file
+    from trialtui.engine.jobs import cancel_on_interrupt, use_sandbox
     from trialtui.engine.lanes import visible_gpus
     from trialtui.render import render_bench
 
     problem = problem_for(file.resolve())
+    if sandbox:
+        use_sandbox()
 
     def one(gpu: str | None) -> dict:
         return bench_file(
@@ -131,7 +135,7 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
         )
 
     gpus = (visible_gpus() or ["0"]) if all_gpus else [None]
-    with ThreadPoolExecutor(max_workers=len(gpus)) as pool:  # one job per GPU: lanes in parallel
+    with ThreadPoolExecutor(max_workers=len(gpus)) as pool, cancel_on_interrupt():  # one job per GPU, in parallel
         results = dict(zip(gpus, pool.map(one, gpus)))
     if as_json:
         payload = results[None] if not all_gpus else {f"gpu{g}": r for g, r in results.items()}
@@ -167,9 +171,15 @@ def init(directory: Path, from_file: Path | None) -> None:
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None)
 @click.option("--gpus", default=None, help="Lanes to use, e.g. 0,1 (default: every visible GPU).")
 @click.option("--progress", is_flag=True, help="With --headless: also print progress and queue events.")
-def watch(directory, headless, as_json, once, device, gpus, progress) -> None:
+@click.option("--sandbox", is_flag=True, help="Run every job under bubblewrap: read-only files, no network (docs/SECURITY.md).")
+def watch(directory, headless, as_json, once, device, gpus, progress, sandbox) -> None:
     """Watch DIRECTORY and score each save; exit status is non-zero only for trialtui's own failures."""
     import asyncio
+
+    from trialtui.engine.jobs import cancel_all, use_sandbox
+
+    if sandbox:
+        use_sandbox()
 
     from trialtui.core.store import StoreError
     from trialtui.engine.headless import HeadlessPrinter
@@ -203,7 +213,11 @@ def watch(directory, headless, as_json, once, device, gpus, progress) -> None:
         fail(str(exc))
 
     async def run_all() -> None:
-        await asyncio.gather(*(engine.run(once=once) for engine in engines))
+        try:
+            await asyncio.gather(*(engine.run(once=once) for engine in engines))
+        except asyncio.CancelledError:  # Ctrl-C: validations too, so no thread waits on a job
+            cancel_all()
+            raise
 
     try:
         asyncio.run(run_all())

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from trialtui.core.prctl import seal
 from trialtui.core.config import ConfigError, Limits, load_config
 from trialtui.core.result import RESULT_VERSION, ResultError, check_result
 
@@ -72,6 +73,11 @@ def start_ticks(pid: int) -> int | None:
 def sees_gpu(env: dict[str, str]) -> bool:
     visible = env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
     return visible not in ("", "-1") and Path("/dev/nvidiactl").exists()
+
+
+def use_sandbox() -> None:
+    """`--sandbox`: every job this process starts runs under bubblewrap (the variable is the switch)."""
+    os.environ[SANDBOX_ENV] = "1"
 
 
 def sandbox_wanted(limits: Limits) -> bool:
@@ -190,16 +196,21 @@ _overlapped: dict[int, set[Path]] = {}  # a running job's token: those another j
 _tokens = iter(range(1, 1 << 62))
 
 
+def cancel_all() -> None:
+    """Cancel every job this process is running (validations too), e.g. when it is shutting down."""
+    with _running_lock:
+        handles = list(_running)
+    for handle in handles:
+        handle.cancel()
+
+
 @contextmanager
 def cancel_on_interrupt() -> Iterator[None]:
     """Ctrl-C cancels every running job, so threads waiting on them return within a couple of seconds."""
     try:
         yield
     except KeyboardInterrupt:
-        with _running_lock:
-            handles = list(_running)
-        for handle in handles:
-            handle.cancel()
+        cancel_all()
         raise
 
 
@@ -356,6 +367,7 @@ def run_child(
     Progress lines the job writes are passed to `on_progress` as dicts. With `warm`, a pre-started
     pair takes the job if one is ready, and the next one is primed. `limits` default to the problem's.
     """
+    seal()  # a job's processes cannot open this process's pipes or memory through /proc
     log_path = Path(log_path)
     env = env or {}
     limits = limits or job_limits(spec)

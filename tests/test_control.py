@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from trialtui.cli_trials import trials
-from trialtui.core.store import STATE_DIR, Store
+from trialtui.core.store import STATE_DIR
 from trialtui.engine import control
 from trialtui.engine import events as ev
 

@@ -137,3 +137,15 @@ def test_a_long_problem_path_gets_a_private_socket_elsewhere(tmp_path):
     path = control.socket_path(deep / STATE_DIR)
     assert len(os.fsencode(path)) <= 100 and path.parent.name == f"trialtui-{os.getuid()}"
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_cli_finalize_beside_a_running_engine_runs_in_it(root):
+    from test_engine import GpuBench
+
+    engine = make_engine(root, bench=GpuBench([100.0, 100.0]))
+    with Running(engine):
+        result = CliRunner().invoke(trials, ["finalize", "t1", "--dir", str(root)])
+        assert result.exit_code == 0, result.output
+        assert "(sent to the running trialtui" in result.output
+        assert (root / "final" / "kernel.py").read_text() == KB_GOOD
+        assert not engine.paused  # watching resumed

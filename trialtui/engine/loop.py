@@ -397,7 +397,8 @@ class Engine:
             while not self.lanes.idle:
                 await asyncio.sleep(0.2)
             self.emit(ev.Notice(f"finalizing {trial.id}: re-benchmarking with no cached baseline"))
-            done = await asyncio.to_thread(finalize_trial, self.problem, self.store, trial, device=device or self.device)
+            done = await asyncio.to_thread(finalize_trial, self.problem, self.store, trial,
+                                           device=device or self.device, bench=self._bench)
         finally:
             if not was_paused and self.paused:
                 self.toggle_pause()

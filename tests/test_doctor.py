@@ -67,3 +67,18 @@ def test_a_corrupt_store_is_reported_read_only_and_repaired_by_a_writer(tmp_path
     result = CliRunner().invoke(trials, ["doctor", "--dir", str(root), "--repair"])
     assert result.exit_code == 0 and "nothing is lost" in result.output
     assert "store is healthy" in CliRunner().invoke(trials, ["doctor", "--dir", str(root)]).output
+
+
+def test_trials_in_flight_are_normal_beside_a_running_writer_and_stale_after_a_crash(tmp_path):
+    root, _, t2 = make(tmp_path)
+    with Store.open(root) as store:
+        store.update(t2.id, state="benchmarking")
+        result = doctor(root)
+        assert result.exit_code == 0 and json.loads(result.stdout)["issues"] == []
+        store._disk.close()  # the writer dies here
+        import os
+        os.close(store._lock_fd)
+        store._lock_fd = None
+    assert [i["code"] for i in json.loads(doctor(root).stdout)["issues"]] == ["in_flight"]
+    repaired = json.loads(doctor(root, "--repair").stdout)
+    assert [i["code"] for i in repaired["issues"]] == ["interrupted"]  # the writer's open marked it

@@ -397,7 +397,7 @@ def doctor(ctx: click.Context, repair: bool, root: Path, as_json: bool) -> None:
 
     locked = _held(root)
     with _store(root, writer=repair and locked is None) as store:
-        issues = checks.check(store)
+        issues = checks.check(store, writer_running=locked is not None)
         repaired = checks.repair(store, issues) if store.writer else []
         left = checks.check(store) if repaired else issues
     if as_json:

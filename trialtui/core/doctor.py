@@ -29,8 +29,8 @@ class Issue:
         return {"code": self.code, "message": self.message, "repair": self.repair}
 
 
-def check(store: Store) -> list[Issue]:
-    """Everything found wrong or worth knowing, in a stable order."""
+def check(store: Store, *, writer_running: bool = False) -> list[Issue]:
+    """Everything found wrong or worth knowing, in a stable order; trials in flight are normal while a writer runs."""
     issues: list[Issue] = []
     if store.recovery:
         issues.append(Issue("recovered", store.recovery, None if store.writer else "a writer keeps the recovered store"))
@@ -45,7 +45,7 @@ def check(store: Store) -> list[Issue]:
                                          or tree.id_number(trial.parent) >= tree.id_number(trial.id)):
             issues.append(Issue("parent", f"{trial.id}'s parent {trial.parent} is not an earlier trial",
                                 f"make {trial.id} a root", _set_parent(trial.id)))
-        if not store.writer and not trial.state_enum.is_final:
+        if not store.writer and not writer_running and not trial.state_enum.is_final:
             issues.append(Issue("in_flight", f"{trial.id} is {trial.state}: fine while a writer runs; after a crash "
                                 "the next writer (or doctor --repair) marks it interrupted"))
     for file, head in store.heads.items():

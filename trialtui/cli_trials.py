@@ -79,9 +79,9 @@ def _ask_engine(root: Path, locked: StoreLocked, op: str, args: dict[str, Any],
     try:
         return control.send(root.resolve() / STATE_DIR, op, args, timeout=timeout)
     except control.Refused as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise Refusal(str(exc), 1) from exc
     except control.Unavailable as exc:
-        raise click.ClickException(f"{locked} (its control channel did not answer: {exc})") from exc
+        raise Refusal(f"{locked} (its control channel did not answer: {exc})", 1) from exc
 
 
 def _via(reply: dict[str, Any]) -> str:
@@ -308,7 +308,7 @@ def branch(trial_id: str, root: Path, as_json: bool) -> None:
 def rerun(trial_ids: tuple[str, ...], interrupted: bool, device: str | None, root: Path, as_json: bool) -> None:
     """Measure trials again: queued in the running TUI or watcher, or else run here until they are done."""
     if bool(trial_ids) == interrupted:
-        raise click.UsageError("give trial IDs or --interrupted (not both)")
+        raise Refusal("give trial IDs or --interrupted (not both)", 2)
     locked = _held(root)
     if locked is not None:
         reply = _ask_engine(root, locked, "rerun", {"trials": list(trial_ids), "interrupted": interrupted})

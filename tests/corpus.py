@@ -6,8 +6,10 @@ A corpus is a directory of problem directories. Each candidate file there starts
 
 where state is one of correct, incorrect, error, timeout, invalid, and the fragment (may be empty)
 must appear in the result's message, case-insensitively. `a/b` alternatives are allowed only where a
-second header line, `# why: ...`, says why both are right (e.g. `watch` rejects statically what
-`bench` runs and reports as an error). Files without the header (helpers) are not candidates.
+`# why: ...` line in the header says why both are right (e.g. `watch` rejects statically what
+`bench` runs). An optional `# expect-cuda: <state> | <fragment>` line, with its `# why:`, replaces
+the expectation for --device cuda (benches/gpu_containment.py). Files without the header are not
+candidates.
 
 Every CLI run carries a unique marker in its environment (MARK_ENV); `leftovers(marker)` lists the
 processes still holding it, so a test can require that nothing a candidate started outlives its job.
@@ -39,23 +41,38 @@ class Case:
     file: str
     states: tuple[str, ...]
     fragment: str
+    cuda: tuple[tuple[str, ...], str] | None = None  # (states, fragment) on a GPU, where they differ
 
     @property
     def id(self) -> str:
         return f"{self.problem}/{self.file}"
+
+    def expected(self, device: str) -> tuple[tuple[str, ...], str]:
+        return self.cuda if device == "cuda" and self.cuda is not None else (self.states, self.fragment)
+
+
+def _expectation(path: Path, text: str, prefix: str, explained: bool) -> tuple[tuple[str, ...], str]:
+    states_text, sep, fragment = text.removeprefix(prefix).partition("|")
+    states = tuple(s.strip() for s in states_text.split("/"))
+    if not sep or not all(s in STATES for s in states):
+        raise CorpusError(f"{path}: the header must read `{prefix} <{'|'.join(STATES)}> | <fragment>`")
+    if len(states) > 1 and not explained:
+        raise CorpusError(f"{path}: alternatives ({'/'.join(states)}) need a `# why:` line in the header")
+    return states, fragment.strip()
 
 
 def parse_header(path: Path) -> Case | None:
     lines = path.read_text(encoding="utf-8").splitlines()
     if not lines or not lines[0].startswith("# expect:"):
         return None
-    states_text, sep, fragment = lines[0].removeprefix("# expect:").partition("|")
-    states = tuple(s.strip() for s in states_text.split("/"))
-    if not sep or not all(s in STATES for s in states):
-        raise CorpusError(f"{path}: the header must read `# expect: <{'|'.join(STATES)}> | <fragment>`")
-    if len(states) > 1 and not (len(lines) > 1 and lines[1].startswith("# why:")):
-        raise CorpusError(f"{path}: alternatives ({'/'.join(states)}) need a `# why:` line under the header")
-    return Case(path.parent.name, path.name, states, fragment.strip())
+    header = [line for line in lines[:6] if line.startswith("#")]
+    explained = any(line.startswith("# why:") for line in header)
+    states, fragment = _expectation(path, lines[0], "# expect:", explained)
+    cuda = [line for line in header if line.startswith("# expect-cuda:")]
+    if cuda and not explained:
+        raise CorpusError(f"{path}: `# expect-cuda:` needs a `# why:` line in the header")
+    return Case(path.parent.name, path.name, states, fragment,
+                _expectation(path, cuda[0], "# expect-cuda:", explained) if cuda else None)
 
 
 def cases(corpus: Path) -> list[Case]:
@@ -116,15 +133,16 @@ def run_watch(problem_dir: Path, *, device: str = "cpu", timeout_s: float = 300.
     return final, marker, out.returncode
 
 
-def mismatch(case: Case, result: dict | None) -> str | None:
+def mismatch(case: Case, result: dict | None, device: str = "cpu") -> str | None:
     """None when the result has an expected state and the fragment; else what differs."""
     if result is None:
         return f"{case.id}: no result"
+    states, fragment = case.expected(device)
     state, message = result.get("state"), str(result.get("message", ""))
-    if state not in case.states:
-        return f"{case.id}: expected {'/'.join(case.states)}, got {state}: {message[:300]}"
-    if case.fragment.lower() not in message.lower():
-        return f"{case.id}: {state} as expected, but the message lacks {case.fragment!r}: {message[:300]}"
+    if state not in states:
+        return f"{case.id}: expected {'/'.join(states)}, got {state}: {message[:300]}"
+    if fragment.lower() not in message.lower():
+        return f"{case.id}: {state} as expected, but the message lacks {fragment!r}: {message[:300]}"
     return None
 
 

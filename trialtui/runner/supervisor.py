@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.prctl import seal
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 LOG_KEEP = 1_000_000  # bytes kept at each end of a log: no log is over 2 MB
@@ -253,8 +255,10 @@ class Supervisor:
         self.stub = os.fork()
         if self.stub == 0:
             stub(command, env, self.scratch, in_child, (spec_r, out_w, status_w), (self.res_w, self.prog_w))
-        for fd in (spec_r, out_w, status_w):
-            os.close(fd)
+        for fd in (spec_r, out_w, status_w, self.res_w, self.prog_w):
+            os.close(fd)  # the job holds the write ends, under the same numbers (pass_fds)
+        for fd in (out_r, res_r, prog_r):
+            os.set_blocking(fd, False)
         self.status_r = status_r
         self.status = b""
         self.pidfd = os.pidfd_open(self.stub)
@@ -303,8 +307,6 @@ class Supervisor:
         except BrokenPipeError:
             pass  # the job died while waiting: its exit is reported as such
         os.close(self.spec_w)
-        os.close(self.res_w)
-        os.close(self.prog_w)
         self.started_at = time.monotonic()
         self.deadline = self.started_at + float(job["timeout_s"])
 
@@ -346,7 +348,10 @@ class Supervisor:
                 self.sel.unregister(self.pidfd)
                 self._stub_ended()
                 continue
-            data = os.read(key.fd, 1 << 20)
+            try:
+                data = os.read(key.fd, 1 << 20)
+            except BlockingIOError:
+                continue
             if what == "engine":
                 self.receive(data)
                 if not data:
@@ -389,11 +394,11 @@ class Supervisor:
         })
 
     def _drain(self) -> None:
-        """Read what the job left in its pipes; every writer is dead after the sweep, so reads end."""
+        """Read what the job left in its pipes (non-blocking: a writer may survive in another session)."""
         for key in list(self.sel.get_map().values()):
             if key.data in ("engine", "exit"):
                 continue
-            while data := os.read(key.fd, 1 << 20):
+            while data := _read_ready(key.fd):
                 if key.data == "log":
                     self.log.write(data)
                 elif key.data == "result":
@@ -438,6 +443,13 @@ def stub(command: list[str], env: dict[str, str], cwd: str, in_child, fds: tuple
     os._exit(0)
 
 
+def _read_ready(fd: int) -> bytes:
+    try:
+        return os.read(fd, 1 << 20)
+    except BlockingIOError:
+        return b""
+
+
 def send(message: dict[str, Any]) -> None:
     try:
         os.write(1, (json.dumps(message) + "\n").encode())
@@ -448,6 +460,7 @@ def send(message: dict[str, Any]) -> None:
 def main() -> None:
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
+    seal()  # the result pipe's read end is not reachable through /proc/PID/fd
     received = b""
     while b"\n" not in received:  # raw reads: the job line that may follow must stay for the selector
         data = os.read(0, 1 << 16)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 RESULT_VERSION = 1
-RESULT_STATES = ("ok", "correct", "incorrect", "error", "timeout", "cancelled")
+RESULT_STATES = ("ok", "correct", "incorrect", "error", "timeout", "cancelled", "invalid")
 CPU_TIMING_LABEL = "CPU, interpreted — not a GPU timing"
 
 

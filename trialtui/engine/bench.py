@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from trialtui.core.baselines import BaselineCache, reference_hash
 from trialtui.core.problem import Problem
+from trialtui.core.result import RESULT_VERSION
 from trialtui.engine.jobs import ChildHandle, WarmChildren, run_child
 
 BENCH_MODULE = "trialtui.runner.bench_job"
@@ -40,10 +41,14 @@ def bench_file(
     cuda_graph: bool = False,
     env: dict[str, str] | None = None,
     warm: WarmChildren | None = None,
+    name: str | None = None,
 ) -> dict[str, Any]:
     """Check and time one candidate file in a child process; returns the result JSON as a dict."""
     device = device or detect_device()
     cfg = problem.config
+    invalid = static_verdict(problem, Path(path), name)
+    if invalid is not None:
+        return invalid
     cases = problem.bench_cases if device == "cuda" else problem.test_cases
     given = {}
     if baseline_us is not None:
@@ -76,6 +81,19 @@ def bench_file(
     if result.get("state") == "correct" and result.get("baselines") and device == "cuda":
         cache.record(key, result.get("env") or {}, result["baselines"])
     return result
+
+
+def static_verdict(problem: Problem, path: Path, name: str | None = None) -> dict[str, Any] | None:
+    """The watcher's static stage, so a file gets one verdict whether it is watched or benched."""
+    from trialtui.engine.validate import finding_message, static_stage
+
+    errors = [f for f in static_stage(problem, path, name) if f["severity"] == "error"]
+    if not errors:
+        return None
+    return {
+        "version": RESULT_VERSION, "state": "invalid", "message": finding_message(errors[0]),
+        "validation": {"ok": False, "errors": errors}, "flags": [], "correctness": None, "timing": None, "speedup": None,
+    }
 
 
 def baseline_key(problem: Problem, case: dict[str, Any], cuda_graph: bool) -> dict[str, Any]:

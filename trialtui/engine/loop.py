@@ -249,9 +249,7 @@ class Engine:
         self._enqueue(trial, front=front)
 
     def _invalid(self, trial_id: str, report: dict[str, Any]) -> None:
-        first = report["errors"][0]
-        where = f"line {first['line']}: " if first.get("line") else ""
-        trial = self._set_state(trial_id, TrialState.INVALID, f"{where}{first['message']}", validation=report)
+        trial = self._set_state(trial_id, TrialState.INVALID, finding_message(report["errors"][0]), validation=report)
         self._decide(trial)
 
     def _enqueue(self, trial: Trial, lane: str | None = None, *, front: bool | None = None) -> None:
@@ -462,7 +460,7 @@ class Engine:
         try:
             result = await asyncio.to_thread(
                 self._bench, self.problem, source, device=self.device, log_path=self.store.state_dir / log_rel,
-                handle=handle, on_progress=progress, env=lane.env, **({"warm": self._warm} if self._warm else {}),
+                handle=handle, on_progress=progress, env=lane.env, name=trial.file, **({"warm": self._warm} if self._warm else {}),
             )
         finally:
             self._handles.pop(trial.id, None)

@@ -123,6 +123,12 @@ def validate_file(
     return _finish(report, findings, started, path, name)
 
 
+def finding_message(found: dict[str, Any]) -> str:
+    """An error finding as the trial's message: where, then what."""
+    where = f"line {found['line']}: " if found.get("line") else ""
+    return f"{where}{found['message']}"
+
+
 def static_stage(problem: Problem, path: Path, name: str | None = None) -> list[dict[str, Any]]:
     try:
         source = path.read_bytes()

@@ -18,7 +18,8 @@ from typing import Any
 
 from trialtui.core.result import CPU_TIMING_LABEL, RESULT_VERSION, flag
 from trialtui.runner.candidate import describe
-from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline, seal
+from trialtui.core.prctl import seal
+from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline
 from trialtui.runner.child import serve
 
 SUSPICIOUS_SPEEDUP = 10.0

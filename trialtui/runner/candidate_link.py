@@ -7,7 +7,6 @@ job's minus trialtui's own variables, its descriptors are the two protocol pipes
 
 from __future__ import annotations
 
-import ctypes
 import os
 import select
 import shutil
@@ -19,11 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.prctl import prepare_candidate_child
 from trialtui.runner.wire import Channel, ChannelClosed, WireError, exchange_dir
-
-PR_SET_PDEATHSIG = 1
-PR_SET_DUMPABLE = 4
-
 
 class CandidateFailed(Exception):
     """The candidate's process failed a request: it raised, died, hung or sent something malformed."""
@@ -32,25 +28,6 @@ class CandidateFailed(Exception):
         super().__init__(message)
         self.state = state
         self.traceback = traceback
-
-
-def _prctl(option: int, value: int) -> None:
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(option, value, 0, 0, 0)
-    except OSError:
-        pass
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the checker dies, so no candidate outlives its job."""
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def seal() -> None:
-    """Make this process non-dumpable: another process of the same user can no longer open its
-    /proc/PID/fd (the result pipe), read /proc/PID/mem (the reference outputs) or ptrace it.
-    Root, or a process with CAP_SYS_PTRACE, still can: see docs/SECURITY.md."""
-    _prctl(PR_SET_DUMPABLE, 0)
 
 
 class CandidateProcess:
@@ -64,7 +41,7 @@ class CandidateProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "trialtui.runner.candidate", str(self.exchange)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, cwd=self.scratch,
-            env=child_env, close_fds=True, preexec_fn=_die_with_parent,
+            env=child_env, close_fds=True, preexec_fn=prepare_candidate_child,
         )
         self.channel = Channel(self.process.stdout, self.process.stdin, self.exchange, "chk")
 

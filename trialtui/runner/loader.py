@@ -176,9 +176,9 @@ class Candidate:
         return lambda inputs: model(*inputs)
 
 
-def load_matching_weights(target: torch.nn.Module, source: torch.nn.Module) -> int:
+def load_matching_weights(target: torch.nn.Module, source: torch.nn.Module | dict[str, torch.Tensor]) -> int:
     """Copy parameters and buffers whose names and shapes match; returns how many were copied."""
-    theirs = source.state_dict()
+    theirs = source if isinstance(source, dict) else source.state_dict()
     ours = target.state_dict()
     matched = {k: v for k, v in theirs.items() if k in ours and ours[k].shape == v.shape}
     if matched:

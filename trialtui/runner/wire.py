@@ -14,6 +14,7 @@ import json
 import math
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,7 +169,11 @@ class Channel:
         if tensor.numel():
             name = f"{self.name}-{next(self._ids)}.bin"
             flat = tensor.contiguous().reshape(-1).view(torch.uint8)
-            with open(self.directory / name, "wb") as fh:
+            try:  # a fresh file only: the other side may have planted a link under the next name
+                fd = os.open(self.directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            except OSError as exc:
+                raise WireError(f"the exchange directory was tampered with ({name}: {exc.strerror})") from exc
+            with os.fdopen(fd, "wb") as fh:
                 fh.write(flat.cpu().numpy().data)
             meta["file"] = name
         return meta
@@ -191,9 +196,12 @@ class Channel:
             raise WireError(f"bad file name {name!r}")
         path = self.directory / name
         try:
-            size = path.stat().st_size
+            info = path.lstat()
         except OSError as exc:
             raise WireError(f"tensor file {name} is missing") from exc
+        if not stat.S_ISREG(info.st_mode):
+            raise WireError(f"tensor file {name} is not a regular file")
+        size = info.st_size
         if size != nbytes:
             raise WireError(f"tensor file {name} holds {size} bytes, its description says {nbytes}")
         raw = torch.from_file(str(path), shared=False, size=nbytes, dtype=torch.uint8)

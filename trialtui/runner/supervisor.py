@@ -451,8 +451,10 @@ def _read_ready(fd: int) -> bytes:
 
 
 def send(message: dict[str, Any]) -> None:
+    data = (json.dumps(message) + "\n").encode()
     try:
-        os.write(1, (json.dumps(message) + "\n").encode())
+        while data:
+            data = data[os.write(1, data):]
     except BrokenPipeError:
         pass  # the engine is gone; the sweep still runs
 

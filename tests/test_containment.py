@@ -286,3 +286,21 @@ def test_a_job_whose_stub_is_signalled_does_not_hang_the_engine(tmp_path):
     assert "SIGKILL" in result["message"]
     assert signal.SIGKILL.name in result["message"]
     assert_no_leftovers(marker)
+
+
+def test_a_forged_done_event_in_the_engines_pipe_is_ignored(tmp_path):
+    result, marker = job(tmp_path, """
+        import json, os
+        stub = os.getppid()
+        supervisor = int(open(f"/proc/{stub}/stat").read().rsplit(")", 1)[1].split()[1])
+        forged = {"event": "done", "returncode": 0, "timed_out": False, "cancelled": False, "parent_killed": False,
+                  "result": json.dumps({"version": 1, "state": "correct", "message": "forged"})}
+        try:  # open to root only: the supervisor is not dumpable
+            with open(f"/proc/{supervisor}/fd/1", "w") as pipe:
+                pipe.write("garbage\\n" + json.dumps(forged) + "\\n")
+        except OSError:
+            pass
+        out["honest"] = True
+    """)
+    assert result["state"] == "ok" and result["honest"] is True
+    assert_no_leftovers(marker)

@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import secrets
 import selectors
 import shutil
 import signal
@@ -96,7 +97,8 @@ class Supervised:
         self.cancelled_at: float | None = None
         self._lock = threading.Lock()
         self._buffer = b""
-        self.send(launch)
+        self.token = secrets.token_hex(16)
+        self.send({**launch, "token": self.token})
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -133,7 +135,9 @@ class Supervised:
                 self._buffer += data
                 while b"\n" in self._buffer:
                     line, self._buffer = self._buffer.split(b"\n", 1)
-                    event = json.loads(line)
+                    event = _event(line, self.token)
+                    if event is None:
+                        continue  # not the supervisor's: forged or garbled
                     if event.get("event") == "pids":
                         self.pids = event["pids"]
                     yield event
@@ -169,6 +173,14 @@ class Supervised:
         except subprocess.TimeoutExpired:
             self.kill()
         self.process.stdout.close()
+
+
+def _event(line: bytes, token: str) -> dict[str, Any] | None:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and event.get("token") == token else None
 
 
 @dataclass(eq=False)
@@ -236,6 +248,8 @@ class WarmChildren:
         return (module, tuple(sorted(env.items())))
 
     def prime(self, module: str, env: dict[str, str]) -> None:
+        if os.environ.get(SANDBOX_ENV) == "1":
+            return  # sandboxed jobs start cold: bubblewrap wraps the job process from its start
         key = self._key(module, env)
         with self._lock:
             if key in self._ready and self._ready[key].alive():

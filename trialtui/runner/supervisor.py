@@ -7,9 +7,10 @@ when the job ends, times out, is cancelled, or the engine goes away (EOF on stdi
 kills its parent kills this process, not the engine; the engine then kills the pids reported here.
 
 Protocol, one JSON object per line. Engine to supervisor (stdin): a launch {"module", "env",
-"sandbox", "binds", "warm"}, then a job {"spec", "timeout_s", "log_path", "limits"}, then maybe
+"sandbox", "binds", "warm", "token"}, then a job {"spec", "timeout_s", "log_path", "limits"}, then maybe
 {"cancel": true}. Supervisor to engine (stdout): {"event": "pids", "pids":
-[[pid, start_ticks], ...]}, {"event": "progress", "data": {...}}, and last {"event": "done", ...}.
+[[pid, start_ticks], ...]}, {"event": "progress", "data": {...}}, and last {"event": "done", ...},
+each with the launch's token.
 The job gets its spec on stdin and its result and progress channels as inherited pipes whose
 numbers are inside the spec: no path in argv, env or the working directory leads to the result.
 """
@@ -33,10 +34,12 @@ from typing import Any
 from trialtui.core.prctl import seal
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 LOG_KEEP = 1_000_000  # bytes kept at each end of a log: no log is over 2 MB
 PIDS_EVERY_S = 0.25
 WARM_FLAG = "--warm"
+TOKEN = ""  # the engine's secret for this supervisor, echoed in every event so a forged line is ignored
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -451,7 +454,7 @@ def _read_ready(fd: int) -> bytes:
 
 
 def send(message: dict[str, Any]) -> None:
-    data = (json.dumps(message) + "\n").encode()
+    data = (json.dumps({**message, "token": TOKEN}) + "\n").encode()
     try:
         while data:
             data = data[os.write(1, data):]
@@ -462,6 +465,9 @@ def send(message: dict[str, Any]) -> None:
 def main() -> None:
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
+    # not dumpable: other processes of the user (the job) cannot open /proc/<us>/fd/* or read our memory,
+    # so they cannot write events into the engine's pipe or learn the token (root still can)
+    prctl(PR_SET_DUMPABLE, 0)
     seal()  # the result pipe's read end is not reachable through /proc/PID/fd
     received = b""
     while b"\n" not in received:  # raw reads: the job line that may follow must stay for the selector
@@ -470,8 +476,11 @@ def main() -> None:
             return
         received += data
     line, _, rest = received.partition(b"\n")
+    launch = json.loads(line)
+    global TOKEN
+    TOKEN = launch.get("token", "")
     try:
-        supervisor = Supervisor(json.loads(line))
+        supervisor = Supervisor(launch)
     except (OSError, subprocess.SubprocessError) as exc:
         send({"event": "done", "error": f"could not start the job: {exc}"})
         return

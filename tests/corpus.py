@@ -42,6 +42,7 @@ class Case:
     states: tuple[str, ...]
     fragment: str
     cuda: tuple[tuple[str, ...], str] | None = None  # (states, fragment) on a GPU, where they differ
+    flags: tuple[str, ...] = ()  # `# flags: a, b|c`: codes the result must carry ("b|c": either)
 
     @property
     def id(self) -> str:
@@ -71,8 +72,10 @@ def parse_header(path: Path) -> Case | None:
     cuda = [line for line in header if line.startswith("# expect-cuda:")]
     if cuda and not explained:
         raise CorpusError(f"{path}: `# expect-cuda:` needs a `# why:` line in the header")
+    flags = tuple(code.strip() for line in header if line.startswith("# flags:")
+                  for code in line.removeprefix("# flags:").split(",") if code.strip())
     return Case(path.parent.name, path.name, states, fragment,
-                _expectation(path, cuda[0], "# expect-cuda:", explained) if cuda else None)
+                _expectation(path, cuda[0], "# expect-cuda:", explained) if cuda else None, flags)
 
 
 def cases(corpus: Path) -> list[Case]:
@@ -143,6 +146,12 @@ def mismatch(case: Case, result: dict | None, device: str = "cpu") -> str | None
         return f"{case.id}: expected {'/'.join(states)}, got {state}: {message[:300]}"
     if fragment.lower() not in message.lower():
         return f"{case.id}: {state} as expected, but the message lacks {fragment!r}: {message[:300]}"
+    if "flags" not in result:  # watch's event lines carry states, not flags
+        return None
+    carried = {f.get("code") for f in result.get("flags") or [] if isinstance(f, dict)}
+    missing = [code for code in case.flags if not carried & set(code.split("|"))]
+    if missing:
+        return f"{case.id}: {state} as expected, but without the flag(s) {', '.join(missing)} (has {sorted(carried)})"
     return None
 
 

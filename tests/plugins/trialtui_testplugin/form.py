@@ -1,0 +1,3 @@
+"""A form plug-in: only its identity matters to the registry test."""
+
+FORM = {"name": "scalarfn"}

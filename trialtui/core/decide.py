@@ -16,7 +16,8 @@ from typing import Any
 from trialtui.core.config import Config
 from trialtui.core import tree as tree_rules
 from trialtui.core.model import Action, Decision, Trial, TrialState
-from trialtui.core.strategies import BY_NAME, GENERIC, LADDER, REMEDIES, detect_rung, next_rung, recognise
+from trialtui.core.strategies import BY_NAME, GENERIC, LADDER, detect_rung, next_rung, recognise
+from trialtui.core.verdict_registry import ABOUT_THE_PROFILE, REMEDIES, VerdictId
 
 # A change counts when it exceeds two combined standard errors (about 95%, two-sided).
 NOISE_Z = 2.0
@@ -25,7 +26,7 @@ FIX_STREAK = 3
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 _UNMEASURED = (TrialState.CANCELLED, TrialState.SUPERSEDED, TrialState.INTERRUPTED)
 # Verdicts about the profile itself rather than the kernel: evidence, never advice.
-_ABOUT_THE_PROFILE = frozenset({"counters_unavailable"})
+_ABOUT_THE_PROFILE = ABOUT_THE_PROFILE
 
 _FIX_HINTS: tuple[tuple[str, str], ...] = (
     (r"\bnan\b|\binf\b", "NaN/Inf in the output: mask out-of-bounds lanes (tl.load mask= and other=) "
@@ -244,7 +245,7 @@ def _because(verdict: dict[str, Any]) -> str:
     said = verdict.get("evidence") or verdict.get("title") or ""
     if not said:
         return ""
-    lead = {"ncu": "the profile says", "analytic": "the roofline says"}.get(verdict.get("source"), "the verdicts say")
+    lead = {"ncu": "the profile says", "activity": "the kernel records say", "analytic": "the roofline says"}.get(verdict.get("source"), "the verdicts say")
     return f"{lead} {said}"
 
 
@@ -374,7 +375,7 @@ def _finalize(tree: _Tree, trial: Trial, best: Trial | None, verdicts: list[dict
     """A decisive win at speed-of-light, or speed-of-light with no headroom left to the target."""
     s = tree.speedup(trial)
     sol = trial.sol
-    said = next((v for v in verdicts if v.get("id") == "at_sol"), None)
+    said = next((v for v in verdicts if v.get("id") == VerdictId.AT_SOL), None)
     if s is None:
         return None
     if sol is not None and sol >= config.sol_target:

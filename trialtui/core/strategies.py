@@ -1,5 +1,5 @@
-"""What to try next: the named optimization strategies, which verdict calls for which, and the
-access ladder from Triton down to PTX.
+"""What to try next: the named optimization strategies and the access ladder from Triton down to
+PTX (which verdict calls for which strategy is in verdict_registry.py).
 
 `decide` chooses *when* to suggest something; this module knows *what* there is to suggest and
 recognises a user's free-text strategy label as one of these, so a strategy that regressed is
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from trialtui.core.verdict_registry import Remedy
 
 
 @dataclass(frozen=True)
@@ -138,41 +140,6 @@ CATALOG: tuple[Strategy, ...] = (
 
 BY_NAME: dict[str, Strategy] = {s.name: s for s in CATALOG}
 
-
-@dataclass(frozen=True)
-class Remedy:
-    """What a verdict calls for: tweaks on the current approach, and different approaches when
-    the tweaks have stopped paying."""
-
-    tweaks: tuple[str, ...]
-    approaches: tuple[str, ...]
-
-
-REMEDIES: dict[str, Remedy] = {
-    "at_sol": Remedy(("algebraic rewrite", "fuse passes"), ("algebraic rewrite", "fuse passes")),
-    "memory_low_bw": Remedy(
-        ("coalesce accesses", "vectorize loads", "fuse passes"),
-        ("one-pass algorithm", "fuse passes", "persistent kernel"),
-    ),
-    "extra_dram": Remedy(
-        ("fuse passes", "tile for reuse"), ("one-pass algorithm", "fuse passes", "tile for reuse")
-    ),
-    "uncoalesced": Remedy(("coalesce accesses", "vectorize loads"), ("coalesce accesses",)),
-    "compute_bound": Remedy(
-        ("cheaper math", "use tensor cores"), ("algebraic rewrite", "use tensor cores")
-    ),
-    "tensor_cores_idle": Remedy(("use tensor cores",), ("use tensor cores",)),
-    "low_occupancy": Remedy(
-        ("larger tiles", "fewer registers", "trim shared memory"),
-        ("persistent kernel", "split the work"),
-    ),
-    "small_grid": Remedy(("split the work", "smaller tiles"), ("split the work", "persistent kernel")),
-    "launch_bound": Remedy(("fewer launches",), ("fewer launches", "persistent kernel")),
-    "spills": Remedy(("fewer registers", "smaller tiles"), ("smaller tiles", "split the work")),
-    # Ids the verdict rules also emit, beyond the ten above.
-    "latency_bound": Remedy(("autotune configs", "larger tiles"), ("persistent kernel", "split the work")),
-    "narrow_loads": Remedy(("vectorize loads",), ("tile for reuse",)),
-}
 
 # With no verdicts to go on: safe next steps, and the classic changes of approach.
 GENERIC = Remedy(

@@ -272,7 +272,7 @@ def main() -> None:
 
     from trialtui.runner.wire import Channel
 
-    exchange = Path(sys.argv[1])
+    exchange = [Path(a) for a in sys.argv[1:]]
     rfile = os.fdopen(os.dup(0), "rb")
     wfile = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_RDONLY)

@@ -1,7 +1,7 @@
 """The checker's handle on the candidate's process: start it, ask it one thing at a time, read replies as data.
 
 The candidate's process gets no path, argument, descriptor or environment variable that leads to
-the result: its argv names only the exchange directory for tensor bytes, its environment is the
+the result: its argv names only the exchange directories for tensor bytes, its environment is the
 job's minus trialtui's own variables, its descriptors are the two protocol pipes and the log.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core.prctl import prepare_candidate_child
-from trialtui.runner.wire import Channel, ChannelClosed, WireError, exchange_dir
+from trialtui.runner.wire import Channel, ChannelClosed, WireError, exchange_dirs
 
 class CandidateFailed(Exception):
     """The candidate's process failed a request: it raised, died, hung or sent something malformed."""
@@ -33,13 +33,13 @@ class CandidateFailed(Exception):
 class CandidateProcess:
     """A fresh process per job; its imports overlap with the checker loading the reference."""
 
-    def __init__(self, env: dict[str, str] | None = None, expected_bytes: int = 0):
-        self.exchange = exchange_dir(expected_bytes)
+    def __init__(self, env: dict[str, str] | None = None):
+        self.exchange = exchange_dirs()
         self.scratch = Path(tempfile.mkdtemp(prefix="trialtui-cwd-"))
         child_env = {k: v for k, v in (env or os.environ).items() if not k.startswith("TRIALTUI_")}
         child_env["PYTHONUNBUFFERED"] = "1"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "trialtui.runner.candidate", str(self.exchange)],
+            [sys.executable, "-m", "trialtui.runner.candidate", *map(str, self.exchange)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, cwd=self.scratch,
             env=child_env, close_fds=True, preexec_fn=prepare_candidate_child,
         )
@@ -89,7 +89,8 @@ class CandidateProcess:
         except (ChannelClosed, subprocess.TimeoutExpired):
             pass
         self.kill()
-        shutil.rmtree(self.exchange, ignore_errors=True)
+        for directory in self.exchange:
+            shutil.rmtree(directory, ignore_errors=True)
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 

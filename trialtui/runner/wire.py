@@ -9,6 +9,7 @@ Everything received is checked (dtypes, sizes, file names) before it becomes a t
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import math
@@ -52,24 +53,26 @@ class Opaque:
     type_name: str
 
 
-def exchange_dir(expected_bytes: int = 0) -> Path:
-    """A private directory for tensor bytes: /dev/shm when it has room, else the temp dir."""
-    base = None
+def exchange_dirs() -> list[Path]:
+    """Private directories for tensor bytes: shared memory first where there is some, then the temp dir
+    for what does not fit there (a container's /dev/shm is often small)."""
+    dirs = []
     try:
-        if SHM.is_dir() and shutil.disk_usage(SHM).free > max(4 * expected_bytes, 2**30):
-            base = str(SHM)
+        if SHM.is_dir() and shutil.disk_usage(SHM).free > 2**26:
+            dirs.append(Path(tempfile.mkdtemp(prefix="trialtui-x-", dir=SHM)))
     except OSError:
-        base = None
-    return Path(tempfile.mkdtemp(prefix="trialtui-x-", dir=base))
+        pass
+    dirs.append(Path(tempfile.mkdtemp(prefix="trialtui-x-")))
+    return dirs
 
 
 class Channel:
-    """One side of the protocol: JSON lines on `rfile`/`wfile`, tensor bytes in `directory`."""
+    """One side of the protocol: JSON lines on `rfile`/`wfile`, tensor bytes in `directories` (in order)."""
 
-    def __init__(self, rfile: IO[bytes], wfile: IO[bytes], directory: Path, name: str):
+    def __init__(self, rfile: IO[bytes], wfile: IO[bytes], directories: list[Path], name: str):
         self.rfile = rfile
         self.wfile = wfile
-        self.directory = Path(directory)
+        self.directories = [Path(d) for d in directories]
         self.name = name  # file prefix, so both sides never pick the same file name
         self._ids = itertools.count()
 
@@ -118,7 +121,7 @@ class Channel:
         if isinstance(value, float):
             return {"v": value} if math.isfinite(value) else {"f": repr(value)}
         if isinstance(value, (tuple, list)):
-            return {type(value).__name__: [self._encode(v, tensors) for v in value]}
+            return {"tuple" if isinstance(value, tuple) else "list": [self._encode(v, tensors) for v in value]}
         if isinstance(value, dict) and all(isinstance(k, str) for k in value):
             return {"dict": [[k, self._encode(v, tensors)] for k, v in value.items()]}
         if isinstance(value, torch.Size):
@@ -169,14 +172,28 @@ class Channel:
         if tensor.numel():
             name = f"{self.name}-{next(self._ids)}.bin"
             flat = tensor.contiguous().reshape(-1).view(torch.uint8)
-            try:  # a fresh file only: the other side may have planted a link under the next name
-                fd = os.open(self.directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            meta["file"], meta["dir"] = name, self._write_bytes(name, flat.cpu().numpy().data)
+        return meta
+
+    def _write_bytes(self, name: str, data: memoryview) -> int:
+        """Into the first directory with room; a fresh file only: the other side may have planted a link."""
+        for index, directory in enumerate(self.directories):
+            last = index == len(self.directories) - 1
+            if not last and shutil.disk_usage(directory).free < data.nbytes + 2**26:
+                continue
+            try:
+                fd = os.open(directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             except OSError as exc:
                 raise WireError(f"the exchange directory was tampered with ({name}: {exc.strerror})") from exc
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(flat.cpu().numpy().data)
-            meta["file"] = name
-        return meta
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                return index
+            except OSError as exc:
+                os.unlink(directory / name)
+                if last or exc.errno != errno.ENOSPC:
+                    raise WireError(f"cannot write tensor bytes to {directory}: {exc.strerror}") from exc
+        raise WireError("no exchange directory")
 
     def _read_tensor(self, meta: Any, device: torch.device | str) -> torch.Tensor:
         if not isinstance(meta, dict):
@@ -194,7 +211,10 @@ class Channel:
             return torch.empty(shape, dtype=dtype, device=device)
         if not isinstance(name, str) or Path(name).name != name or not name.endswith(".bin"):
             raise WireError(f"bad file name {name!r}")
-        path = self.directory / name
+        index = meta.get("dir", 0)
+        if not isinstance(index, int) or not 0 <= index < len(self.directories):
+            raise WireError(f"bad exchange directory index {index!r}")
+        path = self.directories[index] / name
         try:
             info = path.lstat()
         except OSError as exc:

@@ -234,7 +234,6 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
     import torch
 
     from trialtui.runner import timing
-    from trialtui.runner.loader import clone
 
     flags = []
     inputs = reference.make_inputs(case, 0)
@@ -254,12 +253,13 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
     reply, _ = link.request("prepare_timing", payload, timeout_s=deadline.left(), into="cuda", cuda_graph=use_graph)
     facts.see(reply)
     given = dict(spec.get("given_baselines") or {})
+    del payload  # the candidate's process has its own copy of the sets; eager and compile share these
     fns: dict[str, list] = {}
     for kind in spec.get("baselines", ["eager"]):
         if kind in given:
             continue
         fn = torch.compile(ref_fn) if kind == "compile" else ref_fn
-        fns[kind] = [_bind(fn, clone(s)) for s in sets]
+        fns[kind] = [_bind(fn, s) for s in sets]
     bencher = timing.Bencher.for_device(device)
     with torch.no_grad():
         for calls in fns.values():  # warm-up: torch.compile and cuDNN autotuning outside the numbers

@@ -103,3 +103,13 @@ def test_ctrl_c_ends_the_cli_and_every_job_process_within_two_seconds(command, t
     took = time.monotonic() - started
     assert corpus.leftovers(marker) == []
     assert took < 2.0, f"Ctrl-C took {took:.1f} s"
+
+
+@pytest.mark.skipif(__import__("shutil").which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+def test_bench_sandbox_keeps_the_problem_read_only(tmp_path):
+    root = corpus.copy_problem(CORPUS, "tamper", tmp_path)
+    before = problem_files(root)
+    result, marker = corpus.run_bench(root / "append_reference.py", extra=["--sandbox"])
+    assert result["state"] == "error"
+    assert "Read-only file system" in result["message"]
+    assert aftermath(root, before, marker) == []

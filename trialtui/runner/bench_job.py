@@ -103,9 +103,9 @@ def _higher_precision(reference, ref_model, inputs):
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = was
 
 
-def _tolerance(spec: dict[str, Any], form: str) -> tuple[float | None, float | None]:
-    """GPU MODE's own check_implementation judges values: trialtui's dtype defaults do not apply there."""
-    if form == "gpumode" and not spec.get("explicit_tolerance"):
+def _tolerance(spec: dict[str, Any], kind) -> tuple[float | None, float | None]:
+    """Where the problem's own check judges values (GPU MODE), trialtui's dtype defaults do not apply."""
+    if kind.judges_values and not spec.get("explicit_tolerance"):
         return None, None
     return spec["atol"], spec["rtol"]
 
@@ -117,7 +117,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
     from trialtui.runner.compare import compare, is_trivial, looks_like_tf32, normwise
     from trialtui.runner.loader import clone
 
-    atol, rtol = _tolerance(spec, reference.form)
+    atol, rtol = _tolerance(spec, reference.kind)
     device = reference.device.type
     report: dict[str, Any] = {
         "seeds": len(seeds), "cases": len(cases), "passed": True, "max_abs_err": 0.0, "max_rel_err": 0.0,
@@ -126,35 +126,29 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
     }
     trivial = True
     total = len(cases) * len(seeds)
-    kernelbench = reference.form == "kernelbench"
     for ci, case in enumerate(cases):
         for si, seed in enumerate(seeds):
             progress(phase="correctness", i=ci * len(seeds) + si + 1, n=total)
             where = f"case {ci + 1} {case or '(defaults)'} seed {seed}"
             inputs = reference.make_inputs(case, seed)
-            payload: dict[str, Any] = {"inputs": inputs, "seed": seed}
-            ref_model = None
-            if kernelbench:
-                ref_model = reference.model(case, seed)
-                payload.update(init_inputs=reference.init_inputs(case), weights=dict(ref_model.state_dict()))
-                ref_fn = lambda x: ref_model(*x)  # noqa: E731
-            else:
-                ref_fn = reference.module.ref_kernel
+            call = reference.call(case, seed)
+            payload: dict[str, Any] = {"inputs": inputs, "seed": seed, **call.payload}
+            ref_model = call.model
             with torch.no_grad():
-                expected = ref_fn(clone(inputs))
+                expected = call.fn(clone(inputs))
             if device == "cuda":
                 torch.cuda.synchronize()
             out_bytes = _bytes(expected)
             report["case_bytes"] = max(report["case_bytes"], _bytes(inputs) + out_bytes)
             reply, output = link.request(
                 "run", payload, timeout_s=deadline.left(), into=device, max_bytes=64 * out_bytes + 2**20,
-                check_inputs=kernelbench, case=case,
+                check_inputs=reference.kind.checks_input_mutation, case=case,
             )
-            del payload
+            del payload, call
             facts.see(reply)
             report["launches"] += int(reply.get("launches") or 0)
             truth = None
-            if kernelbench:
+            if ref_model is not None:  # a module to run again in float64 (KernelBench)
                 try:
                     truth = _higher_precision(reference, ref_model, inputs)
                 except Exception as exc:  # noqa: BLE001 - e.g. an op with no float64 kernel
@@ -166,10 +160,9 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
             if reply.get("input_changed"):
                 return _fail(report, f"{where}: the candidate modified its input {reply['input_changed']}")
             result = compare(expected, output, atol, rtol)
-            if result.passed and not kernelbench:
-                ok, why = reference.check(clone(inputs), output)
-                if not ok:
-                    result.fail(f"check_implementation: {why}")
+            own = reference.check(clone(inputs), output) if result.passed else None
+            if own is not None and not own[0]:
+                result.fail(f"check_implementation: {own[1]}")
             norm = normwise(expected, output, truth, spec.get("allow_tf32", False)) if truth is not None and result.passed else None
             if norm is not None:
                 report["normwise_err"] = max(report["normwise_err"] or 0.0, norm.err)
@@ -241,14 +234,9 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
     sets = [inputs]
     if _bytes(inputs) * 2 < getattr(props, "L2_cache_size", 0):
         sets.append(reference.make_inputs(case, 1))  # rotate when inputs fit in L2
-    payload: dict[str, Any] = {"input_sets": sets, "seed": 0}
-    ref_model = None
-    if reference.form == "kernelbench":
-        ref_model = reference.model(case, 0)
-        payload.update(init_inputs=reference.init_inputs(case), weights=dict(ref_model.state_dict()))
-        ref_fn = lambda x: ref_model(*x)  # noqa: E731
-    else:
-        ref_fn = reference.module.ref_kernel
+    ref_call = reference.call(case, 0)
+    payload: dict[str, Any] = {"input_sets": sets, "seed": 0, **ref_call.payload}
+    ref_fn = ref_call.fn
     use_graph = bool(spec.get("cuda_graph", False))
     reply, _ = link.request("prepare_timing", payload, timeout_s=deadline.left(), into="cuda", cuda_graph=use_graph)
     facts.see(reply)
@@ -404,6 +392,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
     link = CandidateProcess()  # starts importing torch while the reference loads here
     facts = Facts()
+    ledger = MemoryLedger(device)
     try:
         stage = "loading the reference"
         reference = Reference(spec, device_name)
@@ -433,6 +422,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             result["flags"].append(
                 flag("no-custom-kernel", "no Triton kernel was launched: this candidate runs PyTorch only")
             )
+        ledger.close_phase(stage, link, deadline)
         stage = "timing"
         if on_gpu:
             cand, baselines, flags = time_all(spec, reference, link, spec["bench_cases"][0], device, progress, deadline, facts)
@@ -466,36 +456,53 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         return result
     finally:
         result["flags"] += facts.flags()
-        _record_memory(result, link, device, deadline)
+        ledger.close_phase(stage, link, deadline)
+        ledger.record(result)
         link.close()
 
 
-def _record_memory(result: dict[str, Any], link: CandidateProcess, device, deadline) -> None:
-    """Peak GPU memory of the job: this process's plus the candidate's, beside one case's inputs and outputs."""
-    import torch
+class MemoryLedger:
+    """Peak GPU memory per phase, this process's plus the candidate's, beside one case's inputs and outputs.
 
-    if device.type != "cuda":
-        return
-    checker = torch.cuda.max_memory_allocated(device)
-    candidate = None
-    if link.process.poll() is None:
-        try:
-            reply, _ = link.request("peak", timeout_s=min(5.0, deadline.left()), into="cuda")
-            candidate = _number(reply.get("peak_mem_bytes"))
-        except CandidateFailed:
-            candidate = None
-    case_bytes = (result.get("correctness") or {}).get("case_bytes")
-    result["memory"] = {"checker_peak_bytes": checker, "candidate_peak_bytes": candidate, "case_bytes": case_bytes}
-    result["peak_mem_bytes"] = checker + int(candidate or 0)
+    Phases are separated by resetting both processes' peak counters, so a phase's sum is a true upper
+    bound of what the job held at once during it; the job's peak is the largest phase sum.
+    """
+
+    def __init__(self, device) -> None:
+        self.device = device
+        self.phases: dict[str, dict[str, Any]] = {}
+
+    def close_phase(self, name: str, link: CandidateProcess, deadline: Deadline) -> None:
+        import torch
+
+        if self.device.type != "cuda":
+            return
+        checker = torch.cuda.max_memory_allocated(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        candidate = None
+        if link.process.poll() is None:
+            try:
+                reply, _ = link.request("peak", timeout_s=min(5.0, deadline.left()))
+                candidate = _number(reply.get("peak_mem_bytes"))
+            except CandidateFailed:
+                candidate = None
+        self.phases[name] = {"checker_bytes": checker, "candidate_bytes": candidate, "total_bytes": checker + int(candidate or 0)}
+
+    def record(self, result: dict[str, Any]) -> None:
+        if not self.phases:
+            return
+        case_bytes = (result.get("correctness") or {}).get("case_bytes")
+        peak = max(p["total_bytes"] for p in self.phases.values())
+        result["memory"] = {"phases": self.phases, "case_bytes": case_bytes,
+                            "peak_over_case": round(peak / case_bytes, 2) if case_bytes else None}
+        result["peak_mem_bytes"] = peak
 
 
 def _cpu_timing(reference, link: CandidateProcess, case, deadline, facts: Facts) -> dict[str, Any]:
     """Three host-timed calls in the candidate's process: a CPU figure, labelled as such, never a GPU number."""
     from trialtui.runner.timing import summarize
 
-    payload: dict[str, Any] = {"inputs": reference.make_inputs(case, 0), "seed": 0}
-    if reference.form == "kernelbench":
-        payload.update(init_inputs=reference.init_inputs(case), weights=dict(reference.model(case, 0).state_dict()))
+    payload: dict[str, Any] = {"inputs": reference.make_inputs(case, 0), "seed": 0, **reference.call(case, 0).payload}
     reply, _ = link.request("cpu_time", payload, timeout_s=deadline.left())
     facts.see(reply)
     samples = [float(x) for x in reply.get("samples") or [] if isinstance(x, (int, float))] or [0.0]

@@ -142,22 +142,10 @@ class Session:
         return False
 
     def _build(self, payload: dict[str, Any]) -> Callable[[Any], Any]:
-        import torch
-
-        from trialtui.runner.loader import load_matching_weights, seed_all
+        from trialtui.runner.forms import runner_form
 
         entry = getattr(self.module, self.load["entry_point"])
-        if self.load["form"] == "gpumode":
-            return entry
-        seed_all(int(payload["seed"]))
-        model = entry(*payload["init_inputs"])
-        if not isinstance(model, torch.nn.Module):
-            raise TypeError(f"{self.load['entry_point']}(...) returned {type(model).__name__}, not an nn.Module")
-        model = model.to(device=self.device, dtype=self.dtype)
-        weights = payload.get("weights") or {}
-        if weights:
-            load_matching_weights(model, weights)
-        return lambda inputs: model(*inputs)
+        return runner_form(self.load["form"]).build_candidate(entry, payload, self.device, self.dtype)
 
     def op_run(self, msg: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         import torch
@@ -236,8 +224,11 @@ class Session:
     def op_peak(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         import torch
 
-        cuda = self.device.type == "cuda"
-        return {"peak_mem_bytes": torch.cuda.max_memory_allocated(self.device) if cuda else None}, None
+        if self.device.type != "cuda":
+            return {"peak_mem_bytes": None}, None
+        peak = torch.cuda.max_memory_allocated(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)  # the next phase's peak starts from what is held now
+        return {"peak_mem_bytes": peak}, None
 
 
 def serve_checker(channel) -> None:

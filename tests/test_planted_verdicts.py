@@ -7,7 +7,8 @@ from pathlib import Path
 from trialtui.core import ncu
 from trialtui.core.gpus import Ceilings
 from trialtui.core.roofline import roofline
-from trialtui.core.verdicts import Context, verdicts_for_profile
+from trialtui.core.profilers import verdicts_for_profile
+from trialtui.core.verdicts import Context
 from trialtui.runner.profile_job import _kernel
 
 HERE = Path(__file__).parent / "fixtures" / "ncu-h200" / "planted"

@@ -15,15 +15,9 @@ import pytest
 from trialtui.core import ncu
 from trialtui.core.gpus import CALIBRATED, Ceilings, datasheet
 from trialtui.core.roofline import roofline
-from trialtui.core.verdicts import (
-    Context,
-    context_for,
-    profile_policy,
-    theoretical_occupancy,
-    verdicts_for_profile,
-    verdicts_from_analytic,
-    verdicts_from_ncu,
-)
+from trialtui.core.profilers import verdicts_for_profile
+from trialtui.core.profilers.ncu import verdicts_from_ncu
+from trialtui.core.verdicts import Context, context_for, profile_policy, theoretical_occupancy, verdicts_from_analytic
 from trialtui.runner import profile_job
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu-h200"

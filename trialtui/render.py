@@ -150,8 +150,7 @@ def render_analysis(result: dict[str, Any], problem=None) -> str:
 def render_verdicts(out: dict[str, Any]) -> str:
     env = out.get("env") or {}
     profile = out.get("profile") or {}
-    source = out.get("label") or ("Nsight Compute counters" if profile.get("available")
-                                  else f"analytic ({profile.get('reason')})")
+    source = out.get("label") or profile.get("label") or "the roofline and compile facts"
     if out.get("median_us") is None:  # a CPU run: no speed, and the label says whose roofline
         lines = [f"ANALYTIC VERDICTS for {out.get('gpu')} — {source}"]
         roof = out.get("roofline")

@@ -9,8 +9,10 @@ at all (exit code 0 and "No kernels were profiled"), so success is decided from 
 from __future__ import annotations
 
 import csv
+import glob
 import io
 import re
+import shutil
 from typing import Any
 
 _ID_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
@@ -22,6 +24,7 @@ _TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "ms
 _SI = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _SCALABLE = {"byte", "hz", "inst", "cycle", "sector", "request", "warp", "thread", "flop"}
 _NO_VALUE = {"", "n/a", "no data", "N/A"}
+_NCU_GLOBS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu")
 
 # The metrics the verdict rules read; a profile stores these, the CSVs keep the rest.
 KEY_METRICS = (
@@ -68,6 +71,20 @@ KEY_METRICS = (
 # tensor type breakdown are aggregates of other pipes, so they never name the busiest one.
 _PIPE = re.compile(r"^sm__(?:pipe_(\w+?)_cycles_active|inst_executed_pipe_(\w+?))\.avg\.pct_of_peak_sustained_elapsed$")
 _AGGREGATE_PIPES = {"shared", "cbu_pred_on_any", "fma_type_fp16"}
+
+
+def find_ncu(explicit: str | None = None) -> str | None:
+    """ncu from the spec, PATH, or the usual install folders (newest first)."""
+    if explicit:
+        return explicit if shutil.which(explicit) else None
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for pattern in _NCU_GLOBS:
+        hits = sorted(glob.glob(pattern), reverse=True)
+        if hits:
+            return hits[0]
+    return None
 
 
 def parse_value(text: str, unit: str) -> tuple[Any, str]:
@@ -225,6 +242,8 @@ _SIGNATURES = (
     ("concurrently collecting", "another profiler (DCGM or a second ncu) is collecting on this GPU"),
     ("No kernels were profiled", "No kernels were profiled: the NVTX range matched no kernel launch"),
 )
+# Failures that will not change while this machine and driver stay as they are.
+_MACHINE_WIDE = ("ERR_NVGPUCTRPERM", "LibraryNotLoaded", "ncu not found")
 
 
 def counters_unavailable(returncode: int | None, output: str, timed_out: bool = False) -> str | None:
@@ -244,3 +263,8 @@ def counters_unavailable(returncode: int | None, output: str, timed_out: bool = 
     if errors:
         return errors[0][:300]
     return None
+
+
+def machine_wide(reason: str | None) -> bool:
+    """Whether a failure reason holds for every later run on this machine (so ncu is not tried again)."""
+    return bool(reason) and reason.startswith(_MACHINE_WIDE)

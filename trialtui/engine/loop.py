@@ -490,13 +490,13 @@ class Engine:
             await self._decide_async(self.store.get(trial.id))
 
     async def _profile(self, trial_id: str, lane: Lane, with_counters: bool) -> None:
-        """Verdicts for a correct GPU trial: from ncu counters when asked for, else analytic."""
+        """Verdicts for a correct GPU trial: from the best profiler that runs here when asked for, else analytic."""
         trial = self.store.get(trial_id)
         env = (trial.result or {}).get("env") or {}
         analysis = await asyncio.to_thread(analyze, self.problem, gpu=env.get("gpu"), driver=env.get("driver"))
         profile = None
         if with_counters:
-            self._set_state(trial_id, TrialState.PROFILING, f"Nsight Compute on {lane.name}")
+            self._set_state(trial_id, TrialState.PROFILING, f"profiling on {lane.name}")
             handle = ChildHandle()
             self._handles[trial_id] = handle
             try:
@@ -518,7 +518,7 @@ class Engine:
             self.emit(ev.StateChanged(trial_id, TrialState.CORRECT.value, f"{len(verdicts)} verdict(s)"))
 
     def profile_now(self, trial_id: str) -> None:
-        """Queue an Nsight Compute profile of a correct GPU trial on a lane (the `p` key)."""
+        """Queue a profile of a correct GPU trial on a lane (the `p` key)."""
         trial = self.store.get(trial_id)
         if trial.median_us is None:
             self.emit(ev.Notice(f"{trial_id} has no GPU timing to profile (correct trials on a GPU only)", "warning"))

@@ -1,5 +1,8 @@
 """Parent side of analyze, profile and calibrate: specs in, checked results out, and the verdicts.
 
+Profiling goes through the profiler plug-ins (core/profilers): the best one that can run here,
+and the next one down when it cannot read what it needs.
+
 The analysis (FLOPs and minimum bytes of the reference) is cached per reference hash and bench
 sizes: it never changes between trials, so it is computed once.
 """
@@ -15,14 +18,17 @@ from trialtui.core.baselines import reference_hash
 from trialtui.core.gpus import ceilings_for
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
-from trialtui.core.verdicts import context_for, verdicts_for_profile
+from trialtui.core.profilers import candidates, get_profiler, source_of, verdicts_for_profile
+from trialtui.core.verdicts import context_for
 from trialtui.engine.bench import bench_file, child_env, detect_device
 from trialtui.engine.jobs import ChildHandle, run_child
 from trialtui.engine.validate import validate_file
 
 ANALYSIS_NAME = "analysis.json"
-NCU_TIMEOUT_S = 300.0
 ANALYZE_TIMEOUT_S = 120.0
+# Profilers that failed for a reason that holds for this whole machine (ERR_NVGPUCTRPERM, no ncu):
+# not tried again while this process runs.
+_MACHINE_WIDE: dict[str, str] = {}
 
 
 def analyze(problem: Problem, *, gpu: str | None = None, driver: str | None = None, use_cache: bool = True) -> dict[str, Any]:
@@ -47,17 +53,28 @@ def analyze(problem: Problem, *, gpu: str | None = None, driver: str | None = No
 
 
 def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str] | None = None,
-                 handle: ChildHandle | None = None) -> dict[str, Any]:
-    """The candidate under Nsight Compute; the .ncu-rep stays under .trialtui/profiles/ for the GUI."""
+                 handle: ChildHandle | None = None, device: str = "cuda") -> dict[str, Any]:
+    """The candidate under the best profiler that can run here, falling back down the ranks when one
+    cannot read what it needs; the body names its `source` and lists in `skipped` why better ones
+    gave nothing. Files worth keeping (an .ncu-rep for the GUI) stay under .trialtui/profiles/."""
+    usable, skipped = candidates(device, skip=_MACHINE_WIDE)
     report = problem.state_dir / "profiles" / name
-    spec = problem.job_spec(candidate=str(Path(path).resolve()), report=str(report), case=0,
-                            ncu_timeout_s=NCU_TIMEOUT_S)
-    log = problem.state_dir / "logs" / f"profile-{name}.log"
-    started = time.monotonic()
-    result = run_child("trialtui.runner.profile_job", spec, timeout_s=NCU_TIMEOUT_S + 150, log_path=log,
-                       env={**child_env("cuda"), **(env or {})}, handle=handle)
-    result["wall_s"] = round(time.monotonic() - started, 3)
-    return result
+    for profiler in [p for p in usable if p.job]:
+        spec = problem.job_spec(candidate=str(Path(path).resolve()), case=0, **profiler.spec(str(report)))
+        log = problem.state_dir / "logs" / f"profile-{name}-{profiler.name}.log"
+        started = time.monotonic()
+        body = run_child(profiler.job, spec, timeout_s=profiler.timeout_s, log_path=log,
+                         env={**child_env("cuda"), **(env or {})}, handle=handle)
+        body.update(source=profiler.name, label=profiler.label, skipped=skipped,
+                    wall_s=round(time.monotonic() - started, 3))
+        if body.get("available") or (handle is not None and handle.cancelled):
+            return body
+        reason = body.get("reason") or body.get("message") or "no records"
+        if body.get("blocked"):
+            _MACHINE_WIDE[profiler.name] = reason
+        skipped = [*skipped, {"source": profiler.name, "reason": reason}]
+    last = [p for p in usable if not p.job][0]  # the analytic profiler is always usable
+    return {"source": last.name, "label": last.label, "available": True, "skipped": skipped}
 
 
 def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> dict[str, Any]:
@@ -101,7 +118,7 @@ def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200")
     if device == "cuda":
         analysis = analyze(problem, gpu=env.get("gpu"), driver=env.get("driver"))
         body = profile_file(problem, path, name=path.stem)
-        label = "Nsight Compute counters" if body.get("available") else f"analytic ({body.get('reason')})"
+        label = profile_label(body)
         target = env.get("gpu")
     else:
         trial.validation = validate_file(problem, path)
@@ -109,9 +126,20 @@ def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200")
         analysis = analyze(problem, gpu=gpu)
         label = (f"analytic, no GPU on this machine: {gpu}'s roofline and the compile for {arch}; "
                  "not timed, so no speed-of-light")
-        body = {"available": False, "reason": label}
+        body = {"source": "analytic", "label": label, "available": True, "skipped": candidates(device)[1]}
         target = gpu
     verdicts, sol, roof = trial_verdicts(problem, trial, analysis, body, gpu=target)
-    return {"state": "correct", "analytic": not body.get("available"), "label": label,
+    analytic = source_of(body) == "analytic" or not body.get("available")
+    return {"state": "correct", "analytic": analytic, "label": label,
             "profile": {k: v for k, v in body.items() if k != "log_tail"}, "verdicts": verdicts, "sol": sol,
             "roofline": roof, "median_us": trial.median_us, "env": env, "gpu": target}
+
+
+def profile_label(body: dict[str, Any]) -> str:
+    """Whose numbers the verdicts are, and why the better profilers gave none."""
+    profiler = get_profiler(source_of(body)) if body.get("available") else None
+    used = profiler.label if profiler is not None else "the roofline and compile facts"
+    why = "; ".join(f"{p['source']}: {p['reason']}" for p in body.get("skipped") or [])
+    if not body.get("available") and body.get("reason"):
+        why = "; ".join(x for x in (why, f"{source_of(body)}: {body['reason']}") if x)
+    return f"{used} ({why})" if why else used

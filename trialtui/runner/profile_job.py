@@ -4,15 +4,13 @@
 `candidate`, `report` (path stem; `<stem>.ncu-rep` stays for the Nsight Compute GUI), optional
 `case` (bench case index), `ncu` (binary), `ncu_timeout_s`, `warmup`. Only the launches inside the
 NVTX range that profile_target pushes after warm-up are profiled, with clocks left alone. When ncu
-cannot read counters the result says why (`available: false`, `reason`), and the engine falls back
-to the analytic profile. ncu stays in this job's process group so the parent's kill reaches it.
+cannot read counters the result says why (`available: false`, `reason`, and `blocked` when that
+holds for the whole machine), and the engine falls back to the next profiler. ncu stays in this job's process group so the parent's kill reaches it.
 """
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core import ncu
+from trialtui.core.ncu import find_ncu
 from trialtui.core.result import RESULT_VERSION
 from trialtui.runner.child import serve
 
@@ -40,23 +39,6 @@ METRICS = (
 )
 DEFAULT_TIMEOUT_S = 300.0
 EXPORT_TIMEOUT_S = 120.0
-_NCU_GLOBS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu", "/usr/local/cuda-*/bin/ncu")
-
-
-def find_ncu(explicit: str | None = None) -> str | None:
-    """ncu from the spec, PATH, or the usual install folders (newest first)."""
-    if explicit:
-        return explicit if shutil.which(explicit) else None
-    found = shutil.which("ncu")
-    if found:
-        return found
-    for pattern in _NCU_GLOBS:
-        hits = sorted(glob.glob(pattern), reverse=True)
-        if hits:
-            return hits[0]
-    return None
-
-
 def ncu_command(ncu_bin: str, report: str | Path, target: list[str], range_name: str = RANGE) -> list[str]:
     """The profiling command: one NVTX push/pop range (named without, included with, the slash)."""
     command = [ncu_bin, "--nvtx", "--nvtx-include", f"{range_name}/", "--clock-control", "none",
@@ -98,9 +80,9 @@ def profile(target: list[str], report: str | Path, *, ncu_bin: str | None = None
     stem = Path(report)
     stem.parent.mkdir(parents=True, exist_ok=True)
     ncu_bin = find_ncu(ncu_bin)
-    body: dict[str, Any] = {"available": False, "reason": None, "report": None, "kernels": []}
+    body: dict[str, Any] = {"source": "ncu", "available": False, "reason": None, "report": None, "kernels": []}
     if ncu_bin is None:
-        body["reason"] = ncu.counters_unavailable(127, "")
+        body.update(reason=ncu.counters_unavailable(127, ""), blocked=True)
         return body
     env = {**os.environ, "LC_ALL": "C"}  # ncu's number format follows the locale
     command = ncu_command(ncu_bin, stem, target, range_name)
@@ -126,7 +108,7 @@ def profile(target: list[str], report: str | Path, *, ncu_bin: str | None = None
     if reason is None and not report_file.exists():
         reason = "ncu wrote no report"
     if reason:
-        body["reason"] = reason
+        body.update(reason=reason, blocked=ncu.machine_wide(reason))
         return body
     started = time.monotonic()
     pages = _export(ncu_bin, report_file, stem, env)

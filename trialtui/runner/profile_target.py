@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import torch
 
@@ -16,15 +17,21 @@ from trialtui.runner.loader import Candidate, Reference, build_pair
 from trialtui.runner.profile_job import RANGE
 
 
-def main(argv: list[str]) -> int:
-    spec = json.loads(Path(argv[1]).read_text())
+def prepared(spec: dict[str, Any]) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Any]:
+    """The reference's and the candidate's calls on the GPU at the spec's bench case, and its inputs
+    (seed 0): what every profiler job runs."""
     torch.backends.cuda.matmul.allow_tf32 = bool(spec.get("allow_tf32"))
     torch.backends.cudnn.allow_tf32 = bool(spec.get("allow_tf32"))
     reference = Reference(spec, "cuda")
     candidate = Candidate(spec, spec["candidate"], reference)
     case = spec["bench_cases"][int(spec.get("case", 0))]
-    _, run = build_pair(reference, candidate, case, 0)
-    inputs = reference.make_inputs(case, 0)
+    reference_run, run = build_pair(reference, candidate, case, 0)
+    return reference_run, run, reference.make_inputs(case, 0)
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(Path(argv[1]).read_text())
+    _, run, inputs = prepared(spec)
     with torch.no_grad():
         for _ in range(int(spec.get("warmup", 3))):
             run(inputs)

@@ -91,7 +91,7 @@ class TrialApp(App):
         Binding("F", "finalize", "Finalize", id="finalize",
                 tooltip="finalize the best trial: clean re-benchmark, final/ with REPORT.md (asks first)"),
         Binding("d", "diff", "Diff", id="diff", tooltip="Source tab: diff against the parent, or back to the source"),
-        Binding("s", "summary_raw", "Raw", id="summary-raw", tooltip="Profile tab: verdicts or the raw ncu summary"),
+        Binding("s", "summary_raw", "Raw", id="summary-raw", tooltip="Profile tab: verdicts or the raw profile"),
         Binding("space", "pause", "Pause", id="pause", key_display="space",
                 tooltip="pause or resume watching (saves while paused are scored on resume)"),
         Binding("slash", "find", "Find", id="find", key_display="/", tooltip="find a trial by id, strategy or state"),

@@ -20,9 +20,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static, TabbedContent, TabPane
 
-from trialtui.core import ncu, tree
+from trialtui.core import tree
 from trialtui.core.config import Config
 from trialtui.core.model import Trial, TrialState
+from trialtui.core.profilers import get_profiler, source_of
 from trialtui.core.store import Store
 from trialtui.render import fmt_us
 from trialtui.tui import describe
@@ -354,7 +355,7 @@ class TrialDetail(Themed, Vertical):
         title.append(f" from {' and '.join(sorted(s for s in sources if s))}", self.color("trial-muted"))
         if trial.result:
             title.append(f" · {describe.measured_on(trial.result)}", self.color("trial-muted"))
-        title.append("   s: raw ncu summary", self.color("trial-muted"))
+        title.append("   s: raw profile", self.color("trial-muted"))
         table = Table.grid(padding=(0, 1), expand=True)
         table.add_column(width=1, no_wrap=True)
         table.add_column(ratio=1)
@@ -380,18 +381,24 @@ class TrialDetail(Themed, Vertical):
         if not profile:
             return Group(title, Text("No profile recorded.", self.color("trial-muted")))
         parts: list[RenderableType] = [title]
+        for skipped in profile.get("skipped") or []:
+            parts.append(Text(f"{skipped.get('source')} unavailable: {skipped.get('reason')}", self.color("warning")))
         if not profile.get("available", True) or profile.get("reason"):
             parts.append(Text(f"counters unavailable: {profile.get('reason') or profile.get('message')}",
                               self.color("warning")))
+        profiler = get_profiler(source_of(profile))
+        if profiler is not None:
+            parts.append(Text(f"profiler: {profiler.label}", self.color("trial-muted")))
         if profile.get("report"):
             parts.append(Text(f"report: {profile['report']} (open it in Nsight Compute)", self.color("trial-muted")))
-        kernels = profile.get("kernels") or []
-        main = ncu.dominant(kernels) if kernels else None
+        kernels = profiler.kernels(profile) if profiler is not None else []
+        main = profiler.dominant(profile) if kernels else None
         for kernel in kernels:
             head = Text(kernel.get("name", "?"), Style(bold=True))
-            if kernel is main:
+            if kernel == main:
                 head.append(" (dominant)", self.color("trial-best"))
-            head.append(f"  grid {kernel.get('grid')} block {kernel.get('block')}", self.color("trial-muted"))
+            if kernel.get("grid") is not None:
+                head.append(f"  grid {kernel.get('grid')} block {kernel.get('block')}", self.color("trial-muted"))
             if kernel.get("duration_ns") is not None:
                 head.append(f"  {fmt_us(kernel['duration_ns'] / 1000)}")
             table = Table(box=box.SIMPLE, show_header=False, show_edge=False, pad_edge=False, expand=True)

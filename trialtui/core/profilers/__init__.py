@@ -1,0 +1,77 @@
+"""Profilers by name: the built-ins (ncu, CUPTI activity records, analytic) and plug-ins of
+`trialtui.profilers`, and the verdicts of a stored profile, whichever profiler made it.
+
+Nothing outside a profiler's own modules knows what its body holds; it asks the profiler.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trialtui.core import plugins
+from trialtui.core.model import Severity, Verdict
+from trialtui.core.profilers import activity, analytic, ncu  # noqa: F401 - importing them registers them
+from trialtui.core.profilers.base import GROUP, Profiler
+from trialtui.core.verdict_registry import VerdictId, kind
+from trialtui.core.verdicts import Context, make_verdict
+
+ANALYTIC = "analytic"
+LEGACY_SOURCE = "ncu"  # profiles stored before profilers were plug-ins came from ncu
+
+
+def all_profilers() -> dict[str, Profiler]:
+    """Every usable profiler, best first; a plug-in that is not a Profiler is reported and skipped."""
+    found: dict[str, Profiler] = {}
+    for name, obj in plugins.registry(GROUP).items():
+        if isinstance(obj, Profiler):
+            found[name] = obj
+        else:
+            plugins.reject(GROUP, name, f"is a {type(obj).__name__}, not a Profiler")
+    return dict(sorted(found.items(), key=lambda item: -item[1].rank))
+
+
+def get_profiler(name: str) -> Profiler | None:
+    return all_profilers().get(name)
+
+
+def source_of(body: dict[str, Any]) -> str:
+    return body.get("source") or LEGACY_SOURCE
+
+
+def candidates(device: str, skip: dict[str, str] | None = None) -> tuple[list[Profiler], list[dict[str, str]]]:
+    """The profilers that can run here, best first, and why each other one cannot (`skip`: reasons
+    already known this session, such as ERR_NVGPUCTRPERM from an earlier ncu run)."""
+    usable, passed = [], []
+    for name, profiler in all_profilers().items():
+        why = (skip or {}).get(name) or profiler.unavailable(device)
+        if why:
+            passed.append({"source": name, "reason": why})
+        else:
+            usable.append(profiler)
+    return usable, passed
+
+
+def verdicts_for_profile(profile: dict[str, Any] | None, context: Context,
+                         facts: dict[str, Any] | None = None) -> list[Verdict]:
+    """The verdicts for a trial: from its profile's own profiler when that profile is available,
+    else the analytic ones; led by one verdict saying why better profilers gave nothing."""
+    fallback = all_profilers()[ANALYTIC]
+    if profile is None:
+        return fallback.verdicts({}, context, facts)
+    why = [f"{p['source']}: {p['reason']}" for p in profile.get("skipped") or [] if p.get("reason")]
+    source = source_of(profile)
+    profiler = get_profiler(source)
+    if profile.get("available") and profiler is not None:
+        used, verdicts = profiler, profiler.verdicts(profile, context, facts)
+    else:
+        reason = profile.get("reason") or profile.get("message") or "no records in the profile"
+        if profiler is None:
+            reason = f"profiler {source!r} is not installed"
+        why.append(f"{source}: {reason}")
+        used, verdicts = fallback, fallback.verdicts(profile, context, facts)
+    if not why:
+        return verdicts
+    note = make_verdict(VerdictId.COUNTERS_UNAVAILABLE, Severity.INFO, f"Counters unavailable: {used.label}", why,
+                        f"Verdicts here come from {used.label}. "
+                        + kind(VerdictId.COUNTERS_UNAVAILABLE).advice, used.name)
+    return [note] + verdicts

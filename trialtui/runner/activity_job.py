@@ -1,0 +1,74 @@
+"""Child job: the candidate's GPU kernels from CUPTI activity records (torch.profiler), which need
+no hardware-counter permission.
+
+`python -m trialtui.runner.activity_job` (served like every job). Spec: `Problem.job_spec(...)` plus
+`candidate`, optional `case`, `calls` (default 20) and `warmup`. After warm-up (JIT compiles and
+autotuning stay outside the records) the candidate's calls are recorded, then one call of the
+reference, whose kernel names tell the candidate's own kernels from library ones. Body:
+`available`, `calls`, `wall_us` (median host wall clock per call, device synchronised),
+`kernels` [{`name`, `launches`, `duration_ns`}] (totals over the calls, launch gaps excluded) and
+`reference_kernels` (names). Interpreting them is core/profilers/activity.py's job.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+import torch
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile
+
+from trialtui.core.result import RESULT_VERSION
+from trialtui.runner.child import serve
+from trialtui.runner.profile_target import prepared
+
+
+def device_kernels(events) -> dict[str, dict[str, float]]:
+    """Per kernel name: launches and total device ns, from a profile's device-side events."""
+    found: dict[str, dict[str, float]] = {}
+    for evt in events:
+        if evt.device_type != DeviceType.CUDA:
+            continue
+        row = found.setdefault(evt.name, {"launches": 0, "duration_ns": 0.0})
+        row["launches"] += 1
+        row["duration_ns"] += evt.time_range.elapsed_us() * 1e3
+    return found
+
+
+def _recorded(call: Callable[[], Any], calls: int) -> tuple[dict[str, dict[str, float]], list[float]]:
+    walls = []
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            torch.cuda.synchronize()
+            started = time.perf_counter()
+            call()
+            torch.cuda.synchronize()
+            walls.append((time.perf_counter() - started) * 1e6)
+    return device_kernels(prof.events()), walls
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {"version": RESULT_VERSION, "state": "ok", "available": False, "reason": None}
+    reference_run, candidate_run, inputs = prepared(spec)
+    calls = max(int(spec.get("calls", 20)), 1)
+    with torch.no_grad():
+        for _ in range(int(spec.get("warmup", 3))):
+            candidate_run(inputs)
+            reference_run(inputs)
+        try:
+            kernels, walls = _recorded(lambda: candidate_run(inputs), calls)
+            reference, _ = _recorded(lambda: reference_run(inputs), 1)
+        except RuntimeError as exc:  # CUPTI refused (another profiler attached, a driver without it)
+            body["reason"] = f"torch.profiler could not record CUDA activity: {exc}"[:400]
+            return body
+    body.update(available=True, calls=calls, wall_us=statistics.median(walls),
+                kernels=[{"name": name, **row} for name, row in kernels.items()],
+                reference_kernels=sorted(reference))
+    return body
+
+
+if __name__ == "__main__":
+    serve(run, sys.argv)

@@ -1,0 +1,198 @@
+"""CUDA C++ candidates: kernels built by `torch.utils.cpp_extension.load_inline` (KernelBench's own
+style) or `load` with a `.cu` file beside the candidate.
+
+They are never run on the CPU: a CUDA kernel handed CPU tensors fails for reasons that say
+nothing about the kernel. Validation compiles their device code for the target architecture
+with nvcc (the `nvidia-cuda-nvcc` wheel, `pip install 'trialtui[cuda]'`) and reads registers,
+spills and shared memory from `ptxas -v`; correctness and timing run on the GPU.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from trialtui.core import plugins
+from trialtui.core.languages.base import GROUP, Language
+from trialtui.core.model import Finding, Severity
+
+LOADERS = {"torch.utils.cpp_extension.load_inline": "load_inline", "torch.utils.cpp_extension.load": "load"}
+CUDA_SUFFIXES = (".cu", ".cuh")
+
+
+@dataclass(frozen=True)
+class CudaSource:
+    """CUDA source text and where it came from: `line` is the candidate line its first line is on
+    (None when it is computed or in a file of its own), `file` the .cu file it was read from."""
+
+    text: str
+    origin: str
+    line: int | None = None
+    file: str | None = None
+    flags: tuple[str, ...] = ()
+    call: int | None = None  # the candidate line of the load_inline/load call
+
+    def file_line(self, line: int) -> int | None:
+        """The candidate line of the source's `line` (None for a .cu file's or a computed source's)."""
+        return None if self.file or self.line is None else self.line + line - 1
+
+
+@dataclass(frozen=True)
+class LoaderCall:
+    """One `load_inline`/`load` call found in the syntax tree."""
+
+    kind: str  # load_inline | load
+    node: ast.Call
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name → the dotted module path it stands for, from every import in the file."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    aliases[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".")[0]
+                    aliases[head] = head
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return aliases
+
+
+def loader_calls(tree: ast.Module) -> list[LoaderCall]:
+    """Every call of `load_inline` or `load` from torch.utils.cpp_extension, however imported."""
+    aliases = _aliases(tree)
+    calls = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _dotted(node.func)
+        if name is None:
+            continue
+        head, _, rest = name.partition(".")
+        resolved = aliases.get(head, head) + (f".{rest}" if rest else "")
+        if resolved in LOADERS:
+            calls.append(LoaderCall(LOADERS[resolved], node))
+    return sorted(calls, key=lambda c: (c.node.lineno, c.node.col_offset))
+
+
+def _argument(call: ast.Call, keyword: str, position: int) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return kw.value
+    return call.args[position] if len(call.args) > position else None
+
+
+def _module_strings(tree: ast.Module) -> dict[str, ast.Constant]:
+    """Module-level names bound once to a string constant (`cuda_src = \"\"\"...\"\"\"`)."""
+    bound: dict[str, ast.Constant] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+                bound[stmt.targets[0].id] = stmt.value
+    return bound
+
+
+def _strings(node: ast.expr | None, bound: dict[str, ast.Constant]) -> list[ast.Constant] | None:
+    """The string constants an argument is made of; None when any part is computed."""
+    if node is None:
+        return []
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node]
+    if isinstance(node, ast.Name) and node.id in bound:
+        return [bound[node.id]]
+    if isinstance(node, (ast.List, ast.Tuple)):
+        parts = [_strings(e, bound) for e in node.elts]
+        return None if any(p is None for p in parts) else [c for p in parts for c in p]
+    return None
+
+
+def _flags(call: LoaderCall, bound: dict[str, ast.Constant]) -> tuple[str, ...]:
+    """extra_cuda_cflags when spelled out (positional: 6th of load_inline, 4th of load)."""
+    found = _strings(_argument(call.node, "extra_cuda_cflags", 5 if call.kind == "load_inline" else 3), bound)
+    return tuple(c.value for c in found or [])
+
+
+def named_cu_files(call: LoaderCall) -> list[str]:
+    """The .cu/.cuh file names a `load(sources=...)` call spells out (paths are taken as beside the candidate)."""
+    if call.kind != "load":
+        return []
+    sources = _argument(call.node, "sources", 1)
+    if sources is None:
+        return []
+    return [n.value for n in ast.walk(sources)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith(CUDA_SUFFIXES)]
+
+
+def static_sources(tree: ast.Module, folder: Path) -> tuple[list[CudaSource], list[tuple[int, str]]]:
+    """CUDA sources readable from the syntax tree alone, and (call line, what) for the calls whose
+    sources are computed or missing."""
+    bound = _module_strings(tree)
+    sources: list[CudaSource] = []
+    unread: list[tuple[int, str]] = []
+    for call in loader_calls(tree):
+        line = call.node.lineno
+        where = f"{call.kind} at line {line}"
+        flags = _flags(call, bound)
+        if call.kind == "load_inline":
+            found = _strings(_argument(call.node, "cuda_sources", 2), bound)
+            if found is None:
+                unread.append((line, where))
+            for const in found or []:
+                sources.append(CudaSource(const.value, f"cuda_sources of {where}", const.lineno, None, flags, line))
+            continue
+        names = named_cu_files(call)
+        if not names:
+            unread.append((line, where))
+        for name in names:
+            path = folder / Path(name).name
+            try:
+                sources.append(CudaSource(path.read_text(errors="replace"), path.name, 1, str(path), flags, line))
+            except OSError:
+                unread.append((line, f"{where} ({name} not found beside the candidate)"))
+    return sources, unread
+
+
+class Cuda(Language):
+    name = "cuda"
+    label = "CUDA C++"
+    priority = 10  # a CUDA candidate may import triton too; its load_inline call decides
+    compile_job = "trialtui.runner.cuda_compile_job"
+    runs_on_cpu = False
+    no_launch = ("no CUDA source found: {entry} was not run on the CPU (CUDA C++ runs only on a GPU) and no "
+                 "load_inline(cuda_sources=...) or load(sources=[...'.cu']) call gave source to compile",
+                 "pass cuda_sources as a string (or a name bound to one) or a .cu file beside the candidate")
+
+    def detect(self, tree: ast.Module) -> bool:
+        return bool(loader_calls(tree))
+
+    def static_checks(self, tree: ast.Module, path: Path | None) -> list[Finding]:
+        """A .cu file that a load() call names and that is not beside the candidate."""
+        if path is None:
+            return []
+        findings = []
+        for call in loader_calls(tree):
+            for name in named_cu_files(call):
+                if not (path.parent / Path(name).name).is_file():
+                    findings.append(Finding(Severity.ERROR.value, "cuda-source-missing",
+                                            f"load() names {name}, which is not beside {path.name}",
+                                            call.node.lineno, call.node.col_offset + 1,
+                                            "put the .cu file in the problem directory next to the candidate"))
+        return findings
+
+
+plugins.register(GROUP, Cuda.name, Cuda())

@@ -18,7 +18,7 @@ from trialtui.core.baselines import reference_hash
 from trialtui.core.gpus import ceilings_for
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
-from trialtui.core.profilers import candidates, get_profiler, source_of, verdicts_for_profile
+from trialtui.core.profilers import ANALYTIC, candidates, get_profiler, source_of, verdicts_for_profile
 from trialtui.core.verdicts import context_for
 from trialtui.engine.bench import bench_file, child_env, detect_device
 from trialtui.engine.jobs import ChildHandle, run_child
@@ -59,7 +59,9 @@ def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str]
     gave nothing. Files worth keeping (an .ncu-rep for the GUI) stay under .trialtui/profiles/."""
     usable, skipped = candidates(device, skip=_MACHINE_WIDE)
     report = problem.state_dir / "profiles" / name
-    for profiler in [p for p in usable if p.job]:
+    for profiler in usable:
+        if not profiler.job:  # nothing to run: its verdicts come from what the trial already has
+            return {"source": profiler.name, "label": profiler.label, "available": True, "skipped": skipped}
         spec = problem.job_spec(candidate=str(Path(path).resolve()), case=0, **profiler.spec(str(report)))
         log = problem.state_dir / "logs" / f"profile-{name}-{profiler.name}.log"
         started = time.monotonic()
@@ -73,8 +75,7 @@ def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str]
         if body.get("blocked"):
             _MACHINE_WIDE[profiler.name] = reason
         skipped = [*skipped, {"source": profiler.name, "reason": reason}]
-    last = [p for p in usable if not p.job][0]  # the analytic profiler is always usable
-    return {"source": last.name, "label": last.label, "available": True, "skipped": skipped}
+    return {"source": ANALYTIC, "available": True, "skipped": skipped}  # every profiler failed here
 
 
 def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> dict[str, Any]:

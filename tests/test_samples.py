@@ -176,7 +176,7 @@ def _check_problem(root: Path) -> dict:
     """{version file: {outcome, detail, margin, seconds}} for every version in the story."""
     sys.path.insert(0, str(ROOT))
     import torch
-    from trialtui.core.problem import KERNELBENCH, load_problem
+    from trialtui.core.problem import load_problem
 
     problem = load_problem(root)
     story = tomllib.loads((root / "demo" / "story.toml").read_text(encoding="utf-8"))
@@ -195,7 +195,7 @@ def _check_problem(root: Path) -> dict:
             for case in problem.test_cases:
                 for s in range(SEEDS):
                     with torch.no_grad():
-                        if problem.form == KERNELBENCH:
+                        if problem.form == "kernelbench":
                             for key, value in {**defaults, **case}.items():
                                 setattr(ref, key, value)
                             torch.manual_seed(s)

@@ -51,17 +51,25 @@ def _load_entry_points(group: str) -> dict[str, object]:
 
 
 def registry(group: str) -> dict[str, object]:
-    """Built-ins plus entry-point plug-ins of `group`, by name (a fresh dict each call)."""
+    """Built-ins, then entry-point plug-ins, of `group` by name (a fresh dict each call)."""
     _check_group(group)
     if group not in _external:
         _external[group] = _load_entry_points(group)
-    merged = dict(_external[group])
-    for name in merged.keys() & _builtin[group].keys():
-        note = f"plug-in {name!r} shadows a built-in of the same name; the built-in is used"
-        if note not in _errors[group]:
-            _errors[group].append(note)
-    merged.update(_builtin[group])
+    merged = dict(_builtin[group])  # built-ins first: callers that try each in turn try them first
+    for name, obj in _external[group].items():
+        if name in merged:
+            reject(group, name, "shadows a built-in of the same name; the built-in is used")
+        else:
+            merged[name] = obj
     return merged
+
+
+def reject(group: str, name: str, why: str) -> None:
+    """Record that a plug-in was found but cannot be used (e.g. it is not the type its group needs)."""
+    _check_group(group)
+    note = f"plug-in {name!r} {why}"
+    if note not in _errors[group]:
+        _errors[group].append(note)
 
 
 def errors(group: str | None = None) -> list[str]:

@@ -1,4 +1,5 @@
-"""A problem directory: its reference in KernelBench or GPU MODE form, its cases and candidates.
+"""A problem directory: its reference in one of the forms of `trialtui.core.forms`, its cases and
+candidates, and the AST-only size reading the forms share.
 
 Detection reads the reference's syntax tree only; nothing of the user's is executed here.
 """
@@ -15,12 +16,6 @@ from typing import Any
 from trialtui.core.config import Config, ConfigError, load_config
 
 REFERENCE_NAME = "reference.py"
-TASK_NAME = "task.yml"
-KERNELBENCH = "kernelbench"
-GPUMODE = "gpumode"
-ENTRY_POINTS = {KERNELBENCH: "ModelNew", GPUMODE: "custom_kernel"}
-_KB_NAMES = ("Model", "get_inputs", "get_init_inputs")
-_GM_NAMES = ("ref_kernel", "generate_input", "check_implementation")
 
 
 class ProblemError(ValueError):
@@ -138,91 +133,6 @@ def literal_sizes(tree: ast.Module) -> dict[str, Any]:
     return literal
 
 
-def detect_form(reference: Path, has_task: bool) -> str:
-    """KernelBench or GPU MODE, from the names the reference defines; else a ProblemError."""
-    try:
-        tree = ast.parse(reference.read_bytes(), filename=str(reference))
-    except SyntaxError as exc:
-        raise ProblemError(f"{reference.name} line {exc.lineno}: syntax error: {exc.msg}") from exc
-    except ValueError as exc:  # null bytes
-        raise ProblemError(f"{reference.name}: not Python source ({exc})") from exc
-    names = top_level_names(tree)
-    kb_missing = [n for n in _KB_NAMES if n not in names]
-    gm_missing = [n for n in _GM_NAMES if n not in names]
-    if not kb_missing:
-        return KERNELBENCH
-    if not gm_missing:
-        if not has_task:
-            raise ProblemError(
-                f"{reference.name} is in GPU MODE form but {TASK_NAME} is missing "
-                "(it lists the tests: and benchmarks: argument sets)"
-            )
-        return GPUMODE
-    if len(kb_missing) <= len(gm_missing):
-        raise ProblemError(
-            f"{reference.name} is not a KernelBench problem: missing {', '.join(kb_missing)} "
-            f"(or, for GPU MODE form, {', '.join(gm_missing)})"
-        )
-    raise ProblemError(
-        f"{reference.name} is not a GPU MODE problem: missing {', '.join(gm_missing)} "
-        f"(or, for KernelBench form, {', '.join(kb_missing)})"
-    )
-
-
-def _read_task(task_path: Path) -> dict[str, Any]:
-    import yaml  # only GPU MODE problems need it
-
-    try:
-        task = yaml.safe_load(task_path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ProblemError(f"{TASK_NAME}: {exc}") from exc
-    if not isinstance(task, dict):
-        raise ProblemError(f"{TASK_NAME} must be a mapping with tests: and benchmarks:")
-    return task
-
-
-def _task_cases(task: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    tests = task.get("tests") or []
-    benches = task.get("benchmarks") or []
-    for key, cases in (("tests", tests), ("benchmarks", benches)):
-        if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
-            raise ProblemError(f"{TASK_NAME}: {key}: must be a list of argument mappings")
-    if not tests:
-        raise ProblemError(f"{TASK_NAME} has no tests: entries")
-    return tests, benches or tests
-
-
-SUBMISSION_SOURCE = "@SUBMISSION@"
-
-
-def _task_files(task: dict[str, Any], root: Path) -> tuple[list[Path], set[str]]:
-    """GPU MODE's `files:` (support modules such as `../utils.py`, which the reference and the
-    candidate import) and the names beside the reference that are not candidates (those files,
-    `templates:`). The submission entry is the candidate itself."""
-    files = task.get("files") or []
-    templates = task.get("templates") or {}
-    if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
-        raise ProblemError(f"{TASK_NAME}: files: must be a list of {{name, source}} mappings")
-    if not isinstance(templates, dict):
-        raise ProblemError(f"{TASK_NAME}: templates: must map a language to a file")
-    support: list[Path] = []
-    not_candidates: set[str] = set()
-    for entry in files:
-        name, source = entry.get("name"), entry.get("source")
-        if not isinstance(name, str) or not isinstance(source, str):
-            raise ProblemError(f"{TASK_NAME}: files: each entry needs a name and a source, got {entry}")
-        if source == SUBMISSION_SOURCE:
-            continue
-        path = (root / source).resolve()
-        not_candidates.update({name, path.name} if path.parent == root else {name})
-        if path.suffix == ".py" and path.name != REFERENCE_NAME and path.is_file():
-            support.append(path)
-    for source in templates.values():
-        if isinstance(source, str) and (root / source).resolve().parent == root:
-            not_candidates.add(Path(source).name)
-    return support, not_candidates
-
-
 def _imported_files(tree: ast.Module, root: Path) -> set[str]:
     """Files beside the reference that it imports (`from task import input_t`): support, not candidates."""
     names: set[str] = set()
@@ -234,35 +144,12 @@ def _imported_files(tree: ast.Module, root: Path) -> set[str]:
     return {f"{name}.py" for name in names if (root / f"{name}.py").is_file()}
 
 
-def _check_sizes(config: Config, tree: ast.Module, defaults: dict[str, Any]) -> None:
-    """Overrides must name size constants of the reference and give values of their kind."""
-    defined = top_level_names(tree)
-    for case in config.test_sizes + config.bench_sizes:
-        for key, value in case.items():
-            if key not in defaults:
-                if key in defined:
-                    raise ProblemError(
-                        f"test/bench sizes name {key}, which {REFERENCE_NAME} defines but not as a size "
-                        "constant (a number or a tuple of numbers at module level), so it cannot be overridden"
-                    )
-                raise ProblemError(
-                    f"test/bench sizes name {key}, which {REFERENCE_NAME} does not define at module level "
-                    f"(it defines {', '.join(sorted(defaults)) or 'none'})"
-                )
-            default = defaults[key]
-            numbers = value if isinstance(default, tuple) else [value]
-            shape_ok = isinstance(value, list) if isinstance(default, tuple) else not isinstance(value, list)
-            if not shape_ok or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
-                want = f"a list of {len(default)} numbers" if isinstance(default, tuple) else "a number"
-                raise ProblemError(f"test/bench sizes: {key} = {value!r}, but {key} is {want} in {REFERENCE_NAME}")
-
-
 @dataclass
 class Problem:
     """What the runner needs to know to check and time a candidate, and nothing it must execute."""
 
     root: Path
-    form: str
+    form: str  # the form's name: job specs and results carry it; `kind` is the form itself
     config: Config
     defaults: dict[str, Any] = field(default_factory=dict)
     test_cases: list[dict[str, Any]] = field(default_factory=list)
@@ -275,8 +162,15 @@ class Problem:
         return self.root / REFERENCE_NAME
 
     @property
+    def kind(self):
+        """The form itself (a `trialtui.core.forms.ProblemForm`), looked up by its name."""
+        from trialtui.core.forms import get_form  # the forms import this module
+
+        return get_form(self.form)
+
+    @property
     def entry_point(self) -> str:
-        return ENTRY_POINTS[self.form]
+        return self.kind.entry_point
 
     @property
     def name(self) -> str:
@@ -326,6 +220,8 @@ class Problem:
 
 def load_problem(root: Path | str) -> Problem:
     """Read a problem directory; a ProblemError says what is missing or wrong."""
+    from trialtui.core.forms import describe_all, detect  # the forms import this module
+
     root = Path(root).resolve()
     if not root.is_dir():
         raise ProblemError(f"{root} is not a directory")
@@ -333,28 +229,15 @@ def load_problem(root: Path | str) -> Problem:
     if not reference.exists():
         raise ProblemError(
             f"no {REFERENCE_NAME} in {root}: a problem directory holds the PyTorch reference "
-            "(KernelBench: Model, get_inputs, get_init_inputs; GPU MODE: ref_kernel, "
-            "generate_input, check_implementation with task.yml). `trialtui init DIR` makes one."
+            f"({describe_all()}). `trialtui init DIR` makes one."
         )
     try:
         config = load_config(root)
     except ConfigError as exc:
         raise ProblemError(str(exc)) from exc
-    task = root / TASK_NAME
-    form = detect_form(reference, task.exists())
-    problem = Problem(root=root, form=form, config=config)
+    form = detect(reference, root)
+    problem = Problem(root=root, form=form.name, config=config)
     tree = ast.parse(reference.read_bytes())
     problem.not_candidates = _imported_files(tree, root)
-    if form == KERNELBENCH:
-        problem.defaults = size_constants(tree)
-        _check_sizes(config, tree, problem.defaults)
-        problem.test_cases = config.test_sizes or [{}]
-        problem.bench_cases = config.bench_sizes or [{}]
-    else:
-        spec = _read_task(task)
-        tests, benches = _task_cases(spec)
-        problem.support_files, listed = _task_files(spec, root)
-        problem.not_candidates |= listed
-        problem.test_cases = config.test_sizes or tests
-        problem.bench_cases = config.bench_sizes or benches
+    form.load(problem, tree)
     return problem

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import ast
-import io
 import shutil
-import tokenize
 from pathlib import Path
 
-from trialtui.core.problem import REFERENCE_NAME, ProblemError, detect_form, literal_sizes
+from trialtui.core.forms import detect
+from trialtui.core.problem import REFERENCE_NAME, ProblemError
 
 
 class ScaffoldError(ValueError):
@@ -121,23 +119,6 @@ def _toml(value: object) -> str:
     return repr(value)
 
 
-def rename_model(source: str) -> str:
-    """`Model` → `ModelNew` wherever the name is used (`class Model(`, `super(Model, self)`), not in
-    strings, comments or attribute names, so the candidate runs as written."""
-    lines = source.splitlines(keepends=True)
-    previous = None
-    spots = []
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.NAME and token.string == "Model" and previous != ".":
-            spots.append(token.start)
-        if token.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
-            previous = token.string
-    for row, col in reversed(spots):
-        line = lines[row - 1]
-        lines[row - 1] = line[:col] + "ModelNew" + line[col + len("Model"):]
-    return "".join(lines)
-
-
 def scaffold(directory: Path, from_file: Path | None = None) -> list[Path]:
     """Write reference.py, a candidate and trialtui.toml; refuses to overwrite any of them."""
     directory = Path(directory)
@@ -150,17 +131,15 @@ def scaffold(directory: Path, from_file: Path | None = None) -> list[Path]:
         raise ScaffoldError(f"{directory} already has {', '.join(existing)}; nothing was written")
     if from_file is not None:
         try:
-            form = detect_form(Path(from_file), has_task=False)
+            form = detect(Path(from_file))
         except ProblemError as exc:
             raise ScaffoldError(f"{from_file}: {exc}") from exc
-        if form != "kernelbench":
-            raise ScaffoldError(f"{from_file} is not a KernelBench problem file")
+        written = form.scaffold_candidate(Path(from_file).read_text())
+        if written is None:
+            raise ScaffoldError(f"{from_file} is a {form.label} problem file; `init --from` cannot start from that form")
         shutil.copyfile(from_file, reference)
-        constants = literal_sizes(ast.parse(reference.read_bytes()))
-        candidate.write_text(
-            "# strategy: first version\n# Define ModelNew with the same constructor arguments as Model.\n"
-            + rename_model(reference.read_text())
-        )
+        candidate_text, constants = written
+        candidate.write_text(candidate_text)
     else:
         reference.write_text(REFERENCE)
         candidate.write_text(CANDIDATE)

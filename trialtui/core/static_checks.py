@@ -19,12 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from trialtui.core.model import Finding, Severity
-from trialtui.core.problem import ENTRY_POINTS, GPUMODE, KERNELBENCH, top_level_names
+from trialtui.core.forms import ProblemForm, get_form
+from trialtui.core.problem import top_level_names
 
 MAX_SOURCE_BYTES = 1_000_000
 ALLOWED_PACKAGES = frozenset({"torch", "triton", "numpy"})
-# GPU MODE problems ship task.py (the input_t/output_t types) and submissions import it.
-PROBLEM_MODULES = {GPUMODE: frozenset({"task"}), KERNELBENCH: frozenset()}
 
 ERROR, WARNING = Severity.ERROR.value, Severity.WARNING.value
 TL = "triton.language."
@@ -85,11 +84,11 @@ def check_source(
 ) -> list[Finding]:
     """Every finding the candidate's text and syntax tree show, sorted by line.
 
-    `form` is the problem's form (it picks the entry point); `siblings` are the module stems of
-    the problem's other candidates, which this one must not import.
+    `form` is the name of the problem's form (it picks the entry point and the problem modules a
+    candidate may import); `siblings` are the module stems of the problem's other candidates, which
+    this one must not import.
     """
-    if form not in ENTRY_POINTS:
-        raise ValueError(f"unknown problem form {form!r}; expected one of {', '.join(ENTRY_POINTS)}")
+    kind = get_form(form)  # an unknown name is a ValueError naming the known ones
     text = _read_text(source, filename)
     if isinstance(text, Finding):
         return [text]
@@ -104,8 +103,8 @@ def check_source(
                         hint="split the deepest expression into named steps")]
     if not tree.body:
         return [Finding(ERROR, "empty", f"{filename} has no code (it is empty or holds only comments)",
-                        hint=f"define {ENTRY_POINTS[form]}; `trialtui init` writes a starting candidate")]
-    return _Checker(tree, form, filename, frozenset(siblings)).run()
+                        hint=f"define {kind.entry_point}; `trialtui init` writes a starting candidate")]
+    return _Checker(tree, kind, filename, frozenset(siblings)).run()
 
 
 def _read_text(source: bytes | str, filename: str) -> str | Finding:
@@ -256,7 +255,7 @@ class _Kernel:
 class _Checker:
     """One parsed candidate: the lookups the checks share, the checks, and the findings."""
 
-    def __init__(self, tree: ast.Module, form: str, filename: str, siblings: frozenset[str]):
+    def __init__(self, tree: ast.Module, form: ProblemForm, filename: str, siblings: frozenset[str]):
         self.tree, self.form, self.filename, self.siblings = tree, form, filename, siblings
         self.findings: list[Finding] = []
         self.aliases: dict[str, str] = {}
@@ -478,14 +477,11 @@ class _Checker:
     # -- structure and imports ---------------------------------------------------------------
 
     def _check_structure(self) -> None:
-        entry = ENTRY_POINTS[self.form]
+        entry = self.form.entry_point
         if entry not in top_level_names(self.tree):
-            label = {KERNELBENCH: "KernelBench", GPUMODE: "GPU MODE"}[self.form]
-            how = ("class ModelNew(nn.Module) with the same constructor arguments as Model"
-                   if self.form == KERNELBENCH else "def custom_kernel(data) that returns the output")
             self.add(ERROR, "no-entry-point",
-                     f"{self.filename} does not define {entry} at top level; the {label} harness calls it",
-                     None, f"define {how}")
+                     f"{self.filename} does not define {entry} at top level; the {self.form.label} harness calls it",
+                     None, f"define {self.form.entry_hint}")
         if not self.kernels:
             self.add(WARNING, "no-triton-kernel", "no @triton.jit function: this candidate is pure PyTorch", None,
                      "legal, but it times PyTorch rather than a custom kernel; "
@@ -508,7 +504,7 @@ class _Checker:
 
     def _check_module(self, module: str, node: ast.AST) -> None:
         top = module.split(".")[0]
-        if top in PROBLEM_MODULES[self.form]:
+        if top in self.form.problem_modules:
             return
         if top == "reference":
             self.add(ERROR, "reference-import", f"imports {module}: the candidate must not use the reference",

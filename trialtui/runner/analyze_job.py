@@ -137,11 +137,10 @@ def trace(reference: Reference, case: dict[str, Any], device: str) -> dict[str, 
     """Build inputs and run the reference once under the recorders, all on `device`."""
     with torch.device(device):
         inputs = reference.make_inputs(case, 0)
-        if reference.form == "gpumode":
-            call, weights = (lambda: reference.module.ref_kernel(inputs)), []
-        else:
-            model = reference.model(case, 0)
-            call, weights = (lambda: model(*inputs)), list(model.parameters()) + list(model.buffers())
+        ref_call = reference.call(case, 0)
+        model = ref_call.model
+        weights = list(model.parameters()) + list(model.buffers()) if model is not None else []
+        call = lambda: ref_call.fn(inputs)  # noqa: E731
     input_bytes = _nbytes(_tensors(inputs)) + _nbytes(weights)
     with torch.no_grad(), FlopCounterMode(display=False) as counter, OpRecorder(counter) as recorder:
         output = call()

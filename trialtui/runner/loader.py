@@ -1,4 +1,4 @@
-"""Load a reference and a candidate in either problem form and make their seeded inputs.
+"""Load a reference and a candidate in any problem form and make their seeded inputs.
 
 Runs only inside child processes: importing a candidate executes it.
 """
@@ -8,14 +8,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import torch
 
 from trialtui.runner import constants
-from trialtui.runner.device_map import mapped
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -69,11 +68,15 @@ def combine_seed(public: int, secret: int) -> int:
 
 
 class Reference:
-    """The problem's reference and input generator, one interface over both forms."""
+    """The problem's reference and input generator, one interface over every form (`kind` holds
+    what differs)."""
 
     def __init__(self, spec: dict[str, Any], device: str):
+        from trialtui.runner.forms import runner_form  # the forms build on this module
+
         self.spec = spec
         self.form = spec["form"]
+        self.kind = runner_form(self.form)
         self.device = torch.device(device)
         self.dtype = DTYPES[spec["dtype"]]
         self.emulated = self.device.type == "cpu" and self.dtype == torch.bfloat16 and interpreted()
@@ -81,11 +84,9 @@ class Reference:
             self.dtype = torch.float32
         self.importable(spec["reference"], spec.get("support_files", []))
         self.module = load_module(spec["reference"], "trialtui_reference")
-        self.constants = constants.constant_block(spec["reference"]) if self.form == "kernelbench" else []
+        self.constants: list = []  # module-level size constants a case may override (KernelBench)
         self.cuda_target = self.device if self.device.type != "cuda" and not torch.cuda.is_available() else None
-        if self.form == "gpumode" and self.cuda_target is not None:
-            for name in ("generate_input", "ref_kernel", "check_implementation"):
-                setattr(self.module, name, mapped(getattr(self.module, name), self.cuda_target))
+        self.kind.setup(self)
 
     @staticmethod
     def importable(reference: str | Path, support_files: list[str]) -> None:
@@ -99,14 +100,14 @@ class Reference:
                 sys.path.remove(folder)
             sys.path.insert(0, folder)
 
-    def _cast(self, tensor: torch.Tensor) -> torch.Tensor:
+    def cast(self, tensor: torch.Tensor) -> torch.Tensor:
         tensor = tensor.to(self.device)
         return tensor.to(self.dtype) if tensor.is_floating_point() else tensor
 
     @contextmanager
     def sizes(self, case: dict[str, Any]) -> Iterator[None]:
-        """KernelBench sizes are module constants that get_inputs reads: override them for a case,
-        constants derived from them included."""
+        """Sizes that are module constants (KernelBench's, which get_inputs reads): overridden for a
+        case, constants derived from them included."""
         saved = constants.apply(vars(self.module), self.constants, case) if case else {}
         try:
             yield
@@ -115,21 +116,12 @@ class Reference:
 
     def make_inputs(self, case: dict[str, Any], seed: int) -> Any:
         """Inputs for one case under one seed, on the device and in the problem's dtype."""
-        if self.form == "kernelbench":
-            with self.sizes(case), torch.device(self.device):
-                seed_all(seed)  # generated on the device: seeded all the same, and fast at bench sizes
-                inputs = list(self.module.get_inputs())
-            return map_tensors(inputs, self._cast)
-        args = dict(case)
-        args["seed"] = combine_seed(int(args.get("seed", 0)), seed)
-        seed_all(args["seed"])  # for references that draw from the default generator
-        # Called plainly, as GPU MODE's harness does (the reference puts its tensors on "cuda" with
-        # its own generator); on the meta device, generated there for shapes without memory.
-        with torch.device(self.device) if self.device.type == "meta" else nullcontext():
-            data = self.module.generate_input(**args)
-        if self.emulated:
-            return map_tensors(data, lambda t: t.float() if t.dtype == torch.bfloat16 else t)
-        return map_tensors(data, lambda t: t.to(self.device))
+        return self.kind.make_inputs(self, case, seed)
+
+    def call(self, case: dict[str, Any], seed: int):
+        """The reference's callable for one case and seed, and what a candidate's process needs to
+        build its match (a `trialtui.runner.forms.ReferenceCall`)."""
+        return self.kind.reference_call(self, case, seed)
 
     def init_inputs(self, case: dict[str, Any]) -> list[Any]:
         with self.sizes(case):
@@ -143,13 +135,8 @@ class Reference:
         return model.to(device=self.device, dtype=self.dtype)
 
     def check(self, data: Any, output: Any) -> tuple[bool, str] | None:
-        """GPU MODE's own check_implementation, accepting its old string-returning form."""
-        if self.form != "gpumode":
-            return None
-        verdict = self.module.check_implementation(data, output)
-        if isinstance(verdict, tuple):
-            return bool(verdict[0]), str(verdict[1] if len(verdict) > 1 else "")
-        return (not verdict, str(verdict or ""))
+        """The problem's own verdict on an output (GPU MODE's check_implementation), or None."""
+        return self.kind.check(self, data, output)
 
 
 class Candidate:
@@ -162,18 +149,12 @@ class Candidate:
         if not hasattr(self.module, self.entry_point):
             raise AttributeError(f"candidate defines no {self.entry_point}")
 
-    def build(self, case: dict[str, Any], seed: int, ref_model: Any = None) -> Callable[[Any], Any]:
-        entry = getattr(self.module, self.entry_point)
-        if self.reference.form == "gpumode":
-            return entry
+    def build(self, case: dict[str, Any], seed: int, payload: dict[str, Any]) -> Callable[[Any], Any]:
+        """Built in this process, as the candidate's own process builds it from the same payload."""
         ref = self.reference
         with ref.sizes(case):
-            seed_all(seed)
-            model = entry(*ref.init_inputs(case))
-        model = model.to(device=ref.device, dtype=ref.dtype)
-        if ref_model is not None:
-            load_matching_weights(model, ref_model)
-        return lambda inputs: model(*inputs)
+            return ref.kind.build_candidate(getattr(self.module, self.entry_point), {**payload, "seed": seed},
+                                            ref.device, ref.dtype)
 
 
 def load_matching_weights(target: torch.nn.Module, source: torch.nn.Module | dict[str, torch.Tensor]) -> int:
@@ -188,7 +169,5 @@ def load_matching_weights(target: torch.nn.Module, source: torch.nn.Module | dic
 
 def build_pair(reference: Reference, candidate: Candidate, case: dict[str, Any], seed: int):
     """Reference and candidate callables for one case, weights shared where names match."""
-    if reference.form == "gpumode":
-        return reference.module.ref_kernel, candidate.build(case, seed)
-    ref_model = reference.model(case, seed)
-    return (lambda inputs: ref_model(*inputs)), candidate.build(case, seed, ref_model=ref_model)
+    call = reference.call(case, seed)
+    return call.fn, candidate.build(case, seed, call.payload)

@@ -1,0 +1,65 @@
+"""The child-process half of each problem form: inputs, the reference's call, the candidate's build,
+the form's own check. Looked up through the core form's `runner` ("module:attribute"), so a plug-in
+form brings its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any, Callable
+
+from trialtui.core.forms import get_form
+
+if TYPE_CHECKING:
+    from trialtui.runner.loader import Reference
+
+
+@dataclass
+class ReferenceCall:
+    """The reference for one case and seed: its callable, what the candidate's process needs to build
+    a matching candidate (constructor arguments, weights), and the module when there is one."""
+
+    fn: Callable[[Any], Any]
+    payload: dict[str, Any] = field(default_factory=dict)
+    model: Any = None
+
+
+class RunnerForm(ABC):
+    """Inputs and the reference's call are the form's own; the other defaults suit a form whose
+    candidate is a plain function judged by trialtui's comparison."""
+
+    checks_input_mutation = True  # compare the candidate's inputs before and after its call
+    judges_values = False  # the problem's own check judges values: trialtui's dtype tolerances apply only if set
+
+    def setup(self, ref: Reference) -> None:
+        """After the reference module is imported: whatever the form needs before making inputs."""
+
+    @abstractmethod
+    def make_inputs(self, ref: Reference, case: dict[str, Any], seed: int) -> Any:
+        """Inputs for one case under one seed, on the reference's device and in its dtype."""
+
+    @abstractmethod
+    def reference_call(self, ref: Reference, case: dict[str, Any], seed: int) -> ReferenceCall:
+        """The reference for one case and seed."""
+
+    def check(self, ref: Reference, data: Any, output: Any) -> tuple[bool, str] | None:
+        """The problem's own verdict on an output, or None when the form has none."""
+        return None
+
+    def build_candidate(self, entry: Any, payload: dict[str, Any], device: Any, dtype: Any) -> Callable[[Any], Any]:
+        """The candidate's callable from its entry point, in the candidate's process, from the
+        reference call's payload (plus the seed)."""
+        return entry
+
+
+@cache
+def runner_form(name: str) -> RunnerForm:
+    """The runner half of the form named `name` (its core half says where it lives)."""
+    module, _, attribute = get_form(name).runner.partition(":")
+    found = getattr(importlib.import_module(module), attribute)
+    if not isinstance(found, RunnerForm):
+        raise TypeError(f"{get_form(name).runner} is a {type(found).__name__}, not a RunnerForm")
+    return found

@@ -1,0 +1,42 @@
+"""KernelBench in the child: inputs under a case's sizes, `Model` seeded before construction, and a
+`ModelNew` built with the same constructor arguments and the reference's weights."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from trialtui.runner import constants
+from trialtui.runner.forms import ReferenceCall, RunnerForm
+from trialtui.runner.loader import load_matching_weights, map_tensors, seed_all
+
+
+class KernelBench(RunnerForm):
+    def setup(self, ref) -> None:
+        ref.constants = constants.constant_block(ref.spec["reference"])
+
+    def make_inputs(self, ref, case: dict[str, Any], seed: int) -> Any:
+        with ref.sizes(case), torch.device(ref.device):
+            seed_all(seed)  # generated on the device: seeded all the same, and fast at bench sizes
+            inputs = list(ref.module.get_inputs())
+        return map_tensors(inputs, ref.cast)
+
+    def reference_call(self, ref, case: dict[str, Any], seed: int) -> ReferenceCall:
+        model = ref.model(case, seed)
+        payload = {"init_inputs": ref.init_inputs(case), "weights": dict(model.state_dict())}
+        return ReferenceCall(lambda inputs: model(*inputs), payload, model)
+
+    def build_candidate(self, entry: Any, payload: dict[str, Any], device: Any, dtype: Any) -> Callable[[Any], Any]:
+        seed_all(int(payload["seed"]))
+        model = entry(*payload["init_inputs"])
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"{getattr(entry, '__name__', 'the entry point')}(...) returned {type(model).__name__}, not an nn.Module")
+        model = model.to(device=device, dtype=dtype)
+        weights = payload.get("weights") or {}
+        if weights:
+            load_matching_weights(model, weights)
+        return lambda inputs: model(*inputs)
+
+
+FORM = KernelBench()

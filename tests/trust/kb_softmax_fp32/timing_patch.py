@@ -1,15 +1,16 @@
 # expect: correct |
 # flags: timing-patched
-# why: right values, but it rewrites the clocks trialtui times with: flagged, never best
+# why: rewrites the clocks through getattr/setattr on computed names, out of the static check's sight: flagged at run time, never best
 import time
 
 import torch
 import torch.nn as nn
 
-_real = time.perf_counter
-time.perf_counter = lambda: _real() * 0.01
+_CLOCK = "perf" + "_counter"
+_real = getattr(time, _CLOCK)
+setattr(time, _CLOCK, lambda: _real() * 0.01)
 if torch.cuda.is_available():
-    torch.cuda.Event.elapsed_time = lambda self, end: 0.001
+    setattr(torch.cuda.Event, "elapsed" + "_time", lambda self, end: 0.001)
 
 
 class ModelNew(nn.Module):

@@ -1,4 +1,4 @@
-# expect: error | output structure differs
+# expect: incorrect | output structure differs
 # why: computes the result and forgets to return it
 import torch
 import triton

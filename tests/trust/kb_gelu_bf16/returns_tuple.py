@@ -1,4 +1,4 @@
-# expect: error | output structure differs
+# expect: incorrect | output structure differs
 # why: a one-element tuple where the reference returns a tensor
 import torch
 import torch.nn as nn

@@ -1,4 +1,4 @@
-# expect: error | output structure differs
+# expect: incorrect | output structure differs
 # why: a list holding the right tensor is not a tensor
 import torch
 import torch.nn as nn

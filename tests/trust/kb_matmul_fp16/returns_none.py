@@ -1,4 +1,4 @@
-# expect: error | output structure differs
+# expect: incorrect | output structure differs
 # why: the result is computed into a buffer and never returned
 import torch
 import torch.nn as nn

@@ -55,3 +55,76 @@ def test_builtin_wins_over_a_plugin_of_the_same_name(third_party, monkeypatch):
 def test_without_the_plugin_on_the_path_it_is_absent():
     plugins.reload_entry_points()
     assert "scalarfn" not in plugins.registry("trialtui.forms")
+
+
+# --- a third-party problem form, end to end ------------------------------------------------------
+
+SCALAR_REFERENCE = '''
+import torch
+
+SIZES = [5, 33]
+
+
+def make_input(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, generator=g)
+
+
+def reference(x):
+    return x * 2 + 1
+'''
+SCALAR_GOOD = "def solution(x):\n    return x + x + 1\n"
+SCALAR_WRONG = "def solution(x):\n    return x * 2\n"
+
+
+def scalar_problem(root: Path, candidate: str) -> Path:
+    root.mkdir()
+    (root / "reference.py").write_text(SCALAR_REFERENCE)
+    (root / "cand.py").write_text(candidate)
+    (root / "trialtui.toml").write_text("seeds = 2\nbench_timeout_s = 30\n")
+    return root
+
+
+def test_a_plugin_form_is_detected_loaded_and_checked(third_party, tmp_path):
+    from trialtui.core.problem import load_problem
+    from trialtui.core.static_checks import check_source
+
+    problem = load_problem(scalar_problem(tmp_path / "p", "x = 1\n"))
+    assert problem.form == "scalarfn" and problem.entry_point == "solution"
+    assert problem.test_cases == [{"n": 5}, {"n": 33}] and problem.bench_cases == [{"n": 33}]
+    (finding,) = [f for f in check_source("x = 1\n", form="scalarfn") if f.code == "no-entry-point"]
+    assert "ScalarFn harness" in finding.message and "def solution(x)" in finding.hint
+
+
+def test_without_the_plugin_its_problem_is_not_a_problem(tmp_path):
+    from trialtui.core.problem import ProblemError, load_problem
+
+    plugins.reload_entry_points()
+    with pytest.raises(ProblemError, match="missing"):
+        load_problem(scalar_problem(tmp_path / "p", SCALAR_GOOD))
+
+
+def test_a_plugin_that_is_not_a_problem_form_is_reported(third_party, monkeypatch):
+    from trialtui.core.forms import all_forms
+
+    monkeypatch.setitem(plugins._external, "trialtui.forms", {"odd": object()})
+    assert "odd" not in all_forms() and "kernelbench" in all_forms()
+    assert any("'odd' is not a ProblemForm" in m for m in plugins.errors("trialtui.forms"))
+
+
+@pytest.mark.slow
+def test_a_plugin_form_is_benched_in_child_processes(third_party, tmp_path, monkeypatch):
+    """The engine's jobs import the plug-in's runner half in their own processes."""
+    import os
+
+    from trialtui.core.problem import load_problem
+    from trialtui.engine.bench import bench_file
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PLUGIN_DIR), os.environ.get("PYTHONPATH", "")]))
+    good = load_problem(scalar_problem(tmp_path / "good", SCALAR_GOOD))
+    result = bench_file(good, good.root / "cand.py", device="cpu")
+    assert result["state"] == "correct", result["message"]
+    assert result["correctness"]["cases"] == 2 and result["correctness"]["seeds"] == 2
+    wrong = load_problem(scalar_problem(tmp_path / "wrong", SCALAR_WRONG))
+    result = bench_file(wrong, wrong.root / "cand.py", device="cpu")
+    assert result["state"] == "incorrect" and "case 1" in result["message"]

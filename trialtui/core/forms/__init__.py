@@ -23,7 +23,7 @@ def all_forms() -> dict[str, ProblemForm]:
         if isinstance(obj, ProblemForm):
             found[name] = obj
         else:
-            plugins.reject(GROUP, name, f"is a {type(obj).__name__}, not a ProblemForm")
+            plugins.reject(GROUP, name, f"is not a ProblemForm (it is a {type(obj).__name__})")
     return found
 
 

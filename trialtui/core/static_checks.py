@@ -17,9 +17,11 @@ import sys
 from collections import ChainMap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from trialtui.core.model import Finding, Severity
 from trialtui.core.forms import ProblemForm, get_form
+from trialtui.core.languages import language_of
 from trialtui.core.problem import top_level_names
 
 MAX_SOURCE_BYTES = 1_000_000
@@ -81,12 +83,14 @@ def check_source(
     form: str,
     filename: str = "candidate.py",
     siblings: set[str] | frozenset[str] = frozenset(),
+    folder: Path | None = None,
 ) -> list[Finding]:
     """Every finding the candidate's text and syntax tree show, sorted by line.
 
     `form` is the name of the problem's form (it picks the entry point and the problem modules a
     candidate may import); `siblings` are the module stems of the problem's other candidates, which
-    this one must not import.
+    this one must not import; `folder`, the problem directory, is where the candidate's language
+    looks for files the candidate names (a CUDA candidate's .cu file).
     """
     kind = get_form(form)  # an unknown name is a ValueError naming the known ones
     text = _read_text(source, filename)
@@ -104,7 +108,8 @@ def check_source(
     if not tree.body:
         return [Finding(ERROR, "empty", f"{filename} has no code (it is empty or holds only comments)",
                         hint=f"define {kind.entry_point}; `trialtui init` writes a starting candidate")]
-    return _Checker(tree, kind, filename, frozenset(siblings)).run()
+    found = _Checker(tree, kind, filename, frozenset(siblings)).run() + language_of(tree).static_checks(tree, folder)
+    return sorted(found, key=lambda f: (f.line or 0, f.col or 0, f.code))
 
 
 def _read_text(source: bytes | str, filename: str) -> str | Finding:
@@ -482,10 +487,6 @@ class _Checker:
             self.add(ERROR, "no-entry-point",
                      f"{self.filename} does not define {entry} at top level; the {self.form.label} harness calls it",
                      None, f"define {self.form.entry_hint}")
-        if not self.kernels:
-            self.add(WARNING, "no-triton-kernel", "no @triton.jit function: this candidate is pure PyTorch", None,
-                     "legal, but it times PyTorch rather than a custom kernel; "
-                     "write the hot loop as a @triton.jit kernel")
 
     def _check_import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.ImportFrom) and node.level:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core.gpus import sm_limits
+from trialtui.core.languages import language_of_file
 from trialtui.core.model import Finding, Severity
 from trialtui.core.problem import Problem, ProblemError, load_problem
 from trialtui.core.static_checks import check_source
@@ -106,6 +107,7 @@ def validate_file(
         if not isinstance(problem, Problem):
             problem = load_problem(problem)
         report["form"] = problem.form
+        report["language"] = language_of_file(path).name
         report["arch"] = parse_archs(arch, problem.config.arch)
     except (ProblemError, ValueError) as exc:
         findings.append(finding(ERROR, "problem" if isinstance(exc, ProblemError) else "arch", str(exc)))
@@ -136,7 +138,8 @@ def static_stage(problem: Problem, path: Path, name: str | None = None) -> list[
         return [finding(ERROR, "unreadable", f"cannot read {path}: {exc.strerror or exc}")]
     filename = name or path.name
     siblings = {p.stem for p in problem.candidates() if p.resolve() != path.resolve() and p.name != filename}
-    return [f.to_dict() for f in check_source(source, form=problem.form, filename=filename, siblings=siblings)]
+    return [f.to_dict() for f in check_source(source, form=problem.form, filename=filename, siblings=siblings,
+                                              folder=problem.root)]
 
 
 def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: float):
@@ -148,15 +151,17 @@ def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: flo
         if event.get("job") in phases and event.get("phase"):
             phases[event["job"]] = event["phase"]
 
+    language = language_of_file(path)
     spec = problem.job_spec(candidate=str(path.resolve()), arch=archs)
-    result = run_child(COMPILE_JOB, spec, timeout_s=timeout_s, log_path=log,
-                       env={"TRITON_INTERPRET": "0", "CUDA_VISIBLE_DEVICES": ""}, on_progress=on_progress)
+    result = run_child(language.compile_job, spec, timeout_s=timeout_s, log_path=log,
+                       env={**language.compile_env, "CUDA_VISIBLE_DEVICES": ""}, on_progress=on_progress)
     if result.get("state") == "ok":
         trace, compiled = result["trace"], result["compile"]
     else:  # a timeout, or the job died: the findings say where it was
         trace, compiled = {**result, "launches": []}, {}
     phase = "compile" if phases["compile"] == "compile" else phases["trace"]
-    findings = trace_findings(trace, phase, timeout_s, problem.entry_point)
+    findings = trace_findings(trace, phase, timeout_s, problem.entry_point, language.no_launch)
+    findings += result.get("findings") or [] if result.get("state") == "ok" else []  # the language's own
     # Raising, hanging or exiting while the candidate runs on the CPU is not proof that the file is
     # malformed (a CUDA-only kernel may fail here): such errors never make a trial invalid; the
     # benchmark job runs it again and says error or timeout, as `trialtui bench` does. A compile that
@@ -176,8 +181,10 @@ def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: flo
     return findings, kernels, preview, str(log)
 
 
-def trace_findings(trace: dict[str, Any], phase: str, timeout_s: float, entry_point: str) -> list[dict[str, Any]]:
-    """What the interpreter run says: failures by stage, and a candidate that launched nothing."""
+def trace_findings(trace: dict[str, Any], phase: str, timeout_s: float, entry_point: str,
+                   no_launch: tuple[str, str]) -> list[dict[str, Any]]:
+    """What the interpreter run says: failures by stage, and a candidate that launched nothing
+    (`no_launch`: the language's message and hint)."""
     state = trace.get("state")
     message = trace.get("message") or ""
     line = trace.get("line")
@@ -187,9 +194,7 @@ def trace_findings(trace: dict[str, Any], phase: str, timeout_s: float, entry_po
     if state == "ok":
         if trace.get("launches"):
             return []
-        return [finding(WARNING, "no-launch",
-                        f"{entry_point} ran once at the first test case without launching a Triton kernel",
-                        None, "trialtui scores your kernel: move the work into a @triton.jit function and launch it")]
+        return [finding(WARNING, "no-launch", no_launch[0].format(entry=entry_point), None, no_launch[1])]
     stage = trace.get("stage")
     if stage is None:  # the child died or wrote no result
         return [finding(ERROR, "crash", f"the validation job ended abnormally: {message}", line,
@@ -227,11 +232,14 @@ def compile_findings(compiled: dict[str, Any]) -> list[dict[str, Any]]:
                         f"{compiled.get('message', '')}", None, "the validate log has the traceback")]
     findings = []
     merged: dict[tuple, list[str]] = {}
+    hints: dict[tuple, str] = {}
     for error in compiled.get("errors") or []:
-        merged.setdefault((error["name"], error.get("line"), error["error"]), []).append(error["arch"])
+        key = (error["name"], error.get("line"), error["error"])
+        merged.setdefault(key, []).append(error["arch"])
+        hints[key] = error.get("hint") or ""  # the language's own, else Triton's words below
     for (name, line, message), archs in merged.items():
-        hint = next((h for key, h in COMPILE_HINTS if key in message), "the line is where Triton stopped; "
-                    "the validate log has its full message")
+        hint = hints[(name, line, message)] or next((h for key, h in COMPILE_HINTS if key in message),
+                                                    "the line is where Triton stopped; the validate log has its full message")
         findings.append(finding(ERROR, "compile-error", f"kernel {name} does not compile for {', '.join(archs)}: {message}",
                                 line, hint))
     for why in compiled.get("skipped") or []:

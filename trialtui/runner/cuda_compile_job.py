@@ -184,7 +184,7 @@ def compile_all(sources: list[CudaSource], archs: list[str], candidate: Path, ti
             line = kernel["line"] if source.file_line(1) else None  # a .cu file's or a computed source's is not the candidate's
             compiled["kernels"].append({**kernel, "line": line, "source": source.origin, "language": "cuda"})
         for error in out["errors"]:
-            compiled["errors"].append(_error(source, arch, error))
+            compiled["errors"].append(_error(source, arch, error, _enclosing(code, source, error["line"])))
         for doubt in out["doubts"]:
             where = f"{source.file and Path(source.file).name or 'line'} {doubt['line']}: " if doubt["line"] else ""
             findings.append(Finding(WARNING, "cuda-device-only", f"the device code of {source.origin} did not compile "
@@ -200,12 +200,21 @@ def compile_all(sources: list[CudaSource], archs: list[str], candidate: Path, ti
     return {"compile": compiled, "findings": _once(findings)}
 
 
-def _error(source: CudaSource, arch: str, error: dict[str, Any]) -> dict[str, Any]:
+def _enclosing(code, source: CudaSource, line: int | None) -> str:
+    """The __global__ kernel an error line falls in or after (by where kernels start), else the source."""
+    if line is None:
+        return source.origin
+    at = line - (source.line or 1) + 1 if not source.file else line
+    starts = [(start, name) for name, start in code.kernels.items() if start <= at]
+    return max(starts)[1] if starts else source.origin
+
+
+def _error(source: CudaSource, arch: str, error: dict[str, Any], name: str) -> dict[str, Any]:
     """A compile error as compile_findings reads it; a .cu file's line goes into the message."""
     mapped = source.file_line(1) is not None
     label = Path(source.file).name if source.file else "the CUDA source"
     message = error["error"] if mapped or not error["line"] else f"{label} line {error['line']}: {error['error']}"
-    return {"name": source.origin, "arch": arch, "line": error["line"] if mapped else None, "error": message,
+    return {"name": name, "arch": arch, "line": error["line"] if mapped else None, "error": message,
             "hint": "nvcc's message, at the line it names; torch's build uses the same flags, so the GPU build "
                     "fails the same way"}
 

@@ -33,7 +33,7 @@ class Language(ABC):
     def detect(self, tree: ast.Module) -> bool:
         """Whether a candidate with this syntax tree is written in this language."""
 
-    def static_checks(self, tree: ast.Module, path: Path | None) -> list[Finding]:
-        """Findings of this language's own, from the syntax tree alone (`path`: the file, when it
-        is on disk, for files named beside it)."""
+    def static_checks(self, tree: ast.Module, folder: Path | None) -> list[Finding]:
+        """Findings of this language's own, from the syntax tree alone (`folder`: the problem
+        directory, for files a candidate names beside it; None when only the text is checked)."""
         return []

@@ -180,18 +180,18 @@ class Cuda(Language):
     def detect(self, tree: ast.Module) -> bool:
         return bool(loader_calls(tree))
 
-    def static_checks(self, tree: ast.Module, path: Path | None) -> list[Finding]:
-        """A .cu file that a load() call names and that is not beside the candidate."""
-        if path is None:
+    def static_checks(self, tree: ast.Module, folder: Path | None) -> list[Finding]:
+        """A .cu file that a load() call names and that is not in the problem directory."""
+        if folder is None:
             return []
         findings = []
         for call in loader_calls(tree):
             for name in named_cu_files(call):
-                if not (path.parent / Path(name).name).is_file():
+                if not (folder / Path(name).name).is_file():
                     findings.append(Finding(Severity.ERROR.value, "cuda-source-missing",
-                                            f"load() names {name}, which is not beside {path.name}",
+                                            f"load() names {name}, which is not in the problem directory",
                                             call.node.lineno, call.node.col_offset + 1,
-                                            "put the .cu file in the problem directory next to the candidate"))
+                                            "put the .cu file in the problem directory beside the candidate"))
         return findings
 
 

@@ -9,8 +9,50 @@ from __future__ import annotations
 
 import ast
 
+from pathlib import Path
+
 from trialtui.core import plugins
 from trialtui.core.languages.base import GROUP, Language
+from trialtui.core.model import Finding, Severity
+
+KERNEL_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
+
+
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name → what it imports (`tl` → triton.language, `jit` → triton.jit)."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                aliases[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return aliases
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
+def has_kernel(tree: ast.Module) -> bool:
+    """Whether any function is decorated @triton.jit, @triton.autotune or @triton.heuristics (however imported)."""
+    aliases = _aliases(tree)
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for decorator in node.decorator_list:
+            name = _dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
+            if name is None:
+                continue
+            head, _, rest = name.partition(".")
+            if aliases.get(head, head) + (f".{rest}" if rest else "") in KERNEL_DECORATORS:
+                return True
+    return False
 
 
 class Triton(Language):
@@ -22,6 +64,14 @@ class Triton(Language):
     runs_on_cpu = True  # Triton's interpreter runs kernels on CPU tensors
     no_launch = ("{entry} ran once at the first test case without launching a Triton kernel",
                  "trialtui scores your kernel: move the work into a @triton.jit function and launch it")
+
+    def static_checks(self, tree: ast.Module, folder: Path | None) -> list[Finding]:
+        """A candidate without a Triton kernel is legal but times PyTorch."""
+        if has_kernel(tree):
+            return []
+        return [Finding(Severity.WARNING.value, "no-triton-kernel", "no @triton.jit function: this candidate is pure "
+                        "PyTorch", None, None, "legal, but it times PyTorch rather than a custom kernel; "
+                        "write the hot loop as a @triton.jit kernel")]
 
     def detect(self, tree: ast.Module) -> bool:
         """Imports triton. Also the fallback for files no language claims (plain PyTorch)."""

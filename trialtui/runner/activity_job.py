@@ -64,6 +64,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         except RuntimeError as exc:  # CUPTI refused (another profiler attached, a driver without it)
             body["reason"] = f"torch.profiler could not record CUDA activity: {exc}"[:400]
             return body
+    if not kernels and not reference:  # the reference runs on the GPU too: CUPTI recorded nothing
+        body["reason"] = "CUPTI recorded no GPU kernel, not even the reference's (is CUPTI usable here?)"
+        return body
     body.update(available=True, calls=calls, wall_us=statistics.median(walls),
                 kernels=[{"name": name, **row} for name, row in kernels.items()],
                 reference_kernels=sorted(reference))

@@ -266,8 +266,8 @@ def analyze(directory, as_json, gpu) -> None:
 @click.option("--gpu", default="NVIDIA H200", show_default=True,
               help="Without a GPU here: whose roofline the analytic verdicts use.")
 def profile(file: Path, as_json: bool, gpu: str) -> None:
-    """FILE under Nsight Compute: counters and verdicts (analytic ones when counters can't be read,
-    or when this machine has no GPU)."""
+    """FILE under the best profiler here: Nsight Compute counters, else CUPTI kernel records (when
+    counters can't be read), else analytic verdicts (when this machine has no GPU)."""
     from trialtui.engine.profile import profile_candidate
     from trialtui.render import render_verdicts
 

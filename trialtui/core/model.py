@@ -99,7 +99,7 @@ class Verdict:
     title: str
     evidence: str
     hint: str
-    source: str  # "ncu" | "analytic"
+    source: str  # the profiler whose numbers these are: "ncu" | "activity" | "analytic" | a plug-in's name
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -68,6 +68,8 @@ def decide(
     used = tree.budget_used()
     if state is TrialState.CORRECT and trial.gpu_timing is None:
         return _cpu_only(trial, best, used, config)
+    if (trial.result or {}).get("needs_gpu"):
+        return _needs_gpu(trial, best, used, config)
     reasons = tree_rules.disqualified(trial)
     if reasons:
         return _flagged(tree, trial, reasons, best, config)
@@ -333,6 +335,16 @@ def _cpu_only(trial: Trial, best: Trial | None, used: int, config: Config) -> De
                 f"budget {used}/{config.max_trials} GPU trials, unchanged by CPU runs"]
     hints = [f"on a GPU machine: trialtui bench {trial.file} --device cuda, or run trialtui there to time every "
              "correct trial"]
+    return Decision(Action.CONTINUE.value, reason, evidence, hints, "")
+
+
+def _needs_gpu(trial: Trial, best: Trial | None, used: int, config: Config) -> Decision:
+    """A candidate only a GPU can run (CUDA C++) on a machine without one: not a failure to fix."""
+    best_text = f"; best stays {best.id}" if best is not None else ""
+    reason = (f"Needs a GPU: {trial.id} was validated and compiled here but only a GPU can run it{best_text}; "
+              f"time it on a GPU machine (trialtui bench {trial.file} --device cuda).")
+    evidence = [f"{trial.id}: not run on the CPU", f"budget {used}/{config.max_trials} GPU trials, unchanged"]
+    hints = [f"on a GPU machine: trialtui bench {trial.file} --device cuda, or run trialtui there"]
     return Decision(Action.CONTINUE.value, reason, evidence, hints, "")
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trialtui.core.baselines import BaselineCache, reference_hash
+from trialtui.core.languages import Language, language_of_file
 from trialtui.core.problem import Problem
 from trialtui.core.result import RESULT_VERSION
 from trialtui.engine.jobs import ChildHandle, WarmChildren, run_child
@@ -49,6 +50,9 @@ def bench_file(
     invalid = static_verdict(problem, Path(path), name)
     if invalid is not None:
         return invalid
+    language = language_of_file(path)
+    if device == "cpu" and not language.runs_on_cpu:
+        return needs_gpu(language, cfg.dtype, problem.test_cases)
     cases = problem.bench_cases if device == "cuda" else problem.test_cases
     given = {}
     if baseline_us is not None:
@@ -61,6 +65,7 @@ def bench_file(
         given_baselines=given,
         cuda_graph=cuda_graph,
         timeout_s=cfg.bench_timeout_s,
+        candidate_as=str(problem.root / name) if name else None,  # a snapshot runs under the name the user knows
     )
     cache = BaselineCache(problem.state_dir)
     key = baseline_key(problem, cases[0], cuda_graph)
@@ -93,6 +98,18 @@ def static_verdict(problem: Problem, path: Path, name: str | None = None) -> dic
     return {
         "version": RESULT_VERSION, "state": "invalid", "message": finding_message(errors[0]),
         "validation": {"ok": False, "errors": errors}, "flags": [], "correctness": None, "timing": None, "speedup": None,
+    }
+
+
+def needs_gpu(language: Language, dtype: str, cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """The result for a candidate that only a GPU can run, on a machine without one: an error that
+    says so, never a verdict on the kernel from a CPU run."""
+    return {
+        "version": RESULT_VERSION, "state": "error",
+        "message": f"needs a GPU: {language.label} candidates run only on an NVIDIA GPU and this machine has none "
+                   "(validate compiles it here; run bench where there is a GPU)",
+        "needs_gpu": True, "language": language.name, "flags": [], "correctness": None, "timing": None,
+        "speedup": None, "dtype": dtype, "sizes": cases, "env": {"device": "cpu"},
     }
 
 

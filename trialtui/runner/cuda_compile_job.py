@@ -50,8 +50,8 @@ class NotBuilt:
 class Recorder:
     """Replaces torch.utils.cpp_extension's load_inline and load with calls that keep their sources."""
 
-    def __init__(self, candidate: Path):
-        self.candidate = candidate
+    def __init__(self, candidate: Path, root: Path):
+        self.candidate, self.root = candidate, root
         self.sources: list[CudaSource] = []
         self.lines: set[int] = set()  # candidate lines of the calls seen
         self.missing: list[str] = []
@@ -71,6 +71,14 @@ class Recorder:
             return NotBuilt(str(bound.arguments.get("name")))
 
         return record
+
+    def resolve(self, entry: str) -> Path:
+        """A .cu path as given if it exists, else by its name in the problem directory: the engine
+        validates a snapshot under .trialtui/, where `__file__`-relative paths do not lead."""
+        given = Path(entry) if Path(entry).is_absolute() else self.candidate.parent / entry
+        if given.is_file():
+            return given
+        return self.root / Path(entry).name
 
     def _caller_line(self) -> int | None:
         for frame in inspect.stack()[2:]:
@@ -92,7 +100,7 @@ class Recorder:
         for entry in arguments.get("sources") or []:
             if not str(entry).endswith(CUDA_SUFFIXES):
                 continue
-            path = Path(entry) if Path(entry).is_absolute() else self.candidate.parent / entry
+            path = self.resolve(str(entry))
             try:
                 self.sources.append(CudaSource(path.read_text(errors="replace"), path.name, 1, str(path), flags, line))
             except OSError:
@@ -144,7 +152,7 @@ def gather(spec: dict[str, Any], recorder: Recorder) -> tuple[list[CudaSource], 
     if tree is not None:
         unseen = {c.node.lineno for c in loader_calls(tree)} - recorder.lines
         if unseen:
-            found, unread = static_sources(tree, recorder.candidate.parent)
+            found, unread = static_sources(tree, recorder.root)
             sources += [s for s in found if s.call in unseen]
             unreadable += [where for line, where in unread if line in unseen]
     return sources, unreadable
@@ -235,7 +243,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     archs = list(spec.get("arch") or ["sm_90"])
     candidate = Path(spec["candidate"])
     progress(job="trace", phase="import")
-    recorder = Recorder(candidate)
+    recorder = Recorder(candidate, Path(spec["root"]))
     recorder.install()
     trace = import_candidate(spec, recorder)
     sources, unreadable = gather(spec, recorder)

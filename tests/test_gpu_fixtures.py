@@ -8,7 +8,8 @@ import pytest
 
 from trialtui.core.model import Trial
 from trialtui.core.result import check_result
-from trialtui.render import render_bench, trial_summary
+from trialtui.core.text import trial_summary
+from trialtui.render import render_bench
 
 HERE = Path(__file__).parent / "fixtures" / "gpu"
 

@@ -23,7 +23,8 @@ import click
 from trialtui.cli import Refusal
 from trialtui.core import tree
 from trialtui.core.config import Config, ConfigError, load_config
-from trialtui.core.model import Trial, TrialState
+from trialtui.core.interchange import HF_STATE, InterchangeError, hf_state, import_hf, markdown_table, trials_jsonl
+from trialtui.core.model import Trial
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError, load_problem
 from trialtui.core.store import (
     STATE_DIR,
@@ -33,13 +34,8 @@ from trialtui.core.store import (
     UnknownTrial,
     atomic_write,
     lock_holder,
-    sha256_of,
 )
 from trialtui.engine import control
-
-HF_STATE = "state.json"
-_HF_KEY = "trialtui"  # our fields inside a trial_manager record; trial_manager ignores unknown keys
-
 
 def _dir_option(func: Any) -> Any:
     return click.option(
@@ -440,7 +436,7 @@ def export(fmt: str, out: Path | None, root: Path) -> None:
         click.echo(f"wrote {len(found)} trials to {kernel_dir}")
         return
     if fmt == "jsonl":
-        text = "".join(json.dumps(t.to_dict()) + "\n" for t in found)
+        text = trials_jsonl(found)
     else:
         text = markdown_table(root.resolve().name, found, baseline)
     if out is None:
@@ -470,154 +466,11 @@ def import_(fmt: str, directory: Path, root: Path, as_json: bool) -> None:
         raise Refusal(f"{state_path}: {exc}", 1) from exc
     baseline = _config(root).primary_baseline
     with _store(root, writer=True) as store:
-        mapping, added = import_hf(store, directory, state, baseline)
+        try:
+            mapping, added = import_hf(store, directory, state, baseline)
+        except InterchangeError as exc:
+            raise Refusal(str(exc), 1) from exc
     if as_json:
         _echo_json({"imported": mapping, "added": added})
     else:
         click.echo(f"imported {len(mapping)} trials from {directory} ({len(mapping) - len(added)} were already here)")
-
-
-def markdown_table(name: str, found: list[Trial], baseline: str) -> str:
-    """The trials as a markdown table for a pull request, headed by what the numbers were measured on."""
-    top = tree.best(found, baseline)
-    lines = [f"## {name}: {len(found)} trials", ""]
-    if top:
-        result = top.result or {}
-        env = result.get("env") or {}
-        lines += [
-            f"Best: **{top.id}**, {top.speedup(baseline):.2f}× vs {baseline} "
-            f"({env.get('gpu') or env.get('device') or 'device unknown'}, {result.get('dtype') or 'dtype unknown'}, "
-            f"sizes {result.get('sizes') or 'unknown'})",
-            "",
-        ]
-    lines += [
-        f"| trial | parent | file | state | speedup vs {baseline} | time | strategy |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for trial in found:
-        speedup = trial.speedup(baseline)
-        ident = f"**{trial.id}**" if top and trial.id == top.id else trial.id
-        lines.append(
-            f"| {ident} | {trial.parent or '—'} | {trial.file} | {trial.state} | "
-            f"{f'{speedup:.2f}×' if speedup is not None else '—'} | "
-            f"{f'{trial.median_us:.2f} µs' if trial.median_us is not None else '—'} | "
-            f"{tree.label(trial).replace('|', chr(92) + '|') or '—'} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _hf_status(validation: str | None, correctness: str | None, speedup: float | None) -> str:
-    """trial_manager's status rule."""
-    if "fail" in (validation, correctness):
-        return "failed"
-    if correctness == "pass" and speedup is not None:
-        return "completed"
-    return "partial" if validation or correctness else "saved"
-
-
-def hf_state(name: str, reference: Path, found: list[Trial], baseline: str) -> dict[str, Any]:
-    """trial_manager's state.json for these trials; our own fields ride along under `trialtui`."""
-    top = tree.best(found, baseline)
-    records = {}
-    for trial in found:
-        state = trial.state_enum
-        validated = state.reached_gpu or state == TrialState.QUEUED
-        validation = "fail" if state == TrialState.INVALID else ("pass" if validated else None)
-        correctness = {TrialState.CORRECT: "pass", TrialState.INCORRECT: "fail"}.get(state)
-        speedup = trial.speedup(baseline)
-        base = ((trial.result or {}).get("baselines") or {}).get(baseline) or {}
-        records[trial.id] = {
-            "parent": trial.parent,
-            "file": f"{trial.id}.py",
-            "strategy": tree.label(trial),
-            "validation": validation,
-            "correctness": correctness,
-            "speedup": speedup,
-            "baseline_us": base.get("median_us") if correctness == "pass" else None,
-            "triton_us": trial.median_us,
-            "status": _hf_status(validation, correctness, speedup),
-            _HF_KEY: {
-                "file": trial.file,
-                "state": trial.state,
-                "strategy": trial.strategy,
-                "note": trial.note,
-                "created": trial.created,
-            },
-        }
-    best_base = records[top.id]["baseline_us"] if top else None
-    return {
-        "kernel_name": name,
-        "pytorch_file": str(reference),
-        "baseline_type": "pytorch",
-        "trials": records,
-        "best_trial": top.id if top else None,
-        "next_id": max((tree.id_number(t.id) for t in found), default=0) + 1,
-        "baseline_us": [best_base] if best_base is not None else None,
-    }
-
-
-def _state_from_hf(record: dict[str, Any], ours: str | None) -> TrialState:
-    """trial_manager's pass/fail fields decide; our exported state fills in what they cannot say."""
-    if record.get("validation") == "fail":
-        return TrialState.INVALID
-    if record.get("correctness") == "fail":
-        return TrialState.INCORRECT
-    if record.get("correctness") == "pass":
-        return TrialState.CORRECT
-    kept = {TrialState.ERROR, TrialState.TIMEOUT, TrialState.CANCELLED, TrialState.SUPERSEDED}
-    if ours in {s.value for s in kept}:
-        return TrialState(ours)
-    return TrialState.INTERRUPTED  # saved but never measured: nothing is running it any more
-
-
-def _hf_result(record: dict[str, Any], kind: str) -> dict[str, Any]:
-    """The numbers trial_manager kept, in the bench-result shape; it knew no GPU, dtype or sizes."""
-    mine = record.get("triton_us", record.get("kernel_us"))  # cpu-kernels calls it kernel_us
-    base, speedup = record.get("baseline_us"), record.get("speedup")
-    return {
-        "version": 1,
-        "state": TrialState.CORRECT.value,
-        "timing": {"median_us": mine} if mine is not None else None,
-        "baselines": {kind: {"median_us": base}} if base is not None else {},
-        "speedup": {kind: speedup} if speedup is not None else None,
-        "env": {},
-        "flags": [],
-        "message": "imported from trial_manager's state.json",
-    }
-
-
-def import_hf(store: Store, directory: Path, state: dict[str, Any], baseline: str) -> tuple[dict[str, str], list[str]]:
-    """Add trial_manager's trials, parents first; returns (its id → ours, the ids added)."""
-    kernel = state.get("kernel_name") or directory.name
-    kind = baseline if state.get("baseline_type", "pytorch") == "pytorch" else "triton"
-    known = {(t.file, t.sha256): t.id for t in store.trials()}
-    mapping: dict[str, str] = {}
-    added: list[str] = []
-    records = state.get("trials") or {}
-    for hf_id in sorted(records, key=tree.id_number):
-        record = records[hf_id]
-        ours = record.get(_HF_KEY) or {}
-        file = ours.get("file") or f"{kernel}.py"
-        path = directory / (record.get("file") or f"{hf_id}.py")
-        if "/" in file or not path.is_file():
-            raise Refusal(f"{hf_id}: cannot import {path} as {file!r}", 1)
-        source = path.read_bytes()
-        key = (file, sha256_of(source))
-        if key in known:
-            mapping[hf_id] = known[key]
-            continue
-        trial_state = _state_from_hf(record, ours.get("state"))
-        trial = store.add_trial(
-            file,
-            source,
-            parent=mapping.get(record.get("parent")),
-            strategy=ours["strategy"] if "strategy" in ours else (record.get("strategy") or None),
-            move_head=False,
-            state=trial_state,
-            note=ours.get("note"),
-            created=ours.get("created") or time.time(),
-            result=_hf_result(record, kind) if trial_state == TrialState.CORRECT else None,
-        )
-        mapping[hf_id] = known[key] = trial.id
-        added.append(trial.id)
-    return mapping, added

@@ -9,31 +9,7 @@ from typing import Any
 
 from trialtui.core.gpus import datasheet
 from trialtui.core.result import CPU_TIMING_LABEL
-
-
-def fmt_us(us: float | None) -> str:
-    if us is None:
-        return "—"
-    if us >= 1000:
-        return f"{us / 1000:.3f} ms"
-    return f"{us:.2f} µs"
-
-
-def sizes_label(sizes: Any) -> str:
-    if not sizes:
-        return "default sizes"
-    case = sizes[0] if isinstance(sizes, list) else sizes
-    if not case:
-        return "default sizes"
-    return ", ".join(f"{k}={v}" for k, v in case.items() if k != "seed")
-
-
-def label(result: dict[str, Any]) -> str:
-    """`H200 · bfloat16 · batch=4096, dim=8192 · 2026-11-29 14:02`: the context every number needs."""
-    env = result.get("env") or {}
-    where = env.get("gpu") or "CPU (Triton interpreter)"
-    when = f" · {result['measured_at']}" if result.get("measured_at") and not result.get("recorded") else ""
-    return f"{where} · {result.get('dtype', '?')} · {sizes_label(result.get('sizes'))}{when}"
+from trialtui.core.text import fmt_us, label, sizes_label
 
 
 def render_bench(result: dict[str, Any], problem=None) -> str:
@@ -97,20 +73,6 @@ def render_validation(report: dict[str, Any], name: str) -> str:
         verdict = "correct" if preview.get("correct") else f"INCORRECT: {preview.get('message', '')}"
         lines.append(f"  CPU preview (interpreter, test sizes): {verdict}, max abs err {preview.get('max_abs_err') or 0:.3g}")
     return "\n".join(lines)
-
-
-def trial_summary(trial, baseline: str = "eager") -> str:
-    """One line for a finished trial: its speedup with its label, or what failed."""
-    result = trial.result or {}
-    if trial.state == "correct":
-        timing = result.get("timing") or {}
-        if timing.get("label") == CPU_TIMING_LABEL:
-            return f"correct on the CPU interpreter ({label(result)}); GPU timing needs a GPU"
-        speed = trial.speedup(baseline)
-        speed_text = f"{speed:.2f}× vs {baseline}" if speed is not None else "no baseline"
-        sol = f", {trial.sol:.0%} of speed-of-light" if trial.sol is not None else ""
-        return f"{speed_text}, {fmt_us(timing.get('median_us'))}{sol} [{label(result)}]"
-    return result.get("message") or trial.state
 
 
 def _bytes(n: float) -> str:

@@ -33,7 +33,7 @@ from trialtui.engine.lanes import Job, Lane, Lanes
 from trialtui.engine.profile import analyze, profile_file, trial_verdicts
 from trialtui.engine.validate import validate_file
 from trialtui.engine.watcher import saves
-from trialtui.render import trial_summary
+from trialtui.core.text import trial_summary
 
 Subscriber = Callable[[ev.Event], None]
 

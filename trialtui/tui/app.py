@@ -9,7 +9,6 @@ operations, which return at once; nothing here waits on a job.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -27,6 +26,7 @@ from textual.widgets import Static
 from textual.worker import Worker
 
 from trialtui.core import tree
+from trialtui.core.interchange import markdown_table, trials_jsonl
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.report import FINAL_DIR
@@ -683,13 +683,11 @@ class TrialApp(App):
         self.post_message(FinalizeDone(trial_id, ok, text))
 
     def export(self, fmt: str) -> None:
-        from trialtui.cli_trials import markdown_table
-
         found = sorted(self.trials.values(), key=lambda t: tree.id_number(t.id))
         if fmt == "md":
             path, text = self.problem.root / "trials.md", markdown_table(self.problem.name, found, self.baseline)
         else:
-            path, text = self.problem.root / "trials.jsonl", "".join(json.dumps(t.to_dict()) + "\n" for t in found)
+            path, text = self.problem.root / "trials.jsonl", trials_jsonl(found)
         try:
             atomic_write(path, text.encode())
         except OSError as exc:

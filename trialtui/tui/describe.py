@@ -12,7 +12,7 @@ from typing import Any
 
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.result import CPU_TIMING_LABEL
-from trialtui.render import fmt_us, label
+from trialtui.core.text import fmt_us, label
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 CPU_CORRECT = "correct (CPU interpreter) — GPU timing needs a GPU"

@@ -25,7 +25,7 @@ from trialtui.core.config import Config
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.profilers import get_profiler, source_of
 from trialtui.core.store import Store
-from trialtui.render import fmt_us
+from trialtui.core.text import fmt_us
 from trialtui.tui import describe
 from trialtui.tui.palette import Themed
 from trialtui.tui.widgets.plots import RooflinePlot, TimingSpread, achieved, roofline_of, si

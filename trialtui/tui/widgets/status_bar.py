@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from trialtui.engine import events as ev
-from trialtui.render import fmt_us
+from trialtui.core.text import fmt_us
 from trialtui.tui import describe
 from trialtui.tui.palette import Themed
 

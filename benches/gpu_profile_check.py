@@ -284,7 +284,8 @@ def profile_kernels(check: Check, ceilings) -> None:
     from trialtui.core.gpus import datasheet
     from trialtui.core.ncu import dominant
     from trialtui.core.roofline import roofline
-    from trialtui.core.verdicts import Context, verdicts_for_profile
+    from trialtui.core.profilers import verdicts_for_profile
+    from trialtui.core.verdicts import Context
 
     ceilings = ceilings or datasheet(torch.cuda.get_device_name())
     rows = {}

@@ -13,7 +13,7 @@ For each sample problem (sample_kernels/*, copied to a temporary folder) and its
    to `activity` and says why); the dominant kernel's time per launch is compared with ncu's
    `gpu__time_duration.sum` for the same kernel (ncu profiles one launch, clocks untouched;
    CUPTI averages 20 calls).
-ncu runs are skipped once 120 s have passed, so the whole bench stays under 3 minutes.
+ncu runs are skipped once 90 s have passed, so the whole bench stays under 3 minutes.
 Prints a table, writes $OUT/gpu_profilers.json; exits 1 if step 1 fails for any candidate.
 """
 
@@ -38,7 +38,7 @@ from trialtui.engine import profile as engine_profile  # noqa: E402
 
 SAMPLES = {"bias_gelu_residual": "kernel.py", "matmul_epilogue": "kernel.py", "rmsnorm": "kernel.py",
            "softmax": "submission.py"}
-NCU_BUDGET_S = 120.0
+NCU_BUDGET_S = 90.0
 
 
 def gpu() -> tuple[str, str]:

@@ -1,0 +1,111 @@
+"""CUDA C++ candidates on a CPU-only machine: validation compiles their device code with nvcc for
+real (registers, spills, shared memory, tensor-core instructions), never runs them, and a
+benchmark without a GPU says it needs one. Skipped only where the nvcc wheel is not installed
+(`pip install 'trialtui[cuda]'`, part of the dev extra)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_compile_stage import copy_problem, line_of
+from trialtui.core.languages.cuda import CudaSource
+from trialtui.core.languages.cuda_text import device_code
+from trialtui.core.problem import load_problem
+from trialtui.engine.bench import bench_file
+from trialtui.engine.validate import validate_file
+from trialtui.runner import cuda_compile_job, nvcc
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(nvcc.tool("nvcc") is None or nvcc.host_compiler() is None,
+                       reason="no nvcc (pip install 'trialtui[cuda]') or no g++"),
+]
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    return copy_problem("kb_cuda_add", tmp_path_factory.mktemp("cuda"))
+
+
+def test_inline_candidate_validates_with_real_register_counts(root):
+    path = root / "add_inline.py"
+    report = validate_file(root, path, arch="sm_90,sm_80")
+    assert report["ok"] and not report["invalid"], report["errors"]
+    assert report["language"] == "cuda"
+    assert [w["code"] for w in report["warnings"]] == []  # no no-launch, no no-triton-kernel
+    kernels = {k["arch"]: k for k in report["kernels"]}
+    assert set(kernels) == {"sm_90", "sm_80"}
+    for k in kernels.values():
+        assert k["name"] == "add_kernel" and k["line"] == line_of(path, "__global__ void add_kernel")
+        assert 4 <= k["registers"] <= 64  # what ptxas -v printed for this arch
+        assert (k["spills"], k["shared_bytes"], k["tensor_cores"]) == (0, 0, False)
+        assert k["widest_load"].startswith("ld.global") and k["vector_width"] == 32
+    preview = report["preview"]
+    assert preview["correct"] is None and "not run on the CPU" in preview["message"]
+
+
+def test_broken_cuda_source_is_a_compile_error_at_the_nvcc_line(root):
+    path = root / "broken.py"
+    report = validate_file(root, path)
+    assert not report["ok"] and report["invalid"]
+    [error] = report["errors"]
+    assert error["code"] == "compile-error" and error["line"] == line_of(path, "z[i]")
+    assert 'identifier "z" is undefined' in error["message"] and "add_kernel" in error["message"]
+    assert "sm_90" in error["message"]
+
+
+def test_cu_file_beside_a_wrapper_validates_with_its_vector_loads(root):
+    report = validate_file(root, root / "add_file.py")
+    assert report["ok"], report["errors"]
+    [kernel] = report["kernels"]
+    assert kernel["name"] == "add_vec4_kernel" and kernel["source"] == "add_kernel.cu"
+    assert kernel["registers"] > 0 and kernel["vector_width"] == 128  # float4: ld.global.nc.v4.f32
+    assert kernel["line"] is None  # the .cu file's lines are not the candidate's
+
+
+def test_bench_without_a_gpu_says_it_needs_one_and_runs_nothing(root):
+    result = bench_file(load_problem(root), root / "add_inline.py", device="cpu")
+    assert result["state"] == "error" and result["needs_gpu"] is True
+    assert result["message"].startswith("needs a GPU") and "CUDA C++" in result["message"]
+    assert result["correctness"] is None and result["timing"] is None
+
+
+def test_without_nvcc_validation_warns_instead_of_failing(monkeypatch, tmp_path):
+    monkeypatch.setattr(nvcc, "tool", lambda name: None)
+    source = CudaSource("__global__ void k(float* x) { x[0] = 1; }\n", "cuda_sources of load_inline at line 3", 5)
+    out = cuda_compile_job.compile_all([source], ["sm_90"], tmp_path / "cand.py", 60)
+    assert out["compile"]["errors"] == [] and out["compile"]["kernels"] == []
+    [finding] = out["findings"]
+    assert finding["severity"] == "warning" and finding["code"] == "cuda-not-compiled"
+    assert "nvcc not found" in finding["message"] and "trialtui[cuda]" in finding["hint"]
+
+
+MMA = r'''
+__global__ void mma_kernel(const unsigned* a, const unsigned* b, float* c) {
+    float acc[4] = {0, 0, 0, 0};
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    c[threadIdx.x] = acc[0] + acc[1] + acc[2] + acc[3];
+}
+'''
+HOST_HELPER = '''#include <torch/extension.h>
+float helper(float x) { return torch::zeros({1}).item<float>() + x; }
+__global__ void uses_host(float* x) { x[0] = helper(x[0]); }
+'''
+
+
+def test_tensor_core_instructions_are_read_from_sass_and_host_blanking_is_not_blamed(tmp_path):
+    tool = nvcc.tool("nvcc")
+    out = nvcc.compile_device(tool, device_code(MMA), name="cand.py", base_line=10, arch="sm_90", flags=(),
+                              workdir=tmp_path, timeout_s=300)
+    [kernel] = out["kernels"]
+    assert (kernel["tensor_cores"], kernel["tensor_core_op"], kernel["sass_op"]) == (True, "mma", "HMMA")
+    assert kernel["line"] == 11
+    # helper() is host code (it mentions torch) and is blanked: the error that follows is a doubt, not the file's
+    out = nvcc.compile_device(tool, device_code(HOST_HELPER), name="cand.py", base_line=1, arch="sm_90", flags=(),
+                              workdir=tmp_path, timeout_s=300)
+    assert out["errors"] == [] and out["kernels"] == []
+    assert ['"helper"' in d["error"] for d in out["doubts"]] == [True]

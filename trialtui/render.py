@@ -123,7 +123,7 @@ def render_verdicts(out: dict[str, Any]) -> str:
         sol = f", {out['sol']:.0%} of speed-of-light" if out.get("sol") else ""
         lines = [f"{env.get('gpu')}: median {fmt_us(out.get('median_us'))}{sol}; verdicts from {source}"]
     if profile.get("report"):
-        lines.append(f"  report: {profile['report']} (open it in the Nsight Compute GUI)")
+        lines.append(f"  report: {profile['report']}")
     for v in out.get("verdicts", []):
         lines.append(f"  [{v['severity']}] {v['title']} — {v['evidence']}")
         lines.append(f"      → {v['hint']}")

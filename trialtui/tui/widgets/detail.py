@@ -390,7 +390,7 @@ class TrialDetail(Themed, Vertical):
         if profiler is not None:
             parts.append(Text(f"profiler: {profiler.label}", self.color("trial-muted")))
         if profile.get("report"):
-            parts.append(Text(f"report: {profile['report']} (open it in Nsight Compute)", self.color("trial-muted")))
+            parts.append(Text(f"report: {profile['report']}", self.color("trial-muted")))
         kernels = profiler.kernels(profile) if profiler is not None else []
         main = profiler.dominant(profile) if kernels else None
         for kernel in kernels:

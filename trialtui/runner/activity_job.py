@@ -5,7 +5,7 @@ no hardware-counter permission.
 `candidate`, optional `case`, `calls` (default 20) and `warmup`. After warm-up (JIT compiles and
 autotuning stay outside the records) the candidate's calls are recorded, then one call of the
 reference, whose kernel names tell the candidate's own kernels from library ones. Body:
-`available`, `calls`, `wall_us` (median host wall clock per call, device synchronised),
+`available`, `calls`, `wall_us` (host wall clock per call of back-to-back unprofiled calls),
 `kernels` [{`name`, `launches`, `duration_ns`}] (totals over the calls, launch gaps excluded) and
 `reference_kernels` (names). Interpreting them is core/profilers/activity.py's job.
 """
@@ -38,16 +38,26 @@ def device_kernels(events) -> dict[str, dict[str, float]]:
     return found
 
 
-def _recorded(call: Callable[[], Any], calls: int) -> tuple[dict[str, dict[str, float]], list[float]]:
-    walls = []
+def _recorded(call: Callable[[], Any], calls: int) -> dict[str, dict[str, float]]:
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(calls):
-            torch.cuda.synchronize()
-            started = time.perf_counter()
             call()
-            torch.cuda.synchronize()
-            walls.append((time.perf_counter() - started) * 1e6)
-    return device_kernels(prof.events()), walls
+        torch.cuda.synchronize()
+    return device_kernels(prof.events())
+
+
+def wall_per_call_us(call: Callable[[], Any], calls: int, repeats: int = 3) -> float:
+    """Host wall clock per call of back-to-back calls, unprofiled: when launching takes longer than
+    the kernels, the GPU waits and this exceeds the kernel time."""
+    samples = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        for _ in range(calls):
+            call()
+        torch.cuda.synchronize()
+        samples.append((time.perf_counter() - started) * 1e6 / calls)
+    return statistics.median(samples)
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
@@ -58,16 +68,17 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         for _ in range(int(spec.get("warmup", 3))):
             candidate_run(inputs)
             reference_run(inputs)
+        wall_us = wall_per_call_us(lambda: candidate_run(inputs), calls)
         try:
-            kernels, walls = _recorded(lambda: candidate_run(inputs), calls)
-            reference, _ = _recorded(lambda: reference_run(inputs), 1)
+            kernels = _recorded(lambda: candidate_run(inputs), calls)
+            reference = _recorded(lambda: reference_run(inputs), 1)
         except RuntimeError as exc:  # CUPTI refused (another profiler attached, a driver without it)
             body["reason"] = f"torch.profiler could not record CUDA activity: {exc}"[:400]
             return body
     if not kernels and not reference:  # the reference runs on the GPU too: CUPTI recorded nothing
         body["reason"] = "CUPTI recorded no GPU kernel, not even the reference's (is CUPTI usable here?)"
         return body
-    body.update(available=True, calls=calls, wall_us=statistics.median(walls),
+    body.update(available=True, calls=calls, wall_us=wall_us,
                 kernels=[{"name": name, **row} for name, row in kernels.items()],
                 reference_kernels=sorted(reference))
     return body

@@ -22,9 +22,11 @@ from trialtui.core.verdicts import make_verdict
 
 CORE = Path(decide.__file__).parent
 IDS = {v.value for v in VerdictId}
-# Modules holding verdict rules, and modules that act on verdict ids.
+# Modules holding verdict rules, and every module that could act on verdict ids (strategies and
+# decide among them, wherever decide's parts move).
 RULE_MODULES = [CORE / "verdicts.py", *sorted((CORE / "profilers").glob("*.py"))]
-USERS = [CORE / "strategies.py", *sorted(CORE.glob("decide*.py")), *sorted(CORE.glob("decide/*.py"))]
+USERS = sorted(p for p in CORE.parent.rglob("*.py") if p.name != "verdict_registry.py")
+FACT_KEYS = {"spills"}  # also the compile job's key for spilled registers: not a verdict id there
 
 
 def test_every_id_has_exactly_one_entry():
@@ -97,13 +99,18 @@ def test_rules_emit_only_registered_ids_by_name(path):
     assert sum(1 for p in RULE_MODULES for _ in _emitted(p)) >= len(IDS) - 1
 
 
-@pytest.mark.parametrize("path", USERS, ids=lambda p: p.name)
-def test_strategies_and_decide_name_verdicts_only_through_the_registry(path):
+def test_strategies_and_decide_are_among_the_modules_checked():
+    names = {p.relative_to(CORE.parent).as_posix() for p in USERS}
+    assert {"core/strategies.py", "core/verdicts.py"} <= names and any(n.startswith("core/decide") for n in names)
+
+
+@pytest.mark.parametrize("path", USERS, ids=lambda p: p.relative_to(CORE.parent).as_posix())
+def test_verdicts_are_named_only_through_the_registry(path):
     """A verdict id written as a bare string could drift from the registry: ids are VerdictId members,
     and every comparison against a verdict's `id` uses a registered one."""
     for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            assert node.value not in IDS, f"{path.name}:{node.lineno}: bare verdict id {node.value!r}"
+            assert node.value not in IDS - FACT_KEYS, f"{path.name}:{node.lineno}: bare verdict id {node.value!r}"
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "VerdictId":
             assert node.attr in VerdictId.__members__, f"{path.name}:{node.lineno}: VerdictId.{node.attr}"
         if isinstance(node, ast.Compare):

@@ -31,7 +31,7 @@ from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env, detect_de
 from trialtui.engine.jobs import ChildHandle, WarmChildren
 from trialtui.engine.lanes import Job, Lane, Lanes
 from trialtui.engine.profile import analyze, profile_file, trial_verdicts
-from trialtui.engine.validate import validate_file
+from trialtui.engine.validate import finding_message, validate_file
 from trialtui.engine.watcher import saves
 from trialtui.core.text import trial_summary
 

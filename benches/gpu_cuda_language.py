@@ -1,0 +1,201 @@
+"""On the GPU: CUDA C++ candidates (torch's load_inline and load) validated, scored and watched.
+
+Run from the repository root on the H200 (no internet needed, about 2 minutes, most of it
+torch building the extensions):
+
+    OUT=/tmp/out python benches/gpu_cuda_language.py
+
+Two problem directories are made in a temporary folder: sample_kernels/rmsnorm with
+benches/cuda_language/rmsnorm_cuda.py (a row-wise RMSNorm kernel, bf16 in and out, float32 math)
+and tests/problems/kb_cuda_add (add_inline.py: KernelBench's load_inline style; add_file.py: a .cu
+file beside a small wrapper; broken.py: an undefined name in the kernel). Each candidate goes
+through `trialtui validate --json` (nvcc's device-only compile: registers, spills, shared memory),
+`trialtui bench --json --device cuda` (built by load_inline, checked and timed on the GPU), and each
+directory through `trialtui watch --headless --once --json` (the trial's final state). Expected:
+correct for the three good candidates, invalid for broken.py (the nvcc line), never invalid or
+incorrect from a CPU run. Prints a table, writes $OUT/gpu_cuda_language.json, exits 1 on a miss.
+
+The build needs torch's CUDA toolkit of the same major version as torch (torch.utils.cpp_extension
+finds it through CUDA_HOME or nvcc on PATH), ninja and g++. Where CUDA_HOME is not found, the
+script installs the `trialtui[cuda]` wheels and ninja from ./.whl with pip --no-index, and points
+CUDA_HOME at the wheels' nvidia/cu13 folder; for that, download beforehand on a machine with
+internet, for torch built with CUDA 13 (torch 2.11.0+cu130):
+    pip download --only-binary=:all: -d .whl nvidia-cuda-nvcc nvidia-cuda-cccl ninja
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WHEELS = ROOT / ".whl"
+BUILD_TIMEOUT_S = 400  # the first load_inline of a source compiles torch/extension.h
+NO_PROFILE = '[profile]\nwhen = "never"\n'  # the verdicts are the point here; the profilers have their own bench
+EXPECTED = {"rmsnorm_cuda.py": "correct", "add_inline.py": "correct", "add_file.py": "correct", "broken.py": "invalid"}
+
+
+def toolchain(env: dict[str, str], work: Path) -> dict[str, object]:
+    """What torch's extension builder will use; installs the wheels from .whl/ where it finds no CUDA_HOME."""
+    probe = ("import json, shutil, torch, torch.utils.cpp_extension as e; print(json.dumps({'torch': torch.__version__, "
+             "'cuda': torch.version.cuda, 'cuda_home': e.CUDA_HOME, 'ninja': e.is_ninja_available(), "
+             "'gxx': shutil.which('g++') or shutil.which('c++'), "
+             "'gpu': torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}))")
+    info = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                                     check=True).stdout)
+    if info["cuda_home"] and info["ninja"]:
+        return info
+    if not WHEELS.is_dir():
+        info["problem"] = f"no CUDA toolkit or no ninja, and no {WHEELS} to install them from (see this file's docstring)"
+        return info
+    pip = [sys.executable, "-m", "pip", "install", "--no-index", "--find-links", str(WHEELS), "nvidia-cuda-nvcc",
+           "nvidia-cuda-cccl", "ninja"]
+    done = subprocess.run(pip, capture_output=True, text=True)
+    info["installed_from_whl"] = done.returncode == 0
+    if done.returncode != 0:
+        info["problem"] = f"pip install from {WHEELS} failed: {done.stderr.strip()[-300:]}"
+        return info
+    import importlib
+
+    importlib.invalidate_caches()
+    nvidia = [Path(p) for p in importlib.import_module("nvidia").__path__]
+    home = next((p / "cu13" for p in nvidia if (p / "cu13" / "bin" / "nvcc").exists()), None)
+    if home is None:
+        info["problem"] = "the wheels installed but no nvidia/cu13/bin/nvcc was found"
+        return info
+    libs = work / "cudalib"  # the wheels ship libcudart.so.13; the link step asks for -lcudart
+    libs.mkdir(exist_ok=True)
+    for lib in (home / "lib").glob("libcudart.so.*"):
+        (libs / "libcudart.so").unlink(missing_ok=True)
+        (libs / "libcudart.so").symlink_to(lib)
+    env["CUDA_HOME"] = str(home)
+    env["PATH"] = f"{home / 'bin'}:{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    env["LIBRARY_PATH"] = f"{libs}:{env.get('LIBRARY_PATH', '')}"
+    info["cuda_home"] = str(home)
+    return info
+
+
+def problems(work: Path) -> dict[str, Path]:
+    rms = work / "rmsnorm"
+    rms.mkdir()
+    shutil.copyfile(ROOT / "sample_kernels" / "rmsnorm" / "reference.py", rms / "reference.py")
+    config = (ROOT / "sample_kernels" / "rmsnorm" / "trialtui.toml").read_text()
+    (rms / "trialtui.toml").write_text(f"bench_timeout_s = {BUILD_TIMEOUT_S}\n{config}\n{NO_PROFILE}")
+    shutil.copyfile(ROOT / "benches" / "cuda_language" / "rmsnorm_cuda.py", rms / "rmsnorm_cuda.py")
+    add = Path(shutil.copytree(ROOT / "tests" / "problems" / "kb_cuda_add", work / "kb_cuda_add"))
+    config = (add / "trialtui.toml").read_text()
+    (add / "trialtui.toml").write_text(f"bench_timeout_s = {BUILD_TIMEOUT_S}\n{config}\n{NO_PROFILE}")
+    return {"rmsnorm": rms, "kb_cuda_add": add}
+
+
+def trialtui(args: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, float]:
+    started = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, "-m", "trialtui", *args], capture_output=True, text=True, env=env,
+                              timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return 124, "", timeout
+    return done.returncode, done.stdout + ("\n" + done.stderr if done.returncode not in (0, 1) else ""), \
+        round(time.perf_counter() - started, 1)
+
+
+def candidate(path: Path, env: dict[str, str]) -> dict[str, object]:
+    """validate, then bench on the GPU: the facts and the verdict."""
+    row: dict[str, object] = {"candidate": path.name, "expected": EXPECTED[path.name]}
+    _, out, row["validate_s"] = trialtui(["validate", str(path), "--json"], env, 300)
+    try:
+        report = json.loads(out)
+        row["validate_ok"] = report["ok"]
+        row["kernels"] = [{k: x.get(k) for k in ("name", "arch", "registers", "spills", "shared_bytes", "tensor_core_op",
+                                                 "vector_width")} for x in report["kernels"]]
+        row["validate_errors"] = [f"line {f['line']}: {f['message']}" for f in report["errors"]]
+    except (json.JSONDecodeError, KeyError):
+        row["validate_errors"] = [out[-300:]]
+    if EXPECTED[path.name] == "invalid":
+        row["bench_state"] = "not run (validation)"
+        return row
+    _, out, row["bench_s"] = trialtui(["bench", str(path), "--json", "--device", "cuda", "--seeds", "2"], env,
+                                      BUILD_TIMEOUT_S + 60)
+    try:
+        result = json.loads(out)
+    except json.JSONDecodeError:
+        result = {"state": "no-json", "message": out[-400:]}
+    row["bench_state"] = result.get("state")
+    row["median_us"] = (result.get("timing") or {}).get("median_us")
+    row["speedup"] = (result.get("speedup") or {}).get("eager")  # the problems' primary baseline
+    row["flags"] = [f.get("code") for f in result.get("flags") or []]
+    row["bench_message"] = (result.get("message") or "").replace("\n", " ")[:200]
+    return row
+
+
+def watch(root: Path, env: dict[str, str]) -> dict[str, str]:
+    """`watch --headless --once --json` over a directory: each file's last state."""
+    _, out, _ = trialtui(["watch", str(root), "--headless", "--once", "--json"], env, BUILD_TIMEOUT_S + 120)
+    files, states = {}, {}
+    for line in out.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if event.get("file") and event.get("trial_id"):
+            files[event["trial_id"]] = event["file"]
+        if event.get("trial_id") in files and event.get("state"):
+            states[files[event["trial_id"]]] = event["state"]
+    return states
+
+
+def main() -> int:
+    out = Path(os.environ.get("OUT") or tempfile.mkdtemp())
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="trialtui-cuda-"))
+    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(work / "extensions"), "TORCH_CUDA_ARCH_LIST": "9.0",
+           "MAX_JOBS": str(os.cpu_count() or 8)}
+    info = toolchain(env, work)
+    print(json.dumps(info))
+    if info.get("problem"):
+        (out / "gpu_cuda_language.json").write_text(json.dumps({"toolchain": info}, indent=2))
+        print(f"cannot build CUDA extensions here: {info['problem']}")
+        return 1
+    roots = problems(work)
+    paths = [roots["rmsnorm"] / "rmsnorm_cuda.py"] + [roots["kb_cuda_add"] / n for n in ("add_inline.py", "add_file.py", "broken.py")]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=4) as pool:  # four builds at once: ninja shares the cores
+        rows = list(pool.map(lambda p: candidate(p, env), paths))
+    watched = {}
+    for root in roots.values():  # the extensions are built by now: watch reuses them
+        watched.update(watch(root, env))
+    misses = 0
+    print(f"{'candidate':<16} {'expected':<9} {'validate':<9} {'kernels (sm_90 registers)':<34} {'bench':<9} "
+          f"{'median µs':>10} {'speedup':>8}  watch")
+    for row in rows:
+        row["watch_state"] = watched.get(row["candidate"])
+        bench_ok = row["expected"] == "invalid" or row["bench_state"] == row["expected"]
+        watch_ok = row["watch_state"] == row["expected"]
+        validate_ok = (row.get("validate_ok") is True) == (row["expected"] != "invalid")
+        row["ok"] = bench_ok and watch_ok and validate_ok
+        misses += not row["ok"]
+        kernels = ", ".join(f"{k['name']} {k['registers']}" for k in row.get("kernels") or [] if k["arch"] == "sm_90")
+        median = f"{row['median_us']:.1f}" if isinstance(row.get("median_us"), (int, float)) else "-"
+        speedup = f"{row['speedup']:.2f}" if isinstance(row.get("speedup"), (int, float)) else "-"
+        print(f"{row['candidate']:<16} {row['expected']:<9} {str(row.get('validate_ok')):<9} {kernels[:34]:<34} "
+              f"{str(row['bench_state']):<9} {median:>10} {speedup:>8}  {row['watch_state']}"
+              + ("" if row["ok"] else "   <-- MISS"))
+        for line in row.get("validate_errors") or []:
+            print(f"    validate: {line[:160]}")
+        if row.get("bench_message") and row["bench_state"] != "correct":
+            print(f"    bench: {row['bench_message']}")
+    summary = {"toolchain": info, "rows": rows, "misses": misses, "wall_s": round(time.perf_counter() - started, 1)}
+    (out / "gpu_cuda_language.json").write_text(json.dumps(summary, indent=2, default=str))
+    print(f"{len(rows) - misses}/{len(rows)} as expected in {summary['wall_s']} s; details in {out / 'gpu_cuda_language.json'}")
+    return 1 if misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -515,7 +515,8 @@ class Engine:
             fields["state"] = TrialState.CORRECT
         self.store.update(trial_id, **fields)
         if "state" in fields:
-            self.emit(ev.StateChanged(trial_id, TrialState.CORRECT.value, f"{len(verdicts)} verdict(s)"))
+            said = f" from {profile.get('label') or profile.get('source')}" if profile else ""
+            self.emit(ev.StateChanged(trial_id, TrialState.CORRECT.value, f"{len(verdicts)} verdict(s){said}"))
 
     def profile_now(self, trial_id: str) -> None:
         """Queue a profile of a correct GPU trial on a lane (the `p` key)."""

@@ -20,6 +20,7 @@ from typing import Any
 from trialtui.core import tree
 from trialtui.core.decide import decide
 from trialtui.core.model import Decision, Trial, TrialState
+from trialtui.core.profilers import source_of
 from trialtui.core.verdicts import profile_policy
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError, load_problem
 from trialtui.core.store import Store, StoreError, UnknownTrial, sha256_of
@@ -515,7 +516,7 @@ class Engine:
             fields["state"] = TrialState.CORRECT
         self.store.update(trial_id, **fields)
         if "state" in fields:
-            said = f" from {profile.get('label') or profile.get('source')}" if profile else ""
+            said = f" from {profile.get('label') or source_of(profile)}" if profile else ""
             self.emit(ev.StateChanged(trial_id, TrialState.CORRECT.value, f"{len(verdicts)} verdict(s){said}"))
 
     def profile_now(self, trial_id: str) -> None:

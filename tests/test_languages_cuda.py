@@ -15,6 +15,7 @@ from trialtui.core.languages.cuda_text import device_code
 from trialtui.core.problem import load_problem
 from trialtui.engine.bench import bench_file
 from trialtui.engine.validate import validate_file
+from trialtui.render import render_validation
 from trialtui.runner import cuda_compile_job, nvcc
 
 pytestmark = [
@@ -44,6 +45,9 @@ def test_inline_candidate_validates_with_real_register_counts(root):
         assert k["widest_load"].startswith("ld.global") and k["vector_width"] == 32
     preview = report["preview"]
     assert preview["correct"] is None and "not run on the CPU" in preview["message"]
+    text = render_validation(report, path.name)
+    assert "CPU preview: none (not run on the CPU" in text and "INCORRECT" not in text
+    assert f"kernel add_kernel (sm_90): {kernels['sm_90']['registers']} regs, 0 spills" in text
 
 
 def test_broken_cuda_source_is_a_compile_error_at_the_nvcc_line(root):

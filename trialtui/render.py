@@ -69,7 +69,9 @@ def render_validation(report: dict[str, Any], name: str) -> str:
             f"tensor cores {'yes' if kernel.get('tensor_cores') else 'no'}"
         )
     preview = report.get("preview")
-    if preview:
+    if preview and preview.get("correct") is None:  # not run (a CUDA C++ candidate), or it could not run
+        lines.append(f"  CPU preview: none ({preview.get('message', '')})")
+    elif preview:
         verdict = "correct" if preview.get("correct") else f"INCORRECT: {preview.get('message', '')}"
         lines.append(f"  CPU preview (interpreter, test sizes): {verdict}, max abs err {preview.get('max_abs_err') or 0:.3g}")
     return "\n".join(lines)

@@ -8,13 +8,19 @@ cursor moved to (tree and detail both). Meanwhile a feeder emits what a busy eng
 progress at 200/s, queue changes at 10/s, and a new trial through validation to a result twice a
 second.
 
-    python benches/tui.py [--trials 2000] [--presses 200]
+Issue 18 asked whether textual-plotext could replace the hand-written braille plots: `--plots both` (the
+default) measures the hand-written widgets and benches/tui_plotext.py's library ones side by side, each
+in its own fresh interpreter on the same store, alternating for `--rounds` rounds.
+
+    python benches/tui.py [--trials 2000] [--presses 200] [--plots both|hand|plotext] [--rounds 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import random
 import statistics
 import subprocess
@@ -53,6 +59,10 @@ def get_init_inputs():
 '''
 SOURCE = "# strategy: tile {tile}, {warps} warps\nimport torch\n# version {n}\n"
 SIZE = (120, 36)
+# bf16 relu at 16384 × 8192 on an H200: one FLOP and 4 bytes per element (what analyze_job records)
+ROOFLINE = {"flops": 16384 * 8192.0, "min_bytes": 16384 * 8192 * 4.0, "compute_dtype": "bfloat16",
+            "peak_tflops": 989.0, "hbm_gbps": 4800.0, "intensity": 0.25, "ridge": 206.0, "bound": "memory",
+            "gpu": "NVIDIA H200", "source": "datasheet"}
 
 
 def result(rng: random.Random, state: str) -> dict:
@@ -74,6 +84,7 @@ def result(rng: random.Random, state: str) -> dict:
         "baselines": {"eager": {**stats(eager), "cached": True}} if correct else {},
         "speedup": {"eager": eager / median} if correct else None,
         "flags": [],
+        "roofline": ROOFLINE if correct else None,
         "env": {"device": "cuda", "gpu": "NVIDIA H200", "sm_count": 132, "capability": "9.0", "driver": "580.159.04"},
         "sizes": [{"batch_size": 16384, "dim": 8192}], "dtype": "bfloat16", "message": "",
     }
@@ -214,13 +225,49 @@ async def measure(root: Path, presses: int) -> dict[str, float]:
         out.update(presses=len(latencies), p50_ms=statistics.median(latencies),
                    p95_ms=latencies[int(0.95 * (len(latencies) - 1))], max_ms=latencies[-1],
                    events_per_s=sent / elapsed)
+        out.update(redraw_costs(app))
         await pilot.press("q")
+    return out
+
+
+def redraw_costs(app: TimedApp, repeats: int = 15) -> dict[str, float]:
+    """CPU time (this thread's, so other processes' load hardly counts) of one update + render of each
+    plot: the history with every trial, the detail plots with the newest correct one. Median of `repeats`."""
+    from trialtui.tui.widgets import detail
+
+    trials = list(app.trials.values())
+    newest = next(t for t in reversed(trials) if t.gpu_timing is not None)
+    plots = {
+        "history": (app.history, lambda w: w.update(trials, app.baseline, False)),
+        "timing": (app.detail.query_one(detail.TimingSpread), lambda w: w.show(newest)),
+        "roofline": (app.detail.query_one(detail.RooflinePlot), lambda w: w.show(newest)),
+    }
+    out = {}
+    for name, (widget, update) in plots.items():
+        costs = []
+        for _ in range(repeats):
+            began = time.thread_time()
+            update(widget)
+            widget.render()
+            costs.append((time.thread_time() - began) * 1000)
+        out[f"{name}_cpu_ms"] = statistics.median(costs)
     return out
 
 
 def rng_gap(i: int) -> float:
     """Key repeat is ~30/s; people are slower. Alternate the two."""
     return 0.03 if i % 3 else 0.12
+
+
+def use_plots(kind: str) -> None:
+    """Swap the app's plot widgets for textual-plotext's (`plotext`) before the app is built."""
+    if kind == "plotext":
+        import tui_plotext
+        from trialtui.tui import app as app_module
+        from trialtui.tui.widgets import detail
+
+        app_module.SpeedupHistory = tui_plotext.SpeedupHistory
+        detail.TimingSpread, detail.RooflinePlot = tui_plotext.TimingSpread, tui_plotext.RooflinePlot
 
 
 CHILD = """
@@ -230,6 +277,7 @@ sys.argv = sys.argv[:1]
 from pathlib import Path
 sys.path.insert(0, {bench_dir!r})
 import tui
+tui.use_plots({plots!r})
 app = tui.build(Path({root!r}))
 async def stop(pilot):
     await pilot.pause()
@@ -239,37 +287,77 @@ app.run(headless=True, size=(120, 36), auto_pilot=stop)
 """
 
 
-def fresh_interpreter_first_paint(root: Path) -> float:
+def fresh_interpreter_first_paint(root: Path, plots: str) -> float:
     """Wall time from starting `python` to the first frame, imports included."""
-    code = CHILD.format(bench_dir=str(Path(__file__).parent), root=str(root))
-    out = subprocess.run([sys.executable, "-c", code, repr(time.time())], capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    code = CHILD.format(bench_dir=str(Path(__file__).parent), root=str(root), plots=plots)
+    return float(child([sys.executable, "-c", code, repr(time.time())]))
+
+
+def measure_in_child(root: Path, plots: str, presses: int) -> dict[str, float]:
+    """One variant in a fresh interpreter: nothing the other variant imported or warmed is shared."""
+    return json.loads(child([sys.executable, __file__, "--child", plots, "--root", str(root), "--presses", str(presses)]))
+
+
+def child(cmd: list[str]) -> str:
+    """The last line a child printed; its stderr when it failed."""
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"a measuring child failed ({out.returncode}):\n{out.stderr[-3000:]}")
+    return out.stdout.strip().splitlines()[-1]
+
+
+def table(args: argparse.Namespace, runs: dict[str, list[dict[str, float]]]) -> None:
+    """One column per variant and round."""
+    names = {"hand": "hand-written", "plotext": "textual-plotext"}
+    order = [(k, i) for i in range(max(len(v) for v in runs.values())) for k in runs]  # as they ran
+    heads = [f"{names[k]}{f' #{i + 1}' if len(runs[k]) > 1 else ''}" for k, i in order]
+    cells = [runs[k][i] for k, i in order]
+    rows = [
+        (f"first paint, {args.trials:,} trials: make_app → first frame", "≤ 1 s", "first_paint_s", "{:.2f} s"),
+        ("  of which Engine + Store open (lock, checkpoint)", "", "engine_and_store_open_s", "{:.2f} s"),
+        ("first paint, fresh interpreter (imports included)", "", "cold_s", "{:.2f} s"),
+        ("key press → repaint, p50", "", "p50_ms", "{:.1f} ms"),
+        ("key press → repaint, p95", "≤ 50 ms", "p95_ms", "{:.1f} ms"),
+        ("key press → repaint, max", "", "max_ms", "{:.1f} ms"),
+        ("key presses counted", "", "presses", "{:.0f}"),
+        ("engine events streaming meanwhile", "", "events_per_s", "{:.0f} /s"),
+        (f"history plot, {args.trials:,} trials: update + render, CPU time", "", "history_cpu_ms", "{:.1f} ms"),
+        ("timing plot, one trial: update + render, CPU time", "", "timing_cpu_ms", "{:.1f} ms"),
+        ("roofline plot, one trial: update + render, CPU time", "", "roofline_cpu_ms", "{:.1f} ms"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"| {'measure':<{width}} | target | " + " | ".join(heads) + " |")
+    print(f"|{'-' * (width + 2)}|--------|" + "|".join("-" * (len(h) + 2) for h in heads) + "|")
+    for name, target, key, fmt in rows:
+        values = " | ".join(fmt.format(c[key]).ljust(len(h)) for c, h in zip(cells, heads))
+        print(f"| {name:<{width}} | {target:<6} | {values} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=2000)
     parser.add_argument("--presses", type=int, default=200)
+    parser.add_argument("--plots", choices=["both", "hand", "plotext"], default="both")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--child", choices=["hand", "plotext"], help=argparse.SUPPRESS)
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        use_plots(args.child)
+        print(json.dumps(asyncio.run(measure(args.root, args.presses))))
+        return
+    kinds = ["hand", "plotext"] if args.plots == "both" else [args.plots]
+    runs: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "bench"
         lay_down(root, args.trials, random.Random(7))
-        cold = fresh_interpreter_first_paint(root)
-        first = asyncio.run(measure(root, args.presses))
-    rows = [
-        (f"first paint, {args.trials:,} trials: make_app → first frame", "≤ 1 s", f"{first['first_paint_s']:.2f} s"),
-        ("  of which Engine + Store open (lock, checkpoint)", "", f"{first['engine_and_store_open_s']:.2f} s"),
-        ("first paint, fresh interpreter (imports included)", "", f"{cold:.2f} s"),
-        (f"key press → repaint, p50 ({first['presses']} presses)", "", f"{first['p50_ms']:.1f} ms"),
-        ("key press → repaint, p95", "≤ 50 ms", f"{first['p95_ms']:.1f} ms"),
-        ("key press → repaint, max", "", f"{first['max_ms']:.1f} ms"),
-        ("engine events streaming meanwhile", "", f"{first['events_per_s']:.0f} /s"),
-    ]
-    width = max(len(r[0]) for r in rows)
-    print(f"| {'measure':<{width}} | target | result |")
-    print(f"|{'-' * (width + 2)}|--------|--------|")
-    for name, target, value in rows:
-        print(f"| {name:<{width}} | {target:<6} | {value} |")
+        for _ in range(args.rounds):
+            for kind in kinds:
+                run = measure_in_child(root, kind, args.presses)
+                run["cold_s"] = fresh_interpreter_first_paint(root, kind)
+                runs[kind].append(run)
+    print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end")
+    table(args, runs)
 
 
 if __name__ == "__main__":

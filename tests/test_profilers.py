@@ -58,7 +58,8 @@ def test_ncu_switched_off_or_missing_leaves_the_counter_free_profiler_first(monk
     assert [p.name for p in candidates("cuda")[0]] == ["ncu", "activity", "analytic"]
     monkeypatch.setenv("TRIALTUI_NO_NCU", "1")
     usable, skipped = candidates("cuda")
-    assert usable[0].name == "activity" and skipped == [{"source": "ncu", "reason": "ncu disabled: TRIALTUI_NO_NCU is set"}]
+    assert usable[0].name == "activity"
+    assert skipped == [{"source": "ncu", "reason": "ncu disabled: TRIALTUI_NO_NCU is set"}]
     monkeypatch.delenv("TRIALTUI_NO_NCU")
     monkeypatch.setattr(ncu, "find_ncu", lambda explicit=None: None)
     assert candidates("cuda")[1][0]["reason"].startswith("ncu not found")
@@ -89,7 +90,8 @@ def test_blocked_ncu_falls_back_to_kernel_records_and_is_not_tried_again(tmp_pat
     body = engine_profile.profile_file(problem, tmp_path / "k.py", name="t1")
     assert body["source"] == "activity" and body["available"]
     assert body["skipped"] == [{"source": "ncu", "reason": ERR}]
-    assert engine_profile.profile_label(body).startswith("CUPTI kernel records") and ERR in engine_profile.profile_label(body)
+    label = engine_profile.profile_label(body)
+    assert label.startswith("CUPTI kernel records") and ERR in label
     again = engine_profile.profile_file(problem, tmp_path / "k.py", name="t2")
     assert ran == ["trialtui.runner.profile_job", "trialtui.runner.activity_job", "trialtui.runner.activity_job"]
     assert again["skipped"] == [{"source": "ncu", "reason": ERR}]

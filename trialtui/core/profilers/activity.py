@@ -27,7 +27,9 @@ CALLS = 20
 _LIBRARY_MARKS = ("at::native::", "at::cuda::")
 
 
-def _per_call(body: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+def _per_call(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Kernel rows per call, longest first, with their share of GPU time and whether they are the
+    candidate's own (not launched by the reference, not ATen's)."""
     calls = max(int(body.get("calls") or 1), 1)
     reference = set(body.get("reference_kernels") or [])
     rows = []
@@ -39,17 +41,18 @@ def _per_call(body: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
     total = sum(r["duration_ns"] for r in rows) or 1.0
     for r in rows:
         r["share"] = r["duration_ns"] / total
-    return calls, sorted(rows, key=lambda r: -r["duration_ns"])
+    return sorted(rows, key=lambda r: -r["duration_ns"])
 
 
 def kernel_us(body: dict[str, Any]) -> float:
     """GPU kernel time per call, launch gaps excluded."""
-    return sum(r["duration_ns"] for r in _per_call(body)[1]) / 1e3
+    return sum(r["duration_ns"] for r in _per_call(body)) / 1e3
 
 
 def _launch_bound(rows: list[dict[str, Any]], gpu_us: float, wall_us: float | None) -> Verdict | None:
     launches = sum(r["launches"] for r in rows)
-    per_kernel = statistics.median([r["duration_ns"] / 1e3 / r["launches"] for r in rows if r["launches"]] or [gpu_us])
+    per_kernel = statistics.median([r["duration_ns"] / 1e3 / r["launches"] for r in rows if r["launches"]]
+                                   or [gpu_us])
     busy = gpu_us / wall_us if wall_us else None
     evidence = [f"{launches:.0f} launches per call, median kernel {fmt_us(per_kernel)}",
                 f"GPU busy {busy:.0%} of the call ({fmt_us(gpu_us)} of {fmt_us(wall_us)})" if busy else ""]
@@ -88,7 +91,7 @@ def verdicts_from_records(body: dict[str, Any], context: Context,
                           facts: dict[str, Any] | None = None) -> list[Verdict]:
     """Verdicts from kernel records: the analytic rules at the kernel time (so launch gaps never pass
     for low bandwidth), plus launch-bound, dominant-kernel and no-own-kernel from the records."""
-    _, rows = _per_call(body)
+    rows = _per_call(body)
     if not rows:
         return [make_verdict(V.NO_OWN_KERNEL, Severity.WARNING, "No GPU kernel launched",
                              [f"no kernel in {body.get('calls')} profiled calls"],
@@ -126,7 +129,7 @@ class ActivityProfiler:
         return [{"name": r["name"], "duration_ns": r["duration_ns"], "launches": r["launches"],
                  "metrics": {"launches per call": r["launches"], "share of GPU time": round(r["share"], 4),
                              "own kernel": "yes" if r["own"] else "no (the reference or ATen launches it)"}}
-                for r in _per_call(body)[1]]
+                for r in _per_call(body)]
 
     def dominant(self, body: dict[str, Any]) -> dict[str, Any] | None:
         rows = self.kernels(body)

@@ -8,6 +8,9 @@ reference, whose kernel names tell the candidate's own kernels from library ones
 `available`, `calls`, `wall_us` (host wall clock per call of back-to-back unprofiled calls),
 `kernels` [{`name`, `launches`, `duration_ns`}] (totals over the calls, launch gaps excluded) and
 `reference_kernels` (names). Interpreting them is core/profilers/activity.py's job.
+
+CUPTI records in the process that runs the candidate, so a hostile candidate could shape them: they
+steer advice (verdicts) only, never a result, a time or best (the bench's checker decides those).
 """
 
 from __future__ import annotations

@@ -210,3 +210,53 @@ def test_compile_errors_from_nvcc_the_preprocessor_and_ptxas_in_order():
 ])
 def test_sass_tensor_core_instructions(sass, expected):
     assert sass_tensor_op(sass) == expected
+
+
+# --- the test plug-in's language, through its entry point, end to end ------------------------------
+
+PLUGIN_DIR = Path(__file__).parent / "plugins"
+TESTLANG = '''KERNEL_LANGUAGE = "testlang"
+
+
+def kernel_add(x, y):
+    out = x + y
+    return out
+
+
+def kernel_nothing():
+    pass
+
+
+class ModelNew:
+    pass
+'''
+
+
+@pytest.mark.slow
+def test_a_plugin_language_validates_in_its_own_child_job_and_needs_a_gpu(tmp_path, monkeypatch):
+    """One module and an entry point: detection, static checks, its compile job in a child process,
+    and a benchmark without a GPU that says it needs one."""
+    import os
+    import shutil
+
+    from trialtui.core.problem import load_problem
+    from trialtui.engine.bench import bench_file
+    from trialtui.engine.validate import validate_file
+
+    monkeypatch.syspath_prepend(str(PLUGIN_DIR))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PLUGIN_DIR), os.environ.get("PYTHONPATH", "")]))
+    plugins.reload_entry_points()
+    try:
+        root = Path(shutil.copytree(PROBLEMS / "kb_add", tmp_path / "kb_add"))
+        path = root / "cand.py"
+        path.write_text(TESTLANG)
+        report = validate_file(root, path, arch="sm_90,sm_80")
+        assert report["language"] == "testlang" and report["ok"], report["errors"]
+        assert [(w["code"], w["line"]) for w in report["warnings"]] == [("testlang-args", 9)]
+        assert sorted((k["name"], k["arch"], k["registers"]) for k in report["kernels"]) == [
+            ("kernel_add", "sm_80", 2), ("kernel_add", "sm_90", 2),
+            ("kernel_nothing", "sm_80", 1), ("kernel_nothing", "sm_90", 1)]
+        result = bench_file(load_problem(root), path, device="cpu")
+        assert result["state"] == "error" and "TestLang" in result["message"] and result["needs_gpu"]
+    finally:
+        plugins.reload_entry_points()

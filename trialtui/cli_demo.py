@@ -40,7 +40,7 @@ def _fail(message: str, code: int = 2) -> None:
 @click.option("--baselines", default=None,
               help="Override the samples' baselines, e.g. 'eager' to skip torch.compile (first is primary).")
 @click.option("--profile", "profile_when", type=click.Choice(["auto", "always", "never"]), default=None,
-              help="Live: override the samples' Nsight Compute policy ('never' saves time). Replay never "
+              help="Live: override the samples' profile policy ('never' saves time). Replay never "
                    "profiles: there is no GPU to profile on.")
 @click.option("--gpus", default=None, help="Live: GPUs to use, e.g. 0,1 (default: every visible one). "
                                            "Each problem has a GPU to itself while it plays.")

@@ -145,10 +145,13 @@ def test_device_code_keeps_namespaces_structs_templates_and_launch_bounds():
               "template <typename T>\n"                       # 8
               "__global__ void copy(const T* a, T* b) { b[0] = a[0]; }\n"  # 9
               "__global__ void __launch_bounds__(256, 2)\n"   # 10
-              "scale(float* x) { const char* s = \"torch::\"; x[0] = twice(x[0]); }  // torch:: in a comment\n")
+              "scale(float* x) { const char* s = \"torch::\"; x[0] = twice(x[0]); }  // torch:: in a comment\n"
+              "template <typename T, int N>\n"              # 12
+              "__global__ void tiled(T* x) { x[N] = 0; }\n")  # 13
     code = device_code(source)
-    assert code.kernels == {"copy": 9, "scale": 11}
-    assert code.templates == ["copy"]
+    assert code.kernels == {"copy": 9, "scale": 11, "tiled": 13}
+    assert code.instantiated == {"copy": "float"} and code.templates == ["tiled"]  # no type fits <T, N>
+    assert code.text.splitlines()[source.count("\n")] == "static void* const __trialtui_0 = (void*)&copy<float>;"
     assert "host_in_namespace" not in code.text and "struct Pair" in code.text and "namespace {" in code.text
     assert code.text.splitlines()[6] == "}"  # the namespace closes on its own line
     assert code.kept_line(11) and not code.kept_line(6)

@@ -5,6 +5,7 @@ benchmark without a GPU says it needs one. Skipped only where the nvcc wheel is 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,20 @@ def test_cu_file_beside_a_wrapper_validates_with_its_vector_loads(root):
     assert kernel["name"] == "add_vec4_kernel" and kernel["source"] == "add_kernel.cu"
     assert kernel["registers"] > 0 and kernel["vector_width"] == 128  # float4: ld.global.nc.v4.f32
     assert kernel["line"] is None  # the .cu file's lines are not the candidate's
+
+
+def test_gpumode_submission_with_a_dispatched_template_kernel_gets_its_registers(tmp_path):
+    """GPU MODE's own CUDA submission: its kernel is a template that AT_DISPATCH instantiates; here
+    one float specialization is built so the facts are real."""
+    fixture = Path(__file__).parent / "fixtures" / "gpumode" / "problems" / "pmpp_v2" / "vectoradd_py"
+    root = Path(shutil.copytree(fixture, tmp_path / "vectoradd", ignore=shutil.ignore_patterns("solutions")))
+    path = root / "cuda_inline.py"
+    shutil.copyfile(fixture / "solutions" / "correct" / "submission_cuda_inline.py", path)
+    report = validate_file(root, path)
+    assert report["ok"] and report["language"] == "cuda", report["errors"]
+    [kernel] = report["kernels"]
+    assert kernel["name"] == "add_kernel" and kernel["instantiated"] == "float" and kernel["registers"] > 0
+    assert kernel["line"] == line_of(path, "__global__ void add_kernel")
 
 
 def test_bench_without_a_gpu_says_it_needs_one_and_runs_nothing(root):

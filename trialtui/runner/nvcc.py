@@ -135,6 +135,7 @@ def compile_device(nvcc: str, code: DeviceCode, *, name: str, base_line: int, ar
             **facts,
             "sass_op": sass_op,
             "tensor_cores_from": "sass" if sass else "ptx",
+            **({"instantiated": code.instantiated[kernel]} if kernel in code.instantiated else {}),
             "num_warps": None,  # the block size is chosen by the host code at launch
             "compile_ms": elapsed,
         })

@@ -20,6 +20,9 @@ KERNEL = re.compile(r"__global__\b")
 CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 ATTRIBUTES = frozenset({"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__align__", "alignas",
                         "__attribute__", "__declspec", "__noinline__", "__forceinline__"})
+# A kernel template of one type parameter (`template <typename scalar_t>`), built here with float.
+TEMPLATE_TYPE = re.compile(r"\s*template\s*<\s*(?:typename|class)\s+\w+\s*>")
+INSTANTIATE_WITH = "float"
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 QUOTED = re.compile(r'"([A-Za-z_][\w:]*)"')
 # nvcc's front end: `file(12): error: ...`; the host preprocessor: `file:12:3: fatal error: ...`
@@ -41,7 +44,8 @@ class DeviceCode:
     kept: list[tuple[int, int]] = field(default_factory=list)  # (first, last) source lines of kept items
     dropped_names: set[str] = field(default_factory=set)  # identifiers the blanked code spells
     kernels: dict[str, int] = field(default_factory=dict)  # __global__ name → source line
-    templates: list[str] = field(default_factory=list)  # __global__ templates: built only by host code
+    templates: list[str] = field(default_factory=list)  # __global__ templates no type fits
+    instantiated: dict[str, str] = field(default_factory=dict)  # template kernel → the type it is built with here
 
     def kept_line(self, line: int) -> bool:
         return any(first <= line <= last for first, last in self.kept)
@@ -148,10 +152,17 @@ def device_code(source: str) -> DeviceCode:
                         continue
                     name = named.group(1)
                     code.kernels[name] = line + text[: named.start(1)].count("\n")
-                    if re.match(r"\s*template\b", _code_only(text)):
+                    single = TEMPLATE_TYPE.match(_code_only(text))
+                    if single:
+                        code.instantiated[name] = INSTANTIATE_WITH
+                    elif re.match(r"\s*template\b", _code_only(text)):
                         code.templates.append(name)
         line += text.count("\n")
-    code.text = "".join(out)
+    # Host code instantiates template kernels (AT_DISPATCH...); without it, taking the address of
+    # one specialization builds it. After the source's last line, so its line numbers stay.
+    text = "".join(out)
+    code.text = (text if text.endswith("\n") or not code.instantiated else text + "\n") + "".join(
+        f"static void* const __trialtui_{i} = (void*)&{name}<{ty}>;\n" for i, (name, ty) in enumerate(code.instantiated.items()))
     return code
 
 

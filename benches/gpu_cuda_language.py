@@ -7,12 +7,13 @@ torch building the extensions):
 
 Two problem directories are made in a temporary folder: sample_kernels/rmsnorm with
 benches/cuda_language/rmsnorm_cuda.py (a row-wise RMSNorm kernel, bf16 in and out, float32 math)
-and tests/problems/kb_cuda_add (add_inline.py: KernelBench's load_inline style; add_file.py: a .cu
-file beside a small wrapper; broken.py: an undefined name in the kernel). Each candidate goes
+tests/problems/kb_cuda_add (add_inline.py: KernelBench's load_inline style; add_file.py: a .cu
+file beside a small wrapper; broken.py: an undefined name in the kernel), and GPU MODE's vectoradd
+fixture with its own CUDA submission (cuda_inline.py: a template kernel dispatched by AT_DISPATCH). Each candidate goes
 through `trialtui validate --json` (nvcc's device-only compile: registers, spills, shared memory),
 `trialtui bench --json --device cuda` (built by load_inline, checked and timed on the GPU), and each
 directory through `trialtui watch --headless --once --json` (the trial's final state). Expected:
-correct for the three good candidates, invalid for broken.py (the nvcc line), never invalid or
+correct for the four good candidates, invalid for broken.py (the nvcc line), never invalid or
 incorrect from a CPU run. Prints a table, writes $OUT/gpu_cuda_language.json, exits 1 on a miss.
 
 The build needs torch's CUDA toolkit of the same major version as torch (torch.utils.cpp_extension
@@ -39,7 +40,9 @@ ROOT = Path(__file__).resolve().parent.parent
 WHEELS = ROOT / ".whl"
 BUILD_TIMEOUT_S = 400  # the first load_inline of a source compiles torch/extension.h
 NO_PROFILE = '[profile]\nwhen = "never"\n'  # the verdicts are the point here; the profilers have their own bench
-EXPECTED = {"rmsnorm_cuda.py": "correct", "add_inline.py": "correct", "add_file.py": "correct", "broken.py": "invalid"}
+EXPECTED = {"rmsnorm_cuda.py": "correct", "add_inline.py": "correct", "add_file.py": "correct", "broken.py": "invalid",
+            "cuda_inline.py": "correct"}
+GPUMODE = ROOT / "tests" / "fixtures" / "gpumode" / "problems" / "pmpp_v2" / "vectoradd_py"
 
 
 def toolchain(env: dict[str, str], work: Path) -> dict[str, object]:
@@ -89,10 +92,14 @@ def problems(work: Path) -> dict[str, Path]:
     config = (ROOT / "sample_kernels" / "rmsnorm" / "trialtui.toml").read_text()
     (rms / "trialtui.toml").write_text(f"bench_timeout_s = {BUILD_TIMEOUT_S}\n{config}\n{NO_PROFILE}")
     shutil.copyfile(ROOT / "benches" / "cuda_language" / "rmsnorm_cuda.py", rms / "rmsnorm_cuda.py")
-    add = Path(shutil.copytree(ROOT / "tests" / "problems" / "kb_cuda_add", work / "kb_cuda_add"))
+    add = Path(shutil.copytree(ROOT / "tests" / "problems" / "kb_cuda_add", work / "kb_cuda_add",
+                               ignore=shutil.ignore_patterns(".trialtui")))
     config = (add / "trialtui.toml").read_text()
     (add / "trialtui.toml").write_text(f"bench_timeout_s = {BUILD_TIMEOUT_S}\n{config}\n{NO_PROFILE}")
-    return {"rmsnorm": rms, "kb_cuda_add": add}
+    vec = Path(shutil.copytree(GPUMODE, work / "vectoradd", ignore=shutil.ignore_patterns("solutions", "submission.py")))
+    shutil.copyfile(GPUMODE / "solutions" / "correct" / "submission_cuda_inline.py", vec / "cuda_inline.py")
+    (vec / "trialtui.toml").write_text(f"bench_timeout_s = {BUILD_TIMEOUT_S}\n{NO_PROFILE}")
+    return {"rmsnorm": rms, "kb_cuda_add": add, "vectoradd": vec}
 
 
 def trialtui(args: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, float]:
@@ -164,9 +171,10 @@ def main() -> int:
         print(f"cannot build CUDA extensions here: {info['problem']}")
         return 1
     roots = problems(work)
-    paths = [roots["rmsnorm"] / "rmsnorm_cuda.py"] + [roots["kb_cuda_add"] / n for n in ("add_inline.py", "add_file.py", "broken.py")]
+    paths = [roots["rmsnorm"] / "rmsnorm_cuda.py"] + [roots["kb_cuda_add"] / n for n in ("add_inline.py", "add_file.py", "broken.py")] \
+        + [roots["vectoradd"] / "cuda_inline.py"]
     started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=4) as pool:  # four builds at once: ninja shares the cores
+    with ThreadPoolExecutor(max_workers=len(paths)) as pool:  # the builds at once: ninja shares the cores
         rows = list(pool.map(lambda p: candidate(p, env), paths))
     watched = {}
     for root in roots.values():  # the extensions are built by now: watch reuses them

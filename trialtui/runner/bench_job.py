@@ -390,7 +390,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         phases[name] = round(now - mark, 3)
         mark = now
 
-    link = CandidateProcess()  # starts importing torch while the reference loads here
+    link = _READY.pop() if _READY else CandidateProcess()  # imports torch while the reference loads here
     facts = Facts()
     ledger = MemoryLedger(device)
     try:
@@ -400,7 +400,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             result["flags"].append(flag("bf16-emulated", BF16_NOTE))
         stage = "importing the candidate"
         reply, _ = link.request(
-            "load", timeout_s=deadline.left(), candidate=spec["candidate"], entry_point=spec["entry_point"],
+            "load", timeout_s=deadline.left(), candidate=spec["candidate"], candidate_as=spec.get("candidate_as"),
+            entry_point=spec["entry_point"],
             form=reference.form, device=device_name, dtype=str(reference.dtype).removeprefix("torch."),
             allow_tf32=bool(spec.get("allow_tf32")), reference=str(Path(spec["reference"]).resolve()),
             support_files=spec.get("support_files", []),
@@ -420,7 +421,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             return result
         if correctness["launches"] == 0:
             result["flags"].append(
-                flag("no-custom-kernel", "no Triton kernel was launched: this candidate runs PyTorch only")
+                flag("no-custom-kernel", "no kernel of the candidate's own was launched (no Triton kernel, no call "
+                     "into its CUDA extension): this candidate runs PyTorch only")
             )
         ledger.close_phase(stage, link, deadline)
         stage = "timing"
@@ -509,29 +511,16 @@ def _cpu_timing(reference, link: CandidateProcess, case, deadline, facts: Facts)
     return {**summarize(samples), "kernel_us": None, "label": CPU_TIMING_LABEL}
 
 
-def wait_for_job() -> list[str]:
-    """A warm child: import what every job needs, then block until the parent sends a job.
+_READY: list[CandidateProcess] = []
 
-    CUDA is not touched here, so the job still gets a fresh context. Output goes to the job's log.
-    """
-    import torch  # noqa: F401
-    import triton  # noqa: F401
-    import triton.language  # noqa: F401
 
-    line = sys.stdin.readline().rstrip("\n")
-    if not line:
-        os._exit(0)  # the parent went away
-    spec_path, result_path, log_path = line.split("\t")
-    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    return [sys.argv[0], spec_path, result_path]
+def prewarm() -> None:
+    """A warm checker starts its job's candidate process at once, so that process's torch import is done too."""
+    _READY.append(CandidateProcess())
 
 
 def main(argv: list[str]) -> None:
-    if argv[1:] == ["--wait"]:
-        argv = wait_for_job()
-    serve(run, argv)
+    serve(run, argv, prewarm=prewarm)
 
 
 if __name__ == "__main__":

@@ -105,6 +105,7 @@ class Session:
     def op_load(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         import torch
 
+        from trialtui.runner.languages import install_launch_counter
         from trialtui.runner.loader import Reference, load_module
 
         self.load = msg
@@ -113,9 +114,10 @@ class Session:
         torch.backends.cuda.matmul.allow_tf32 = bool(msg.get("allow_tf32"))
         torch.backends.cudnn.allow_tf32 = bool(msg.get("allow_tf32"))
         self.counter.install()
+        install_launch_counter(msg["candidate"], self.counter)  # launches Triton's JIT does not see (CUDA C++)
         self.integrity = Integrity()
         Reference.importable(msg["reference"], msg.get("support_files", []))  # `from task import ...`
-        self.module = load_module(msg["candidate"], "trialtui_candidate")
+        self.module = load_module(msg["candidate"], "trialtui_candidate", msg.get("candidate_as"))
         if not hasattr(self.module, msg["entry_point"]):
             raise AttributeError(f"candidate defines no {msg['entry_point']}")
         return self.facts(), None
@@ -258,6 +260,15 @@ def serve_checker(channel) -> None:
         del out, payload
 
 
+def preload() -> None:
+    """Everything a job needs before the candidate itself, imported while the process waits for its job."""
+    import torch.profiler  # noqa: F401
+    import triton.language  # noqa: F401
+    import triton.runtime.jit  # noqa: F401
+
+    from trialtui.runner import compare, loader, timing  # noqa: F401
+
+
 def main() -> None:
     from pathlib import Path
 
@@ -269,6 +280,7 @@ def main() -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(2, 1)  # what the candidate prints goes to the log, never into the protocol
+    preload()
     serve_checker(Channel(rfile, wfile, exchange, "cand"))
     sys.stdout.flush()
     sys.stderr.flush()

@@ -19,12 +19,18 @@ WARM_FLAG = "--warm"
 SPEC_COPY = "job-spec.json"
 
 
-def read_spec(argv: list[str]) -> tuple[dict[str, Any], int]:
-    """The job's spec and its result descriptor; stdin is left on /dev/null for the job's own code."""
+def read_spec(argv: list[str], prewarm: Callable[[], None] | None = None) -> tuple[dict[str, Any], int]:
+    """The job's spec and its result descriptor; stdin is left on /dev/null for the job's own code.
+
+    A warm process imports torch and triton, and runs the job's `prewarm` (the checker starts its
+    candidate's process), before it blocks on stdin."""
     if WARM_FLAG in argv[1:]:
         import torch  # noqa: F401
         import triton  # noqa: F401
         import triton.language  # noqa: F401
+
+        if prewarm is not None:
+            prewarm()
     spec = json.loads(sys.stdin.buffer.read() or b"null")
     if not isinstance(spec, dict):
         sys.exit("no job spec on stdin: child jobs are started by trialtui's supervisor")
@@ -38,8 +44,9 @@ def read_spec(argv: list[str]) -> tuple[dict[str, Any], int]:
     return spec, result_fd
 
 
-def serve(run: Callable[[dict[str, Any]], dict[str, Any]], argv: list[str]) -> None:
-    spec, result_fd = read_spec(argv)
+def serve(run: Callable[[dict[str, Any]], dict[str, Any]], argv: list[str],
+          prewarm: Callable[[], None] | None = None) -> None:
+    spec, result_fd = read_spec(argv, prewarm)
     result = run(spec)
     data = json.dumps(result, default=str).encode()
     while data:

@@ -6,8 +6,10 @@ Runs only inside child processes: importing a candidate executes it.
 from __future__ import annotations
 
 import importlib.util
+import linecache
 import os
 import sys
+import types
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -29,13 +31,27 @@ def interpreted() -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
 
 
-def load_module(path: str | Path, name: str):
-    """Import a file under a private module name (Triton's @jit needs a real file for source)."""
+def load_module(path: str | Path, name: str, as_path: str | Path | None = None):
+    """Import a file under a private module name (Triton's @jit needs a real file for source).
+
+    `as_path` runs a snapshot under the name the user knows: `__file__`, tracebacks and files read
+    beside it resolve against the problem directory, while the source (linecache, so Triton's
+    inspect.getsource too) is the snapshot's, whatever the file on disk holds by now.
+    """
     path = Path(path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
+    if as_path is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    filename = str(as_path)
+    source = path.read_text(encoding="utf-8")
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    module = types.ModuleType(name)
+    module.__file__ = filename
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    exec(compile(source, filename, "exec"), module.__dict__)
     return module
 
 

@@ -28,6 +28,9 @@ class Language(ABC):
     compile_env: dict[str, str] = {}  # environment of the compile job beyond CUDA_VISIBLE_DEVICES=""
     runs_on_cpu: bool = True  # False: never run on the CPU to judge it; correctness and timing need a GPU
     no_launch: tuple[str, str]  # (message, hint) when the compile job found no kernel; {entry} is the entry point
+    # "module:function" the candidate's process calls with its launch counter before importing the
+    # candidate, for launches the Triton JIT does not see; None when those are all there are
+    launch_counter: str | None = None
 
     @abstractmethod
     def detect(self, tree: ast.Module) -> bool:

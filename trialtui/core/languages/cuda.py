@@ -173,6 +173,7 @@ class Cuda(Language):
     priority = 10  # a CUDA candidate may import triton too; its load_inline call decides
     compile_job = "trialtui.runner.cuda_compile_job"
     runs_on_cpu = False
+    launch_counter = "trialtui.runner.cuda_launches:install"  # a call into the built extension is a launch
     no_launch = ("no CUDA source found: {entry} was not run on the CPU (CUDA C++ runs only on a GPU) and no "
                  "load_inline(cuda_sources=...) or load(sources=[...'.cu']) call gave source to compile",
                  "pass cuda_sources as a string (or a name bound to one) or a .cu file beside the candidate")

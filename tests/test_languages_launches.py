@@ -1,0 +1,32 @@
+"""A CUDA C++ candidate's own launches are counted in its process: each call into the extension that
+load_inline/load built, so such a candidate is not flagged as running PyTorch only."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch.utils.cpp_extension as ext
+
+from trialtui.runner.languages import install_launch_counter
+
+
+def test_calls_into_a_built_extension_count_as_launches(monkeypatch, tmp_path):
+    built = SimpleNamespace(add_cuda=lambda x, y: x + y, version=3)
+    monkeypatch.setattr(ext, "load_inline", lambda *a, **k: built)
+    monkeypatch.setattr(ext, "load", lambda *a, **k: None)  # is_python_module=False: nothing to wrap
+    counter = SimpleNamespace(count=0)
+    candidate = tmp_path / "cand.py"
+    candidate.write_text("from torch.utils.cpp_extension import load_inline\nm = load_inline('m', '', cuda_sources='')\n")
+    install_launch_counter(str(candidate), counter)
+    module = ext.load_inline("m", "", cuda_sources="")
+    assert module.add_cuda(2, 3) == 5 and module.add_cuda(1, 1) == 2
+    assert module.version == 3 and counter.count == 2  # attributes that are not functions are not launches
+    assert ext.load("n", sources=["k.cu"]) is None
+
+
+def test_a_triton_candidate_leaves_the_extension_builders_alone(monkeypatch, tmp_path):
+    original = ext.load_inline
+    candidate = tmp_path / "cand.py"
+    candidate.write_text("import triton\n")
+    install_launch_counter(str(candidate), SimpleNamespace(count=0))
+    assert ext.load_inline is original

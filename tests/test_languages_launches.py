@@ -30,3 +30,26 @@ def test_a_triton_candidate_leaves_the_extension_builders_alone(monkeypatch, tmp
     candidate.write_text("import triton\n")
     install_launch_counter(str(candidate), SimpleNamespace(count=0))
     assert ext.load_inline is original
+
+
+def test_the_detail_pane_shows_a_cuda_kernel_without_triton_launch_options():
+    """A CUDA kernel's block size is chosen by its host code: no 'None warps' beside its registers."""
+    from rich.style import Style
+    from rich.table import Table
+
+    from trialtui.tui.widgets.detail import TrialDetail
+
+    class Plain(TrialDetail):
+        def color(self, var, **extra):
+            return Style()
+
+    kernels = [{"name": "add_kernel", "arch": "sm_90", "registers": 12, "spills": 0, "shared_bytes": 0, "num_warps": None},
+               {"name": "add", "arch": "sm_90", "registers": 20, "spills": 0, "shared_bytes": 0, "num_warps": 4,
+                "num_stages": 3}]
+    grid = Table()
+    grid.add_column()
+    grid.add_column()
+    Plain.__new__(Plain)._kernel_rows(grid, SimpleNamespace(validation={"kernels": kernels}))
+    rows = [str(cell) for cell in grid.columns[1]._cells]
+    assert rows == ["add_kernel sm_90: 12 regs · 0 spills · 0 B shared",
+                    "add sm_90: 20 regs · 0 spills · 0 B shared · 4 warps · 3 stages"]

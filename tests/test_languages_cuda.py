@@ -58,7 +58,7 @@ def test_broken_cuda_source_is_a_compile_error_at_the_nvcc_line(root):
     [error] = report["errors"]
     assert error["code"] == "compile-error" and error["line"] == line_of(path, "z[i]")
     assert 'identifier "z" is undefined' in error["message"] and "add_kernel" in error["message"]
-    assert "sm_90" in error["message"]
+    assert "sm_90" in error["message"] and error["hint"].startswith("nvcc's message, at the line it names")
 
 
 def test_cu_file_beside_a_wrapper_validates_with_its_vector_loads(root):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core.gpus import sm_limits
-from trialtui.core.languages import language_of_file
+from trialtui.core.languages import DEFAULT, Language, get_language, language_of_file
 from trialtui.core.model import Finding, Severity
 from trialtui.core.problem import Problem, ProblemError, load_problem
 from trialtui.core.static_checks import check_source
@@ -28,15 +28,6 @@ ARCH = re.compile(r"^sm_(\d+)a?$")
 KNOWN_ARCHS = (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 120, 121)
 # Shared memory a block may opt into: the SM's shared memory less the 1 KB the driver reserves per block.
 RESERVED_SHARED_PER_BLOCK = 1024
-# Triton's words → what to do about them.
-COMPILE_HINTS = (
-    ("reduction dimension", "tl.dot(a, b) needs a's last dimension equal to b's first: [M, K] @ [K, N]"),
-    ("is not defined", "a kernel sees only its arguments, names it defines, tl.constexpr globals and other "
-                       "@triton.jit functions: pass the value in, or make it a tl.constexpr global"),
-    ("power of 2", "tl.arange and block shapes need powers of two: round up with triton.next_power_of_2 and mask"),
-    ("out of resource", "lower num_stages or the BLOCK sizes"),
-    ("ptxas", "ptxas rejected the generated code: try another num_warps/num_stages, or simplify the kernel"),
-)
 TIMEOUT_PHASES = {
     "starting": ("starting the job (importing torch) did not finish", "is the machine overloaded?"),
     "reference": ("loading the reference did not finish", "check reference.py for long work at import"),
@@ -169,7 +160,7 @@ def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: flo
     for f in findings:
         f["runtime"] = f["severity"] == ERROR and not (f["code"] == "timeout" and phase == "compile")
     if trace.get("launches"):
-        findings += compile_findings(compiled)
+        findings += compile_findings(compiled, language)
     kernels = sorted(compiled.get("kernels") or [], key=lambda k: (k.get("line") or 0, k["name"], archs.index(k["arch"])))
     findings += kernel_findings(kernels)
     preview = _preview(trace)
@@ -225,21 +216,19 @@ def trace_findings(trace: dict[str, Any], phase: str, timeout_s: float, entry_po
                     "the host code raised before or after its kernels; the log has the traceback")]
 
 
-def compile_findings(compiled: dict[str, Any]) -> list[dict[str, Any]]:
-    """Compile errors (one per kernel and message, all archs named), kernels not compiled, a failed import."""
+def compile_findings(compiled: dict[str, Any], language: Language | None = None) -> list[dict[str, Any]]:
+    """Compile errors (one per kernel and message, all archs named, with the language's hint for
+    its compiler's words; Triton by default), kernels not compiled, a failed import."""
+    language = language or get_language(DEFAULT)
     if compiled.get("state") != "ok":
         return [finding(ERROR, "compile-stage", f"the compile stage failed ({compiled.get('stage')}): "
                         f"{compiled.get('message', '')}", None, "the validate log has the traceback")]
     findings = []
     merged: dict[tuple, list[str]] = {}
-    hints: dict[tuple, str] = {}
     for error in compiled.get("errors") or []:
-        key = (error["name"], error.get("line"), error["error"])
-        merged.setdefault(key, []).append(error["arch"])
-        hints[key] = error.get("hint") or ""  # the language's own, else Triton's words below
+        merged.setdefault((error["name"], error.get("line"), error["error"]), []).append(error["arch"])
     for (name, line, message), archs in merged.items():
-        hint = hints[(name, line, message)] or next((h for key, h in COMPILE_HINTS if key in message),
-                                                    "the line is where Triton stopped; the validate log has its full message")
+        hint = next((h for key, h in language.compile_hints if key in message), language.compile_hint)
         findings.append(finding(ERROR, "compile-error", f"kernel {name} does not compile for {', '.join(archs)}: {message}",
                                 line, hint))
     for why in compiled.get("skipped") or []:

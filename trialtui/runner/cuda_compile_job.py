@@ -222,9 +222,7 @@ def _error(source: CudaSource, arch: str, error: dict[str, Any], name: str) -> d
     mapped = source.file_line(1) is not None
     label = Path(source.file).name if source.file else "the CUDA source"
     message = error["error"] if mapped or not error["line"] else f"{label} line {error['line']}: {error['error']}"
-    return {"name": name, "arch": arch, "line": error["line"] if mapped else None, "error": message,
-            "hint": "nvcc's message, at the line it names; torch's build uses the same flags, so the GPU build "
-                    "fails the same way"}
+    return {"name": name, "arch": arch, "line": error["line"] if mapped else None, "error": message}
 
 
 def _once(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:

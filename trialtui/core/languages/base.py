@@ -28,6 +28,8 @@ class Language(ABC):
     compile_env: dict[str, str] = {}  # environment of the compile job beyond CUDA_VISIBLE_DEVICES=""
     runs_on_cpu: bool = True  # False: never run on the CPU to judge it; correctness and timing need a GPU
     no_launch: tuple[str, str]  # (message, hint) when the compile job found no kernel; {entry} is the entry point
+    compile_hints: tuple[tuple[str, str], ...] = ()  # (words in its compiler's message, what to do about them)
+    compile_hint: str = "the validate log has the compiler's full message"  # for any other compile error
     # "module:function" the candidate's process calls with its launch counter before importing the
     # candidate, for launches the Triton JIT does not see; None when those are all there are
     launch_counter: str | None = None

@@ -174,6 +174,16 @@ class Cuda(Language):
     compile_job = "trialtui.runner.cuda_compile_job"
     runs_on_cpu = False
     launch_counter = "trialtui.runner.cuda_launches:install"  # a call into the built extension is a launch
+    compile_hints = (
+        ("uses too much shared data", "static __shared__ arrays over 48 KB need dynamic shared memory and "
+                                      "cudaFuncSetAttribute(..., cudaFuncAttributeMaxDynamicSharedMemorySize, ...)"),
+        ("__half", "torch builds with __CUDA_NO_HALF_OPERATORS__: convert with __half2float/__float2half, "
+                   "or use the __hadd/__hmul intrinsics"),
+        ("__nv_bfloat16", "torch builds with __CUDA_NO_BFLOAT16_CONVERSIONS__: convert with __bfloat162float/"
+                          "__float2bfloat16"),
+    )
+    compile_hint = ("nvcc's message, at the line it names; torch's build passes nvcc the same flags, so the GPU "
+                    "build fails the same way")
     no_launch = ("no CUDA source found: {entry} was not run on the CPU (CUDA C++ runs only on a GPU) and no "
                  "load_inline(cuda_sources=...) or load(sources=[...'.cu']) call gave source to compile",
                  "pass cuda_sources as a string (or a name bound to one) or a .cu file beside the candidate")

@@ -64,6 +64,15 @@ class Triton(Language):
     runs_on_cpu = True  # Triton's interpreter runs kernels on CPU tensors
     no_launch = ("{entry} ran once at the first test case without launching a Triton kernel",
                  "trialtui scores your kernel: move the work into a @triton.jit function and launch it")
+    compile_hints = (
+        ("reduction dimension", "tl.dot(a, b) needs a's last dimension equal to b's first: [M, K] @ [K, N]"),
+        ("is not defined", "a kernel sees only its arguments, names it defines, tl.constexpr globals and other "
+                           "@triton.jit functions: pass the value in, or make it a tl.constexpr global"),
+        ("power of 2", "tl.arange and block shapes need powers of two: round up with triton.next_power_of_2 and mask"),
+        ("out of resource", "lower num_stages or the BLOCK sizes"),
+        ("ptxas", "ptxas rejected the generated code: try another num_warps/num_stages, or simplify the kernel"),
+    )
+    compile_hint = "the line is where Triton stopped; the validate log has its full message"
 
     def static_checks(self, tree: ast.Module, folder: Path | None) -> list[Finding]:
         """A candidate without a Triton kernel is legal but times PyTorch."""

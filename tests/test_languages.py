@@ -196,10 +196,15 @@ def test_demangle_gives_the_function_s_own_name(symbol, name):
 
 def test_compile_errors_from_nvcc_the_preprocessor_and_ptxas_in_order():
     stderr = ('kernel.py(14): error: identifier "z" is undefined\n'
+              "  out[i] = x[i] + z[i];\n"
+              "                  ^\n"
+              'kernel.py(15): error: no operator "+" matches these operands\n'
+              "            operand types are: const __half + const __half\n"
               "kernel.py:3:10: fatal error: missing.h: No such file or directory\n"
               "ptxas error   : Entry function 'k' uses too much shared data (0x20000 bytes, 0xe400 max)\n")
     assert compile_errors(stderr) == [
         ("kernel.py", 14, 'identifier "z" is undefined'),
+        ("kernel.py", 15, 'no operator "+" matches these operands (operand types are: const __half + const __half)'),
         ("kernel.py", 3, "missing.h: No such file or directory"),
         (None, None, "Entry function 'k' uses too much shared data (0x20000 bytes, 0xe400 max)"),
     ]

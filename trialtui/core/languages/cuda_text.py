@@ -26,7 +26,8 @@ INSTANTIATE_WITH = "float"
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 QUOTED = re.compile(r'"([A-Za-z_][\w:]*)"')
 # nvcc's front end: `file(12): error: ...`; the host preprocessor: `file:12:3: fatal error: ...`
-NVCC_ERROR = re.compile(r'^(?P<file>.+?)\((?P<line>\d+)\): (?:catastrophic )?error:\s*(?P<msg>.*)$', re.M)
+NVCC_ERROR = re.compile(r'^(?P<file>.+?)\((?P<line>\d+)\): (?:catastrophic )?error:\s*(?P<msg>.*)$'
+                        r'(?:\n\s+(?P<detail>(?:operand|argument) types? (?:are|is):.*)$)?', re.M)
 GCC_ERROR = re.compile(r'^(?P<file>.+?):(?P<line>\d+):(?:\d+:)? (?:fatal )?error:\s*(?P<msg>.*)$', re.M)
 PTXAS_ERROR = re.compile(r"^ptxas (?:fatal|error)\s*:\s*(?P<msg>.*)$", re.M)
 # SASS tensor-core instructions and the family name the Triton side reports (compile_job.TENSOR_CORE_OPS)
@@ -206,10 +207,16 @@ def ptxas_resources(text: str) -> dict[str, dict[str, int]]:
 
 def compile_errors(stderr: str) -> list[tuple[str | None, int | None, str]]:
     """(file, line, message) for each error nvcc, the preprocessor or ptxas printed, in order."""
-    errors = [(m.group("file"), int(m.group("line")), m.group("msg").strip(), m.start())
+    errors = [(m.group("file"), int(m.group("line")), _message(m), m.start())
               for pattern in (NVCC_ERROR, GCC_ERROR) for m in pattern.finditer(stderr)]
     errors += [(None, None, m.group("msg").strip(), m.start()) for m in PTXAS_ERROR.finditer(stderr)]
     return [(f, line, msg) for f, line, msg, _ in sorted(errors, key=lambda e: e[3])]
+
+
+def _message(m: re.Match) -> str:
+    """The error's line, with nvcc's next line when it names the types involved."""
+    detail = m.groupdict().get("detail")
+    return m.group("msg").strip() + (f" ({detail.strip()})" if detail else "")
 
 
 def quoted_names(message: str) -> set[str]:

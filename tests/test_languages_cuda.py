@@ -128,3 +128,12 @@ def test_tensor_core_instructions_are_read_from_sass_and_host_blanking_is_not_bl
                               workdir=tmp_path, timeout_s=300)
     assert out["errors"] == [] and out["kernels"] == []
     assert ['"helper"' in d["error"] for d in out["doubts"]] == [True]
+
+
+def test_ptxas_rejecting_a_kernel_is_the_file_s_error_at_the_kernel(tmp_path):
+    source = "\n__global__ void big(float* x) {\n  __shared__ float s[20000];\n  s[threadIdx.x] = x[0];\n" \
+             "  __syncthreads();\n  x[threadIdx.x] = s[threadIdx.x ^ 1];\n}\n"
+    out = nvcc.compile_device(nvcc.tool("nvcc"), device_code(source), name="cand.py", base_line=20, arch="sm_90",
+                              flags=(), workdir=tmp_path, timeout_s=300)
+    [error] = out["errors"]
+    assert error["line"] == 21 and "too much shared data" in error["error"]

@@ -102,6 +102,10 @@ def compile_device(nvcc: str, code: DeviceCode, *, name: str, base_line: int, ar
     result: dict[str, Any] = {"kernels": [], "errors": [], "doubts": [], "command": " ".join(cmd[1:])}
     if proc.returncode != 0:
         for file, line, message in compile_errors(output):
+            entry = re.search(r"[Ee]ntry function '([^']+)'", message) if file is None else None
+            kernel = demangle(entry.group(1)) if entry else None
+            if kernel in code.kernels:  # ptxas on one of the file's kernels (too much shared data, ...)
+                file, line = name, base_line + code.kernels[kernel] - 1
             own = file is not None and Path(file).name == Path(name).name and line is not None
             source_line = line - base_line + 1 if own else None
             trusted = own and code.kept_line(source_line) and not (quoted_names(message) & code.dropped_names)

@@ -1,6 +1,6 @@
 """The syntax-tree reading the static checks share: scopes, bindings, dotted names, positions.
 
-Pure `ast`; the checks in `static_checks` and the Triton checks in `triton_checks` build on it.
+Pure `ast`; the checks in `static_checks` and the Triton checks in `languages/triton_checks` build on it.
 """
 
 from __future__ import annotations

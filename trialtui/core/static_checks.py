@@ -3,7 +3,7 @@
 It runs in the watcher's own process on every save, so it reads the AST and never imports or
 executes the candidate, and it stays well inside its budget of 20 ms for a 300-line file. What only
 a compile or a run can show is left to the compile stage, in child processes. The Triton checks
-are in `triton_checks`, the shared tree reading in `check_ast`.
+are in `languages/triton_checks`, the shared tree reading in `check_ast`.
 
 Findings carry 1-based lines and columns, as editors show them; file-level findings carry none.
 The tree is walked iteratively and every recursive helper has a depth cap, so a pathological but
@@ -36,7 +36,7 @@ from trialtui.core.forms import ProblemForm, get_form
 from trialtui.core.languages import language_of
 from trialtui.core.model import Finding, Severity
 from trialtui.core.problem import top_level_names
-from trialtui.core.triton_checks import CONFIG_CALLS, TL, Kernel, TritonChecks
+from trialtui.core.languages.triton_checks import CONFIG_CALLS, TL, Kernel, TritonChecks
 
 MAX_SOURCE_BYTES = 1_000_000
 ALLOWED_PACKAGES = frozenset({"torch", "triton", "numpy"})

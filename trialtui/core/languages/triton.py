@@ -13,9 +13,9 @@ from pathlib import Path
 
 from trialtui.core import plugins
 from trialtui.core.languages.base import GROUP, Language
+from trialtui.core.languages.triton_checks import KERNEL_DECORATORS
 from trialtui.core.model import Finding, Severity
 
-KERNEL_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
 
 
 def _aliases(tree: ast.Module) -> dict[str, str]:

@@ -37,6 +37,8 @@ CU_FILE = (PROBLEMS / "kb_cuda_add" / "add_kernel.cu").read_text()
     ("import torch\nclass ModelNew: pass\n", "triton"),  # plain PyTorch: the default language
     ("def load_inline(**kw): pass\nload_inline(cuda_sources='x')\n", "triton"),  # not torch's
     ("def broken(:\n", "triton"),
+    ("x = " + "(" * 5000 + "1" + ")" * 5000 + "\n", "triton"),  # too deep for Python's parser
+    ("from torch.utils.cpp_extension import load_inline\n" + "x = 1\n" * 200_000, "triton"),  # too large
 ])
 def test_a_candidate_s_language_comes_from_its_syntax_tree(source, name):
     assert language_of_source(source).name == name

@@ -14,6 +14,7 @@ from trialtui.core.languages import cuda, triton  # noqa: F401 - importing them 
 from trialtui.core.languages.base import GROUP, Language
 
 DEFAULT = "triton"
+MAX_SOURCE_BYTES = 1_000_000  # static_checks' limit: larger files are rejected there before any parse
 
 
 def all_languages() -> dict[str, Language]:
@@ -47,11 +48,13 @@ def language_of(tree: ast.Module) -> Language:
 
 
 def language_of_source(source: bytes | str) -> Language:
-    """As `language_of`, from source text; unparsable source is the default language's (the static
-    checks report the syntax error)."""
+    """As `language_of`, from source text; source too large, unparsable or nested too deeply is the
+    default language's (the static checks reject it, saying why)."""
+    if len(source) > MAX_SOURCE_BYTES:
+        return get_language(DEFAULT)
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return get_language(DEFAULT)
     return language_of(tree)
 

@@ -26,34 +26,19 @@ from textual.widgets import Static
 from textual.worker import Worker
 
 from trialtui.core import tree
-from trialtui.core.interchange import markdown_table, trials_jsonl
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.report import FINAL_DIR
-from trialtui.core.store import Store, StoreError, UnknownTrial, atomic_write
+from trialtui.core.store import Store, UnknownTrial
 from trialtui.engine import events as ev
 from trialtui.tui import describe
+from trialtui.tui.app_actions import KeyActions
+from trialtui.tui.app_messages import AppMessages
 from trialtui.tui.commands import TrialCommands
-from trialtui.tui.messages import (
-    DecisionMade,
-    EngineFailed,
-    EngineNotice,
-    EngineStopped,
-    FinalizeDone,
-    JobProgress,
-    NewBest,
-    QueueChanged,
-    ResultReady,
-    SaveIgnored,
-    TrialCreated,
-    TrialStateChanged,
-    to_message,
-)
+from trialtui.tui.messages import EngineStopped, FinalizeDone, to_message
 from trialtui.tui.screens.confirm import ConfirmScreen
-from trialtui.tui.screens.find import FindScreen
-from trialtui.tui.screens.help import HelpScreen
 from trialtui.tui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
-from trialtui.tui.widgets.detail import TABS, TrialDetail
+from trialtui.tui.widgets.detail import TrialDetail
 from trialtui.tui.widgets.key_footer import WIDE, KeyFooter
 from trialtui.tui.widgets.next_action import NextAction
 from trialtui.tui.widgets.plots import SpeedupHistory
@@ -61,7 +46,6 @@ from trialtui.tui.widgets.status_bar import StatusBar
 from trialtui.tui.widgets.trial_tree import TrialTree
 
 SHORT = 34  # rows: below this the layout is the -short one
-_NOTICE_SEVERITY = {"info": "information", "warning": "warning", "error": "error"}
 _IN_FLIGHT = frozenset(state.value for state in TrialState if not state.is_final)
 # Actions whose keys come and go with the state; the footer is told when this set changes.
 _DYNAMIC_ACTIONS = ("branch_best", "finalize", "branch_cursor", "rerun", "profile", "cancel")
@@ -71,8 +55,8 @@ class Demo(Protocol):
     async def play(self, engine: Any) -> None: ...
 
 
-class TrialApp(App):
-    """One problem directory, live."""
+class TrialApp(KeyActions, AppMessages, App):
+    """One problem directory, live. Key actions are in app_actions.py, message handlers in app_messages.py."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere find it too
     TITLE = "trialtui"
@@ -360,135 +344,6 @@ class TrialApp(App):
         if hint.display != shown:
             hint.display = shown
 
-    # Engine messages
-
-    def on_trial_created(self, message: TrialCreated) -> None:
-        trial = self._reload(message.event.trial_id)
-        if trial is None:
-            return
-        self.heads = self.store.heads
-        self.tree.upsert(trial)
-        self.tree.set_marks(self._best_id, self.heads)
-        if self.follow or self.tree.cursor_id is None:
-            self.tree.move_to(trial.id, by_user=False)
-        else:
-            self.unseen += 1
-            self._refresh_follow_hint()
-        self._soon("standing")
-
-    def on_trial_state_changed(self, message: TrialStateChanged) -> None:
-        trial = self._reload(message.event.trial_id)
-        if trial is None:
-            return
-        state = trial.state_enum
-        if state in describe.RUNNING:
-            self.running.add(trial.id)
-            self.status.activity.states[trial.id] = state.value
-        else:
-            self.running.discard(trial.id)
-        self._changed(trial)
-        if state.is_final:
-            self._note_gpu(trial)
-            self._best_changed.add(trial.id)
-            self._soon("best", "history")
-        self._soon("standing")
-
-    def on_result_ready(self, message: ResultReady) -> None:
-        trial = self._reload(message.event.trial_id)
-        if trial is None:
-            return
-        self._changed(trial)
-        self._note_gpu(trial)
-        self._best_changed.add(trial.id)
-        self._soon("best", "history")
-
-    def on_new_best(self, message: NewBest) -> None:
-        event = message.event
-        if self._reload(event.trial_id) is not None:
-            self._best_changed.add(event.trial_id)
-        self._soon("best")
-        if event.previous and event.previous_speedup is not None:
-            gain = event.speedup - event.previous_speedup
-            text = (f"{event.trial_id} beats {event.previous}: {event.previous_speedup:.2f}× → "
-                    f"{event.speedup:.2f}× ({gain:+.2f})")
-        else:
-            text = f"{event.trial_id} is the first best: {event.speedup:.2f}× vs {self.baseline}"
-        self.notify(text, title="★ New best", timeout=6)
-
-    def on_decision_made(self, message: DecisionMade) -> None:
-        trial = self._reload(message.event.trial_id)
-        if trial is not None:
-            self._changed(trial)
-
-    def on_save_ignored(self, message: SaveIgnored) -> None:
-        event = message.event
-        if event.how == "checkout" and event.head:
-            self.heads = self.store.heads
-            self.tree.set_marks(self._best_id, self.heads)
-            self.detail.set_marks(self._best_id, set(self.heads.values()))
-            self.notify(f"{event.file} holds {event.head}'s source again: its next save grows from {event.head}",
-                        timeout=4)
-
-    def on_queue_changed(self, message: QueueChanged) -> None:
-        event = message.event
-        activity = self.status.activity
-        now = self.clock()
-        running = {tid for tid in event.lanes.values() if tid}
-        for trial_id in running - set(activity.started):
-            activity.started[trial_id] = now
-        for trial_id in set(activity.started) - running:
-            activity.started.pop(trial_id, None)
-            activity.progress.pop(trial_id, None)
-            activity.states.pop(trial_id, None)
-            self.tree.set_progress(trial_id, None)
-        activity.lanes = dict(event.lanes)
-        activity.queued = list(event.queued)
-        self.status.refresh()
-        self._soon("standing")
-
-    def on_job_progress(self, message: JobProgress) -> None:
-        """Progress only records; the spinner's timer repaints it at most 8 times a second."""
-        event = message.event
-        self.status.activity.progress[event.trial_id] = event
-        self.tree.progress[event.trial_id] = describe.progress_text(event.phase, event.i, event.n, event.runs)
-        self._progress_dirty = True
-
-    def on_engine_notice(self, message: EngineNotice) -> None:
-        self.notify(message.event.message, severity=_NOTICE_SEVERITY.get(message.event.level, "information"),
-                    timeout=6)
-
-    def on_engine_failed(self, message: EngineFailed) -> None:
-        self.notify(message.event.message, title="Engine", severity="error", timeout=10)
-        self._refresh_standing()
-
-    def on_engine_stopped(self, message: EngineStopped) -> None:
-        self.status.standing.engine_down = message.reason
-        self.notify(f"the engine stopped: {message.reason}", title="Engine", severity="error", timeout=15)
-        self._refresh_standing()
-
-    def on_finalize_done(self, message: FinalizeDone) -> None:
-        self.notify(message.text, title=f"Finalize {message.trial_id}",
-                    severity="information" if message.ok else "error", timeout=12)
-        self._refresh_standing()
-
-    # Tree messages
-
-    def on_trial_tree_highlighted(self, message: TrialTree.Highlighted) -> None:
-        if message.by_user and self.follow:  # moving the cursor by hand ends follow mode
-            self.follow = False
-            self._soon("standing")
-        if self.unseen and message.trial_id == self._newest_id():
-            self.unseen = 0
-            self._refresh_follow_hint()
-        self._show(self.trials.get(message.trial_id))
-
-    def on_trial_tree_selected(self, message: TrialTree.Selected) -> None:
-        scroll = self.detail.query_one(f"#{self.detail.active}-scroll")
-        scroll.focus()
-
-    def _newest_id(self) -> str | None:
-        return next(reversed(self.trials), None)  # loaded in id order, new trials appended
-
     # Timers
 
     def _spin(self) -> None:
@@ -505,148 +360,7 @@ class TrialApp(App):
         if trial is not None and not trial.state_enum.is_final:
             self.detail.reload_log()
 
-    # Actions
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Keys that need a best trial or a running job leave the footer (False) until they work.
-
-        Keys about the trial under the cursor (B, r, p) stay: hiding them as the cursor moves would
-        rebuild the footer on every key press, so they say why when they cannot act.
-        """
-        if action in ("branch_best", "finalize"):
-            return self.best is not None
-        if action == "cancel":
-            activity = self.status.activity if self.is_mounted else None
-            return activity is not None and bool(any(activity.lanes.values()) or activity.queued)
-        if action in ("branch_cursor", "rerun", "profile"):
-            return bool(self.trials)
-        return True
-
-    def branch_from(self, trial_id: str) -> None:
-        """Write a trial's source into its file (atomically) and make it the file's head."""
-        try:
-            self.engine.branch(trial_id)
-        except (StoreError, OSError) as exc:
-            self.notify(f"could not branch from {trial_id}: {exc}", severity="error")
-            return
-        self.heads = self.store.heads
-        self.tree.set_marks(self._best_id, self.heads)
-        self.detail.set_marks(self._best_id, set(self.heads.values()))
-        self.go_to(trial_id)
-
-    def go_to(self, trial_id: str) -> None:
-        if trial_id in self.trials:
-            self.tree.move_to(trial_id, by_user=True)
-            self.tree.focus()
-
-    def action_branch_best(self) -> None:
-        if self.best is not None:
-            self.branch_from(self.best.id)
-
-    def action_branch_cursor(self) -> None:
-        if self.tree.cursor_id:
-            self.branch_from(self.tree.cursor_id)
-
-    def action_rerun(self) -> None:
-        trial = self.cursor_trial
-        if trial is None:
-            return
-        if not trial.state_enum.is_final:
-            self.notify(f"{trial.id} is {trial.state}: it already has a job", timeout=3)
-        elif trial.state_enum is TrialState.INVALID:
-            self.notify(f"{trial.id} is invalid: fix the file and save again (r re-runs measured trials)",
-                        severity="warning", timeout=4)
-        else:
-            self.engine.rerun(trial.id)
-
-    def action_cancel(self) -> None:
-        activity = self.status.activity
-        cursor = self.tree.cursor_id
-        running = [tid for tid in activity.lanes.values() if tid]
-        if cursor in running or cursor in activity.queued:
-            target = cursor
-        else:
-            target = (running or activity.queued or [None])[0]
-        if target and self.engine.cancel(target):
-            self.notify(f"cancelling {target}", timeout=3)
-
-    def action_profile(self) -> None:
-        trial = self.cursor_trial
-        if trial is None:
-            return
-        if trial.state_enum is not TrialState.CORRECT:
-            self.notify(f"{trial.id} is {trial.state}: only a correct trial is worth profiling", timeout=4)
-        elif describe.cpu_run(trial):
-            self.notify(f"{trial.id} ran on the CPU interpreter: profiling needs a GPU", timeout=4)
-        else:
-            self.engine.profile_now(trial.id)
-            self.notify(f"{trial.id} queued for profiling", timeout=3)
-
-    def action_follow(self) -> None:
-        self.follow = not self.follow
-        if self.follow:
-            self.unseen = 0
-            newest = self._newest_id()
-            if newest:
-                self.tree.move_to(newest, by_user=False)
-        self._refresh_follow_hint()
-        self._refresh_standing()
-
-    def action_diff(self) -> None:
-        self.detail.toggle_diff()
-
-    def action_summary_raw(self) -> None:
-        self.detail.toggle_raw()
-
-    def action_tab(self, tab: str) -> None:
-        if tab in TABS:
-            self.detail.activate(tab)
-
-    def action_focus_tree(self) -> None:
-        self.tree.focus()
-
-    def action_pause(self) -> None:
-        paused = self.engine.toggle_pause()
-        self.notify("watching paused: saves are counted, scored on resume" if paused else "watching resumed",
-                    timeout=3)
-        self._refresh_standing()
-
-    def action_help(self) -> None:
-        self.push_screen(HelpScreen())
-
-    def action_find(self) -> None:
-        self._find_origin = self.tree.cursor_id
-
-        def done(query: str | None) -> None:
-            if query is None and self._find_origin:
-                self.tree.move_to(self._find_origin, by_user=True)
-            self.tree.focus()
-
-        self.push_screen(FindScreen(), done)
-
-    def find_trial(self, query: str) -> str:
-        """Move the cursor to the first trial matching `query`; returns a line for the find box."""
-        query = query.strip().lower()
-        if not query:
-            return ""
-        ids = sorted(self.trials, key=tree.id_number)
-        wanted = query if query.startswith("t") else f"t{query}"
-        if wanted in self.trials:
-            match = [wanted]
-        else:
-            match = [tid for tid in ids if query in self._haystack(self.trials[tid])]
-        if not match:
-            return f"no trial matches {query!r}"
-        self.tree.move_to(match[0], by_user=True)
-        more = f" (+{len(match) - 1} more)" if len(match) > 1 else ""
-        return f"{match[0]}{more}: enter keeps it, esc goes back"
-
-    def _haystack(self, trial: Trial) -> str:
-        outcome, _ = describe.outcome(trial, self.baseline)
-        return f"{trial.id} {trial.file} {trial.state} {tree.label(trial)} {outcome}".lower()
-
-    def switch_theme(self, name: str) -> None:
-        self.theme = name
+    # Finalize
 
     def action_finalize(self, trial_id: str | None = None) -> None:
         target = self.trials.get(trial_id) if trial_id else self.best
@@ -681,19 +395,6 @@ class TrialApp(App):
             if not was_paused and self.engine.paused:
                 self.engine.toggle_pause()
         self.post_message(FinalizeDone(trial_id, ok, text))
-
-    def export(self, fmt: str) -> None:
-        found = sorted(self.trials.values(), key=lambda t: tree.id_number(t.id))
-        if fmt == "md":
-            path, text = self.problem.root / "trials.md", markdown_table(self.problem.name, found, self.baseline)
-        else:
-            path, text = self.problem.root / "trials.jsonl", trials_jsonl(found)
-        try:
-            atomic_write(path, text.encode())
-        except OSError as exc:
-            self.notify(f"export failed: {exc}", severity="error")
-            return
-        self.notify(f"wrote {len(found)} trials to {path}", title="Export", timeout=6)
 
 
 def finalize_trial(problem: Problem, store: Store, trial: Trial, device: str | None) -> tuple[bool, str]:

@@ -17,6 +17,7 @@ from trialtui.core.languages.cuda_text import (
     compile_errors,
     demangle,
     device_code,
+    launch_blocks,
     ptxas_resources,
     quoted_names,
     sass_tensor_op,
@@ -270,3 +271,15 @@ def test_a_plugin_language_validates_in_its_own_child_job_and_needs_a_gpu(tmp_pa
         assert result["state"] == "error" and "TestLang" in result["message"] and result["needs_gpu"]
     finally:
         plugins.reload_entry_points()
+
+
+@pytest.mark.parametrize("host, blocks", [
+    ("k<<<(n + 255) / 256, 256>>>(x);", {"k": 256}),
+    ("const int block = 128;\nk<<<grid, block, 0, stream>>>(x);", {"k": 128}),
+    ("#define THREADS 512\nk<scalar_t><<<blocks, THREADS>>>(x);", {"k": 512}),
+    ("k<<<g, dim3(16, 16)>>>(x);", {}),  # a dim3 block: not read
+    ("k<<<g, n_threads>>>(x);", {}),  # computed
+    ("k<<<g, 64>>>(x);\nk<<<g, 128>>>(y);", {}),  # two block sizes: none is the kernel's
+])
+def test_the_block_size_a_launch_spells_out(host, blocks):
+    assert launch_blocks(host) == blocks

@@ -43,6 +43,7 @@ def test_inline_candidate_validates_with_real_register_counts(root):
         assert k["name"] == "add_kernel" and k["line"] == line_of(path, "__global__ void add_kernel")
         assert 4 <= k["registers"] <= 64  # what ptxas -v printed for this arch
         assert (k["spills"], k["shared_bytes"], k["tensor_cores"]) == (0, 0, False)
+        assert (k["block_threads"], k["num_warps"]) == (256, 8)  # add_kernel<<<..., block>>> with const int block = 256
         assert k["widest_load"].startswith("ld.global") and k["vector_width"] == 32
     preview = report["preview"]
     assert preview["correct"] is None and "not run on the CPU" in preview["message"]

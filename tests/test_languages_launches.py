@@ -33,7 +33,8 @@ def test_a_triton_candidate_leaves_the_extension_builders_alone(monkeypatch, tmp
 
 
 def test_the_detail_pane_shows_a_cuda_kernel_without_triton_launch_options():
-    """A CUDA kernel's block size is chosen by its host code: no 'None warps' beside its registers."""
+    """A CUDA kernel's block size is its host code's (known only where the launch spells it out) and
+    it has no stages: no 'None warps' or '? stages' beside its registers."""
     from rich.style import Style
     from rich.table import Table
 
@@ -44,6 +45,7 @@ def test_the_detail_pane_shows_a_cuda_kernel_without_triton_launch_options():
             return Style()
 
     kernels = [{"name": "add_kernel", "arch": "sm_90", "registers": 12, "spills": 0, "shared_bytes": 0, "num_warps": None},
+               {"name": "rms", "arch": "sm_90", "registers": 15, "spills": 0, "shared_bytes": 132, "num_warps": 8},
                {"name": "add", "arch": "sm_90", "registers": 20, "spills": 0, "shared_bytes": 0, "num_warps": 4,
                 "num_stages": 3}]
     grid = Table()
@@ -52,4 +54,5 @@ def test_the_detail_pane_shows_a_cuda_kernel_without_triton_launch_options():
     Plain.__new__(Plain)._kernel_rows(grid, SimpleNamespace(validation={"kernels": kernels}))
     rows = [str(cell) for cell in grid.columns[1]._cells]
     assert rows == ["add_kernel sm_90: 12 regs · 0 spills · 0 B shared",
+                    "rms sm_90: 15 regs · 0 spills · 132 B shared · 8 warps",
                     "add sm_90: 20 regs · 0 spills · 0 B shared · 4 warps · 3 stages"]

@@ -140,7 +140,9 @@ def compile_device(nvcc: str, code: DeviceCode, *, name: str, base_line: int, ar
             "sass_op": sass_op,
             "tensor_cores_from": "sass" if sass else "ptx",
             **({"instantiated": code.instantiated[kernel]} if kernel in code.instantiated else {}),
-            "num_warps": None,  # the block size is chosen by the host code at launch
+            # the block size is the host code's: known where its launch spells it out
+            "block_threads": code.blocks.get(kernel),
+            "num_warps": -(-code.blocks[kernel] // 32) if kernel in code.blocks else None,
             "compile_ms": elapsed,
         })
     return result

@@ -47,6 +47,7 @@ class DeviceCode:
     kernels: dict[str, int] = field(default_factory=dict)  # __global__ name → source line
     templates: list[str] = field(default_factory=list)  # __global__ templates no type fits
     instantiated: dict[str, str] = field(default_factory=dict)  # template kernel → the type it is built with here
+    blocks: dict[str, int] = field(default_factory=dict)  # threads per block the host code launches a kernel with
 
     def kept_line(self, line: int) -> bool:
         return any(first <= line <= last for first, last in self.kept)
@@ -161,6 +162,7 @@ def device_code(source: str) -> DeviceCode:
         line += text.count("\n")
     # Host code instantiates template kernels (AT_DISPATCH...); without it, taking the address of
     # one specialization builds it. After the source's last line, so its line numbers stay.
+    code.blocks = launch_blocks(source)
     text = "".join(out)
     code.text = (text if text.endswith("\n") or not code.instantiated else text + "\n") + "".join(
         f"static void* const __trialtui_{i} = (void*)&{name}<{ty}>;\n" for i, (name, ty) in enumerate(code.instantiated.items()))
@@ -171,6 +173,26 @@ def _code_only(text: str) -> str:
     """Text without comments and string literals, for matching names."""
     text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
     return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+
+
+INT_CONSTANT = re.compile(r"(?:\b(?:constexpr|const)\s+(?:unsigned\s+|signed\s+)?(?:int|long|size_t|int64_t|uint32_t|auto)\s+"
+                          r"(\w+)\s*=\s*(\d+)\s*;)|(?:^\s*#\s*define\s+(\w+)\s+\(?(\d+)\)?\s*$)", re.M)
+LAUNCH = re.compile(r"\b(\w+)\s*(?:<[^<>;]*>)?\s*<<<\s*[^,;]+?,\s*([^,;>]+?)\s*(?:,[^;]*?)?>>>")
+
+
+def launch_blocks(source: str) -> dict[str, int]:
+    """Threads per block of each kernel that the host code launches with one block size it spells
+    out (`k<<<grid, 256>>>`, or a `const int`/`#define` bound to a number); others are left out."""
+    constants: dict[str, int] = {}
+    for m in INT_CONSTANT.finditer(_code_only(source)):
+        name, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        constants[name] = int(value)
+    seen: dict[str, set[int | None]] = {}
+    for m in LAUNCH.finditer(_code_only(source)):
+        block = m.group(2).strip()
+        value = int(block) if block.isdigit() else constants.get(block)
+        seen.setdefault(m.group(1), set()).add(value)
+    return {kernel: values.pop() for kernel, values in seen.items() if len(values) == 1 and None not in values}
 
 
 def demangle(symbol: str) -> str:

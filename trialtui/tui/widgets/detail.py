@@ -329,8 +329,10 @@ class TrialDetail(Themed, Vertical):
             line.append(f"{kernel.get('registers', '?')} regs · ")
             line.append(f"{spills} spills", self.color("trial-failure") if spills else Style())
             line.append(f" · {kernel.get('shared_bytes', 0):,} B shared")
-            if kernel.get("num_warps") is not None:  # Triton's launch options; a CUDA kernel's block is set by its host code
-                line.append(f" · {kernel['num_warps']} warps · {kernel.get('num_stages', '?')} stages")
+            if kernel.get("num_warps") is not None:  # unknown for a CUDA kernel whose host code computes its block
+                line.append(f" · {kernel['num_warps']} warps")
+            if kernel.get("num_stages") is not None:  # Triton's software pipelining; CUDA has none
+                line.append(f" · {kernel['num_stages']} stages")
             if kernel.get("tensor_cores"):
                 line.append(f" · tensor cores ({kernel.get('tensor_core_op') or 'yes'})", self.color("success"))
             grid.add_row("kernel", line)

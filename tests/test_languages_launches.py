@@ -1,9 +1,13 @@
-"""A CUDA C++ candidate's own launches are counted in its process: each call into the extension that
-load_inline/load built, so such a candidate is not flagged as running PyTorch only."""
+"""The runner side of the CUDA C++ language without nvcc: a candidate's own launches are counted in its
+process (each call into the extension load_inline/load built, so it is not flagged as running PyTorch
+only); the compile job's sources, recorded at import or read from the syntax tree; the detail pane."""
 
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace
+
+import pytest
 
 import torch.utils.cpp_extension as ext
 
@@ -56,3 +60,34 @@ def test_the_detail_pane_shows_a_cuda_kernel_without_triton_launch_options():
     assert rows == ["add_kernel sm_90: 12 regs · 0 spills · 0 B shared",
                     "rms sm_90: 15 regs · 0 spills · 132 B shared · 8 warps",
                     "add sm_90: 20 regs · 0 spills · 0 B shared · 4 warps · 3 stages"]
+
+
+def test_sources_of_calls_the_import_does_not_reach_are_read_from_the_syntax_tree(tmp_path, monkeypatch):
+    """load_inline inside __init__ runs only when the model is built, which validation never does."""
+    from trialtui.runner.cuda_compile_job import Recorder, gather, import_candidate
+
+    candidate = tmp_path / "cand.py"
+    candidate.write_text(
+        "import torch\n"
+        "from torch.utils.cpp_extension import load_inline\n"
+        "SRC = '__global__ void k(float* x) { x[0] = 1; }'\n"
+        "top = load_inline('top', '', cuda_sources=['__global__ void t(float* x) { x[0] = 2; }'])\n"
+        "class ModelNew(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.ext = load_inline('inner', '', cuda_sources=SRC)\n"
+        "        self.other = load_inline('other', '', cuda_sources=open('k.cu').read())\n")
+    for name in ("load_inline", "load"):  # the recorders replace them; restored after the test
+        monkeypatch.setattr(ext, name, getattr(ext, name))
+    monkeypatch.delitem(sys.modules, "trialtui_candidate", raising=False)
+    recorder = Recorder(candidate, tmp_path)
+    recorder.install()
+    assert import_candidate({"root": str(tmp_path)}, recorder)["state"] == "ok"
+    sources, unreadable = gather({}, recorder)
+    assert [(s.origin, s.line, s.call) for s in sources] == [
+        ("cuda_sources of load_inline at line 4", 4, 4),  # recorded at import
+        ("cuda_sources of load_inline at line 8", 3, 8),  # read from the tree: SRC's line
+    ]
+    assert unreadable == ["load_inline at line 9"]
+    with pytest.raises(RuntimeError, match="not built during validation"):
+        sys.modules["trialtui_candidate"].top.t()  # nothing was built, so nothing can run

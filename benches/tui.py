@@ -13,6 +13,8 @@ default) measures the hand-written widgets and benches/tui_plotext.py's library 
 in its own fresh interpreter on the same store, alternating for `--rounds` rounds.
 
     python benches/tui.py [--trials 2000] [--presses 200] [--plots both|hand|plotext] [--rounds 1]
+
+With $OUT set, every run's figures also go to $OUT/tui_plots.json.
 """
 
 from __future__ import annotations
@@ -358,6 +360,8 @@ def main() -> None:
                 runs[kind].append(run)
     print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end")
     table(args, runs)
+    if os.environ.get("OUT"):  # where the lead's batch run collects outputs
+        Path(os.environ["OUT"], "tui_plots.json").write_text(json.dumps(runs, indent=1))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """Small plots drawn with Unicode braille and block characters: no plotting dependency.
 
+textual-plotext was measured against these at 2,000 trials (benches/tui.py, BENCHMARKS.md): it
+costs more CPU at every plot (about 6 ms more per key press) and fits the history pane worse.
+
 SpeedupHistory: every GPU result's speedup with the best-so-far step line and the 1.00× line.
 TimingSpread: the selected trial's min/p20/median/p80 beside its baselines', on one scale.
 RooflinePlot: the trial on its GPU's memory and compute roofs (log-log), with the ridge point.

@@ -83,7 +83,7 @@ def test_sources_of_calls_the_import_does_not_reach_are_read_from_the_syntax_tre
     recorder = Recorder(candidate, tmp_path)
     recorder.install()
     assert import_candidate({"root": str(tmp_path)}, recorder)["state"] == "ok"
-    sources, unreadable = gather({}, recorder)
+    sources, unreadable = gather(recorder)
     assert [(s.origin, s.line, s.call) for s in sources] == [
         ("cuda_sources of load_inline at line 4", 4, 4),  # recorded at import
         ("cuda_sources of load_inline at line 8", 3, 8),  # read from the tree: SRC's line

@@ -140,7 +140,7 @@ def import_candidate(spec: dict[str, Any], recorder: Recorder) -> dict[str, Any]
     return {"state": "ok", "launches": []}
 
 
-def gather(spec: dict[str, Any], recorder: Recorder) -> tuple[list[CudaSource], list[str]]:
+def gather(recorder: Recorder) -> tuple[list[CudaSource], list[str]]:
     """Sources the import recorded, then those of calls it did not reach, read from the syntax tree."""
     text = recorder.candidate.read_text(errors="replace")
     try:
@@ -194,7 +194,8 @@ def compile_all(sources: list[CudaSource], archs: list[str], candidate: Path, ti
         for error in out["errors"]:
             compiled["errors"].append(_error(source, arch, error, _enclosing(code, source, error["line"])))
         for doubt in out["doubts"]:
-            where = f"{source.file and Path(source.file).name or 'line'} {doubt['line']}: " if doubt["line"] else ""
+            label = f"{Path(source.file).name} line" if source.file else "line"
+            where = f"{label} {doubt['line']}: " if doubt["line"] else ""
             findings.append(Finding(WARNING, "cuda-device-only", f"the device code of {source.origin} did not compile "
                                     f"apart from its host code for {arch}: {where}{doubt['error']}", None, None,
                                     "the GPU build compiles it whole, with torch's headers, and will say whether this "
@@ -244,7 +245,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     recorder = Recorder(candidate, Path(spec["root"]))
     recorder.install()
     trace = import_candidate(spec, recorder)
-    sources, unreadable = gather(spec, recorder)
+    sources, unreadable = gather(recorder)
     kernels = [{"kernel": name, "line": s.file_line(line)}
                for s in sources for name, line in device_code(s.text).kernels.items()]
     trace["launches"] = kernels
@@ -253,10 +254,11 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     built = compile_all(sources, archs, candidate, float(spec.get("timeout_s") or 600)) if sources else \
         {"compile": {"state": "ok", "kernels": [], "errors": [], "skipped": [], "message": ""}, "findings": []}
     for where in unreadable:
-        built["findings"].append(Finding(WARNING, "cuda-source-computed", f"the CUDA source of {where} is computed "
-                                         "at run time: it was not compiled here", None, None,
-                                         "bind cuda_sources to a string at module level, or call load_inline at "
-                                         "module level so that importing the file records it").to_dict())
+        built["findings"].append(Finding(WARNING, "cuda-source-unread", f"the CUDA source of {where} could not be "
+                                         "read here, so it was not compiled", None, None,
+                                         "bind cuda_sources to a string (or call load_inline at module level, where "
+                                         "importing the file records it); keep .cu files in the problem directory"
+                                         ).to_dict())
     progress(job="compile", phase="done")
     return {"version": RESULT_VERSION, "state": "ok", "trace": trace, **built}
 

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -89,8 +90,7 @@ def compile_device(nvcc: str, code: DeviceCode, *, name: str, base_line: int, ar
     `errors` (located in kept code, so the file's own: name, line, error), and `doubts` (errors the
     blanked host code may have caused)."""
     started = time.perf_counter()
-    arch_dir = workdir / f"{Path(name).stem}-{arch}-{base_line}"
-    arch_dir.mkdir(parents=True, exist_ok=True)
+    arch_dir = Path(tempfile.mkdtemp(prefix=f"{Path(name).stem}-{arch}-", dir=workdir))  # one per build: they run at once
     source = arch_dir / "device.cu"
     prologue = "".join(f"#include <{h}>\n" for h in PROLOGUE)
     source.write_text(f'{prologue}#line {base_line} "{name}"\n{code.text}')

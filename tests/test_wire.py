@@ -61,13 +61,15 @@ def test_spills_to_the_second_directory_when_the_first_lacks_room(pair, monkeypa
 
 
 @pytest.mark.parametrize("meta, error", [
-    ({"dtype": "object", "shape": [2], "file": "a.bin"}, "unknown dtype"),
-    ({"dtype": "float32", "shape": [-1], "file": "a.bin"}, "bad shape"),
-    ({"dtype": "float32", "shape": [2], "file": "../../etc/passwd"}, "bad file name"),
-    ({"dtype": "float32", "shape": [2], "file": "missing.bin"}, "missing"),
-    ({"dtype": "float32", "shape": [10**6, 10**6], "file": "small.bin"}, "holds"),
-    ({"dtype": "float32", "shape": [2], "file": "link.bin"}, "not a regular file"),
-    ({"dtype": "float32", "shape": [2], "file": "small.bin", "dir": 7}, "directory index"),
+    ({"dtype": "object", "shape": [2], "files": [[0, "a.bin"]]}, "unknown dtype"),
+    ({"dtype": "float32", "shape": [-1], "files": [[0, "a.bin"]]}, "bad shape"),
+    ({"dtype": "float32", "shape": [2], "files": [[0, "../../etc/passwd"]]}, "bad file name"),
+    ({"dtype": "float32", "shape": [2], "files": [[0, "missing.bin"]]}, "missing"),
+    ({"dtype": "float32", "shape": [10**6, 10**6], "files": [[0, "small.bin"]]}, "hold 8 bytes"),
+    ({"dtype": "float32", "shape": [1], "files": [[0, "small.bin"]]}, "hold 8 bytes, its description says 4$"),
+    ({"dtype": "float32", "shape": [2], "files": [[0, "link.bin"]]}, "not a regular file"),
+    ({"dtype": "float32", "shape": [2], "files": [[7, "small.bin"]]}, "directory index"),
+    ({"dtype": "float32", "shape": [2], "files": "small.bin"}, "list of files"),
 ])
 def test_forged_descriptions_are_rejected(tmp_path, meta, error):
     d = tmp_path / "x"
@@ -79,6 +81,16 @@ def test_forged_descriptions_are_rejected(tmp_path, meta, error):
     os.close(w)
     with pytest.raises(WireError, match=error):
         Channel(os.fdopen(r, "rb"), None, [d], "b").recv()
+
+
+def test_large_tensors_cross_in_files_under_the_file_size_limit(pair, monkeypatch):
+    sender, receiver, dirs = pair
+    monkeypatch.setattr(wire, "CHUNK_BYTES", 1000)
+    value = torch.randn(1001)  # 4004 bytes: five files
+    sender.send({}, value)
+    assert sum(1 for _ in dirs[0].iterdir()) == 5
+    _, got = receiver.recv()
+    assert torch.equal(got, value)
 
 
 def test_payload_naming_a_tensor_never_sent_is_rejected(tmp_path):

@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 import os
+import resource
 import shutil
 import stat
 import tempfile
@@ -35,7 +36,14 @@ for _name in ("float8_e4m3fn", "float8_e5m2"):
         DTYPES[_name] = getattr(torch, _name)
 MAX_LINE = 64 * 2**20
 MAX_LEAVES = 100_000
+CHUNK_BYTES = 256 * 2**20
 SHM = Path("/dev/shm")
+
+
+def chunk_bytes() -> int:
+    """Tensor bytes per file: 256 MB, or half of this process's RLIMIT_FSIZE where that is lower."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return max(1 << 20, min(CHUNK_BYTES, soft // 2)) if soft != resource.RLIM_INFINITY else CHUNK_BYTES
 
 
 class WireError(ValueError):
@@ -168,11 +176,14 @@ class Channel:
         dtype = str(tensor.dtype).removeprefix("torch.")
         if dtype not in DTYPES:
             raise WireError(f"dtype {tensor.dtype} cannot cross the boundary")
-        meta: dict[str, Any] = {"dtype": dtype, "shape": list(tensor.shape), "device": tensor.device.type, "file": None}
+        meta: dict[str, Any] = {"dtype": dtype, "shape": list(tensor.shape), "device": tensor.device.type}
+        meta["files"] = []
         if tensor.numel():
-            name = f"{self.name}-{next(self._ids)}.bin"
             flat = tensor.contiguous().reshape(-1).view(torch.uint8)
-            meta["file"], meta["dir"] = name, self._write_bytes(name, flat.cpu().numpy().data)
+            step = chunk_bytes()
+            for lo in range(0, flat.numel(), step):  # files under RLIMIT_FSIZE, whatever the tensor's size
+                name = f"{self.name}-{next(self._ids)}.bin"
+                meta["files"].append([self._write_bytes(name, flat[lo:lo + step].cpu().numpy().data), name])
         return meta
 
     def _write_bytes(self, name: str, data: memoryview) -> int:
@@ -206,14 +217,34 @@ class Channel:
             raise WireError(f"bad shape {shape!r}")
         numel = math.prod(shape)
         nbytes = numel * torch.empty((), dtype=dtype).element_size()
-        name = meta.get("file")
         if numel == 0:
             return torch.empty(shape, dtype=dtype, device=device)
-        if not isinstance(name, str) or Path(name).name != name or not name.endswith(".bin"):
-            raise WireError(f"bad file name {name!r}")
-        index = meta.get("dir", 0)
-        if not isinstance(index, int) or not 0 <= index < len(self.directories):
+        files = meta.get("files")
+        if not isinstance(files, list) or not files or len(files) > MAX_LEAVES:
+            raise WireError("a tensor needs its list of files")
+        paths = [self._checked_path(entry) for entry in files]
+        sizes = [path.lstat().st_size for path in paths]
+        if sum(sizes) != nbytes:  # checked before anything is allocated: a forged shape costs nothing
+            raise WireError(f"the files of a tensor hold {sum(sizes)} bytes, its description says {nbytes}")
+        buffer = torch.empty(nbytes, dtype=torch.uint8)
+        offset = 0
+        for path, size in zip(paths, sizes):
+            if size:
+                buffer[offset:offset + size].copy_(torch.from_file(str(path), shared=False, size=size, dtype=torch.uint8))
+            os.unlink(path)
+            offset += size
+        tensor = buffer.view(dtype).reshape(shape)
+        return tensor.to(device) if torch.device(device).type != "cpu" else tensor
+
+    def _checked_path(self, entry: Any) -> Path:
+        """[directory index, plain file name] of a regular file in one of our exchange directories."""
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], int) and isinstance(entry[1], str)):
+            raise WireError(f"bad file entry {entry!r}")
+        index, name = entry
+        if not 0 <= index < len(self.directories):
             raise WireError(f"bad exchange directory index {index!r}")
+        if Path(name).name != name or not name.endswith(".bin"):
+            raise WireError(f"bad file name {name!r}")
         path = self.directories[index] / name
         try:
             info = path.lstat()
@@ -221,10 +252,4 @@ class Channel:
             raise WireError(f"tensor file {name} is missing") from exc
         if not stat.S_ISREG(info.st_mode):
             raise WireError(f"tensor file {name} is not a regular file")
-        size = info.st_size
-        if size != nbytes:
-            raise WireError(f"tensor file {name} holds {size} bytes, its description says {nbytes}")
-        raw = torch.from_file(str(path), shared=False, size=nbytes, dtype=torch.uint8)
-        os.unlink(path)
-        tensor = raw.view(dtype).reshape(shape)
-        return tensor.to(device) if torch.device(device).type != "cpu" else tensor.clone()
+        return path

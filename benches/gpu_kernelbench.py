@@ -64,7 +64,9 @@ def main() -> int:
     out = Path(os.environ.get("OUT") or tempfile.mkdtemp())
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp())
-    roots = {case.name: problem_dir(case, work) for case in sorted(p for p in CASES.iterdir() if p.is_dir())}
+    only = sys.argv[1:]  # problem names (or parts of them) to run; all when none are given
+    roots = {case.name: problem_dir(case, work) for case in sorted(p for p in CASES.iterdir() if p.is_dir())
+             if not only or any(o in case.name for o in only)}
     jobs = [(name, kind, root / f"{kind}.py") for name, root in roots.items() for kind in EXPECTED]
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=3) as pool:

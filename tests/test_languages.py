@@ -132,9 +132,9 @@ def test_device_code_blanks_host_code_and_keeps_lines():
     assert code.text.count("\n") == CU_FILE.count("\n")
     assert "torch" not in code.text and "PYBIND11" not in code.text and "<<<" not in code.text
     assert "__global__ void add_vec4_kernel" in code.text
-    assert code.kernels == {"add_vec4_kernel": 3}
+    assert code.kernels == {"add_vec4_kernel": 4}
     assert {"add_cuda", "TORCH_CHECK"} <= code.dropped_names
-    assert code.kept_line(5) and not code.kept_line(12)
+    assert code.kept_line(2) and code.kept_line(6) and not code.kept_line(11)
 
 
 def test_device_code_keeps_namespaces_structs_templates_and_launch_bounds():

@@ -85,6 +85,47 @@ def test_gpumode_submission_with_a_dispatched_template_kernel_gets_its_registers
     assert kernel["line"] == line_of(path, "__global__ void add_kernel")
 
 
+CUBLAS = '''import torch
+from torch.utils.cpp_extension import load_inline
+
+source = """
+#include <torch/extension.h>
+#include <cublas_v2.h>
+torch::Tensor mm(torch::Tensor a, torch::Tensor b) {
+    auto c = torch::empty({a.size(0), b.size(1)}, a.options());
+    cublasHandle_t handle;
+    cublasCreate(&handle);
+    float one = 1, zero = 0;
+    cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, b.size(1), a.size(0), a.size(1), &one, b.data_ptr<float>(),
+                b.size(1), a.data_ptr<float>(), a.size(1), &zero, c.data_ptr<float>(), b.size(1));
+    return c;
+}
+"""
+ext = load_inline("mm", "torch::Tensor mm(torch::Tensor a, torch::Tensor b);", cuda_sources=source,
+                  functions=["mm"], extra_ldflags=["-lcublas"])
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x, y):
+        return ext.mm(x, y)
+'''
+
+
+def test_a_cublas_call_through_load_inline_is_valid_and_never_run_here(root):
+    """issue 17: KernelBench's own cuBLAS-through-load_inline kernel was called invalid after a CPU run."""
+    path = root / "cublas.py"
+    path.write_text(CUBLAS)
+    try:
+        report = validate_file(root, path)
+    finally:
+        path.unlink()
+    assert report["ok"] and not report["invalid"] and report["kernels"] == []
+    header, warning = report["warnings"]
+    assert header["code"] == "cuda-header-missing" and header["message"].startswith("cublas_v2.h is not on this machine")
+    assert warning["code"] == "no-launch" and "no CUDA kernel to compile" in warning["message"]
+    assert "cuBLAS" in warning["hint"]
+
+
 def test_bench_without_a_gpu_says_it_needs_one_and_runs_nothing(root):
     result = bench_file(load_problem(root), root / "add_inline.py", device="cpu")
     assert result["state"] == "error" and result["needs_gpu"] is True
@@ -95,7 +136,7 @@ def test_bench_without_a_gpu_says_it_needs_one_and_runs_nothing(root):
 def test_without_nvcc_validation_warns_instead_of_failing(monkeypatch, tmp_path):
     monkeypatch.setattr(nvcc, "tool", lambda name: None)
     source = CudaSource("__global__ void k(float* x) { x[0] = 1; }\n", "cuda_sources of load_inline at line 3", 5)
-    out = cuda_compile_job.compile_all([source], ["sm_90"], tmp_path / "cand.py", 60)
+    out = cuda_compile_job.compile_all([source], ["sm_90"], tmp_path / "cand.py", tmp_path, 60)
     assert out["compile"]["errors"] == [] and out["compile"]["kernels"] == []
     [finding] = out["findings"]
     assert finding["severity"] == "warning" and finding["code"] == "cuda-not-compiled"
@@ -129,6 +170,20 @@ def test_tensor_core_instructions_are_read_from_sass_and_host_blanking_is_not_bl
                               workdir=tmp_path, timeout_s=300)
     assert out["errors"] == [] and out["kernels"] == []
     assert ['"helper"' in d["error"] for d in out["doubts"]] == [True]
+
+
+def test_a_library_header_this_machine_lacks_is_dropped_not_blamed(tmp_path):
+    tool = nvcc.tool("nvcc")
+    source = "#include <cublas_v2.h>\n#include <cutlass/cutlass.h>\n__global__ void k(float* x) { x[0] = 1; }\n"
+    out = nvcc.compile_device(tool, device_code(source), name="cand.py", base_line=1, arch="sm_90", flags=(),
+                              workdir=tmp_path, timeout_s=300)
+    assert out["errors"] == [] and out["missing_headers"] == ["cublas_v2.h", "cutlass/cutlass.h"]
+    assert [k["name"] for k in out["kernels"]] == ["k"]
+    # what the missing header declared is all the kernel lacks, as far as this machine can tell
+    source = "#include <cublas_v2.h>\n__global__ void k(float* x) { cublasStatus_t s = CUBLAS_STATUS_SUCCESS; }\n"
+    out = nvcc.compile_device(tool, device_code(source), name="cand.py", base_line=1, arch="sm_90", flags=(),
+                              workdir=tmp_path, timeout_s=300)
+    assert out["errors"] == [] and out["doubts"] and out["missing_headers"] == ["cublas_v2.h"]
 
 
 def test_ptxas_rejecting_a_kernel_is_the_file_s_error_at_the_kernel(tmp_path):

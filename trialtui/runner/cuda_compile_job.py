@@ -91,18 +91,20 @@ class Recorder:
         if line is not None:
             self.lines.add(line)
         flags = tuple(str(f) for f in arguments.get("extra_cuda_cflags") or ())
+        includes = tuple(str(d) for d in arguments.get("extra_include_paths") or ())
         where = f"{kind} at line {line}" if line else kind
         if kind == "load_inline":
             texts = arguments.get("cuda_sources") or []
             for text in [texts] if isinstance(texts, str) else list(texts):
-                self.sources.append(CudaSource(str(text), f"cuda_sources of {where}", None, None, flags, line))
+                self.sources.append(CudaSource(str(text), f"cuda_sources of {where}", None, None, flags, line, includes))
             return
         for entry in arguments.get("sources") or []:
             if not str(entry).endswith(CUDA_SUFFIXES):
                 continue
             path = self.resolve(str(entry))
             try:
-                self.sources.append(CudaSource(path.read_text(errors="replace"), path.name, 1, str(path), flags, line))
+                self.sources.append(CudaSource(path.read_text(errors="replace"), path.name, 1, str(path), flags, line,
+                                               includes))
             except OSError:
                 self.missing.append(f"{where}: {entry} not found")
 
@@ -118,7 +120,7 @@ def locate(source: CudaSource, tree: ast.Module | None, text: str) -> CudaSource
                      if isinstance(node, ast.Constant) and node.value == source.text), None)
     if line is None and (at := text.find(source.text)) >= 0:
         line = text.count("\n", 0, at) + 1
-    return CudaSource(source.text, source.origin, line, None, source.flags, source.call)
+    return CudaSource(source.text, source.origin, line, None, source.flags, source.call, source.includes)
 
 
 def import_candidate(spec: dict[str, Any], recorder: Recorder) -> dict[str, Any]:
@@ -158,7 +160,8 @@ def gather(recorder: Recorder) -> tuple[list[CudaSource], list[str]]:
     return sources, unreadable
 
 
-def compile_all(sources: list[CudaSource], archs: list[str], candidate: Path, timeout_s: float) -> dict[str, Any]:
+def compile_all(sources: list[CudaSource], archs: list[str], candidate: Path, root: Path,
+                timeout_s: float) -> dict[str, Any]:
     """Every source for every arch; located errors are the file's, the rest become warnings."""
     from trialtui.runner.nvcc import compile_device, host_compiler, tool
 
@@ -179,9 +182,13 @@ def compile_all(sources: list[CudaSource], archs: list[str], candidate: Path, ti
             code = device_code(source.text)
             name = Path(source.file).name if source.file else (candidate.name if source.line else "cuda_source.cu")
             base = source.line or 1
+            # `#include "x.cuh"` resolves beside a .cu file, in the problem directory, and where the call says
+            folders = (str(Path(source.file).parent),) if source.file else ()
+            includes = tuple(dict.fromkeys((*folders, str(root), *source.includes)))
             try:
                 return source, arch, code, compile_device(nvcc, code, name=name, base_line=base, arch=arch,
-                                                          flags=source.flags, workdir=Path(tmp), timeout_s=timeout_s)
+                                                          flags=source.flags, workdir=Path(tmp), timeout_s=timeout_s,
+                                                          include_dirs=includes)
             except Exception as exc:  # noqa: BLE001 - a tool that cannot start is a warning, not a crash
                 return source, arch, code, {"kernels": [], "errors": [], "doubts": [{"line": None, "error": f"{type(exc).__name__}: {exc}"}]}
 
@@ -200,6 +207,11 @@ def compile_all(sources: list[CudaSource], archs: list[str], candidate: Path, ti
                                     f"apart from its host code for {arch}: {where}{doubt['error']}", None, None,
                                     "the GPU build compiles it whole, with torch's headers, and will say whether this "
                                     "is real").to_dict())
+        for header in out.get("missing_headers") or []:
+            findings.append(Finding(WARNING, "cuda-header-missing", f"{header} is not on this machine: the device code "
+                                    f"of {source.origin} was compiled without it for {arch}", None, None,
+                                    "a library's headers (cuBLAS, CUTLASS) come with its wheel or toolkit; the GPU "
+                                    "build needs them there").to_dict())
         for name in code.templates:
             findings.append(Finding(WARNING, "cuda-template", f"kernel {name} is a template: only its host code "
                                     "instantiates it, so its registers are known after the GPU build",
@@ -251,7 +263,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     trace["launches"] = kernels
     trace["preview"] = {"correct": None, "max_abs_err": None, "message": NOT_RUN}
     progress(job="compile", phase="compile", n=len(sources) * len(archs))
-    built = compile_all(sources, archs, candidate, float(spec.get("timeout_s") or 600)) if sources else \
+    built = compile_all(sources, archs, candidate, Path(spec["root"]), float(spec.get("timeout_s") or 600)) if sources else \
         {"compile": {"state": "ok", "kernels": [], "errors": [], "skipped": [], "message": ""}, "findings": []}
     for where in unreadable:
         built["findings"].append(Finding(WARNING, "cuda-source-unread", f"the CUDA source of {where} could not be "

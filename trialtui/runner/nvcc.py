@@ -33,6 +33,9 @@ from trialtui.runner.compile_job import ptx_facts
 TORCH_NVCC_FLAGS = ("-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
                     "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
                     "--expt-relaxed-constexpr", "-std=c++17")
+# A header this machine does not have; its #include is dropped and the build tried again, this many times.
+MISSING_HEADER = re.compile(r"(\S+): No such file or directory")
+MISSING_HEADER_ROUNDS = 4
 # What <torch/extension.h> brings into a source that device code commonly leans on.
 PROLOGUE = ("cuda.h", "cuda_runtime.h", "cuda_fp16.h", "cuda_bf16.h", "cstdint", "cfloat", "cmath", "climits")
 # The user's extra_cuda_cflags that change device code and make sense without host code.
@@ -85,21 +88,33 @@ def target(arch: str, flags: tuple[str, ...]) -> str:
 
 
 def compile_device(nvcc: str, code: DeviceCode, *, name: str, base_line: int, arch: str,
-                   flags: tuple[str, ...], workdir: Path, timeout_s: float) -> dict[str, Any]:
+                   flags: tuple[str, ...], workdir: Path, timeout_s: float,
+                   include_dirs: tuple[str, ...] = ()) -> dict[str, Any]:
     """Build one source's device code for one arch. Returns `kernels` (facts per __global__),
-    `errors` (located in kept code, so the file's own: name, line, error), and `doubts` (errors the
-    blanked host code may have caused)."""
+    `errors` (located in kept code, so the file's own: name, line, error), `doubts` (errors the
+    blanked host code or a header this machine lacks may have caused) and `missing_headers`."""
     started = time.perf_counter()
     arch_dir = Path(tempfile.mkdtemp(prefix=f"{Path(name).stem}-{arch}-", dir=workdir))  # one per build: they run at once
     source = arch_dir / "device.cu"
     prologue = "".join(f"#include <{h}>\n" for h in PROLOGUE)
-    source.write_text(f'{prologue}#line {base_line} "{name}"\n{code.text}')
     passed = [f for f in flags if PASSED_FLAGS.match(f)]
     cmd = [nvcc, "-cubin", f"-arch={target(arch, flags)}", "-Xptxas", "-v", "--keep", "--keep-dir", str(arch_dir),
-           *TORCH_NVCC_FLAGS, *passed, "-o", str(arch_dir / "device.cubin"), str(source)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=arch_dir)
-    output = proc.stdout + proc.stderr
-    result: dict[str, Any] = {"kernels": [], "errors": [], "doubts": [], "command": " ".join(cmd[1:])}
+           *TORCH_NVCC_FLAGS, *passed, *(f"-I{d}" for d in include_dirs), "-o", str(arch_dir / "device.cubin"),
+           str(source)]
+    result: dict[str, Any] = {"kernels": [], "errors": [], "doubts": [], "missing_headers": [], "command": " ".join(cmd[1:])}
+    lines = code.text.split("\n")
+    for _ in range(MISSING_HEADER_ROUNDS):
+        source.write_text(f'{prologue}#line {base_line} "{name}"\n' + "\n".join(lines))
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=arch_dir)
+        output = proc.stdout + proc.stderr
+        missing = [(line, m.group(1)) for file, line, message in compile_errors(output)
+                   if file and Path(file).name == Path(name).name and line is not None
+                   and (m := MISSING_HEADER.match(message))] if proc.returncode else []
+        if not missing:
+            break
+        for line, header in missing:  # a library's header this machine lacks (cuBLAS, CUTLASS): not the file's fault
+            lines[line - base_line] = ""
+            result["missing_headers"].append(header)
     if proc.returncode != 0:
         for file, line, message in compile_errors(output):
             entry = re.search(r"[Ee]ntry function '([^']+)'", message) if file is None else None
@@ -108,7 +123,8 @@ def compile_device(nvcc: str, code: DeviceCode, *, name: str, base_line: int, ar
                 file, line = name, base_line + code.kernels[kernel] - 1
             own = file is not None and Path(file).name == Path(name).name and line is not None
             source_line = line - base_line + 1 if own else None
-            trusted = own and code.kept_line(source_line) and not (quoted_names(message) & code.dropped_names)
+            trusted = (own and code.kept_line(source_line) and not (quoted_names(message) & code.dropped_names)
+                       and not result["missing_headers"])  # what a dropped header declared may be all it lacks
             (result["errors"] if trusted else result["doubts"]).append({"line": line if own else None, "error": message})
         if not result["errors"] and not result["doubts"]:
             lines = [line.strip() for line in output.splitlines() if line.strip()]

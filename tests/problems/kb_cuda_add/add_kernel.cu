@@ -1,10 +1,10 @@
 #include <torch/extension.h>
+#include "add_helpers.cuh"
 
 __global__ void add_vec4_kernel(const float4* __restrict__ x, const float4* __restrict__ y, float4* __restrict__ out, int n4) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n4) {
-        float4 a = x[i], b = y[i];
-        out[i] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+        out[i] = add4(x[i], y[i]);
     }
 }
 

@@ -32,6 +32,7 @@ class CudaSource:
     file: str | None = None
     flags: tuple[str, ...] = ()
     call: int | None = None  # the candidate line of the load_inline/load call
+    includes: tuple[str, ...] = ()  # extra_include_paths of the call
 
     def file_line(self, line: int) -> int | None:
         """The candidate line of the source's `line` (None for a .cu file's or a computed source's)."""
@@ -184,9 +185,10 @@ class Cuda(Language):
     )
     compile_hint = ("nvcc's message, at the line it names; torch's build passes nvcc the same flags, so the GPU "
                     "build fails the same way")
-    no_launch = ("no CUDA source found: {entry} was not run on the CPU (CUDA C++ runs only on a GPU) and no "
-                 "load_inline(cuda_sources=...) or load(sources=[...'.cu']) call gave source to compile",
-                 "pass cuda_sources as a string (or a name bound to one) or a .cu file beside the candidate")
+    no_launch = ("no CUDA kernel to compile: {entry} is not run on the CPU, and no __global__ function was found "
+                 "in the sources of its load_inline(cuda_sources=...) or load(sources=[...'.cu']) calls",
+                 "host code that calls a library (cuBLAS) is legal but times the library; a __global__ kernel of "
+                 "your own gets its registers here")
 
     def detect(self, tree: ast.Module) -> bool:
         return bool(loader_calls(tree))

@@ -14,18 +14,33 @@ import torch.utils.cpp_extension as ext
 from trialtui.runner.languages import install_launch_counter
 
 
-def test_calls_into_a_built_extension_count_as_launches(monkeypatch, tmp_path):
+KERNEL = "__global__ void add_kernel(const float* x, float* y) { y[0] = x[0]; }\ntorch::Tensor add_cuda(...);"
+HOST_ONLY = "torch::Tensor mm(torch::Tensor a, torch::Tensor b) { return at::matmul(a, b); }"
+
+
+def test_calls_into_an_extension_with_a_kernel_count_as_launches(monkeypatch, tmp_path):
     built = SimpleNamespace(add_cuda=lambda x, y: x + y, version=3)
-    monkeypatch.setattr(ext, "load_inline", lambda *a, **k: built)
-    monkeypatch.setattr(ext, "load", lambda *a, **k: None)  # is_python_module=False: nothing to wrap
+
+    def load_inline(name, cpp_sources, cuda_sources=None, functions=None):
+        return built
+
+    def load(name, sources, is_python_module=True):
+        return built if is_python_module else None
+
+    monkeypatch.setattr(ext, "load_inline", load_inline)
+    monkeypatch.setattr(ext, "load", load)
     counter = SimpleNamespace(count=0)
     candidate = tmp_path / "cand.py"
     candidate.write_text("from torch.utils.cpp_extension import load_inline\nm = load_inline('m', '', cuda_sources='')\n")
     install_launch_counter(str(candidate), counter)
-    module = ext.load_inline("m", "", cuda_sources="")
+    module = ext.load_inline("m", "", cuda_sources=[KERNEL])
     assert module.add_cuda(2, 3) == 5 and module.add_cuda(1, 1) == 2
     assert module.version == 3 and counter.count == 2  # attributes that are not functions are not launches
-    assert ext.load("n", sources=["k.cu"]) is None
+    (tmp_path / "k.cu").write_text(KERNEL)
+    assert ext.load("n", [str(tmp_path / "k.cu")]).add_cuda(1, 2) == 3 and counter.count == 3
+    assert ext.load("n", [str(tmp_path / "k.cu")], is_python_module=False) is None  # ops only: nothing to wrap
+    host_only = ext.load_inline("h", "", cuda_sources=HOST_ONLY)  # ATen from host code: no kernel of its own
+    assert host_only is built and host_only.add_cuda(1, 1) == 2 and counter.count == 3
 
 
 def test_a_triton_candidate_leaves_the_extension_builders_alone(monkeypatch, tmp_path):

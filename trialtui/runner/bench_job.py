@@ -422,7 +422,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         if correctness["launches"] == 0:
             result["flags"].append(
                 flag("no-custom-kernel", "no kernel of the candidate's own was launched (no Triton kernel, no call "
-                     "into its CUDA extension): this candidate runs PyTorch only")
+                     "into a CUDA extension that defines a __global__ kernel): it runs PyTorch or a library only")
             )
         ledger.close_phase(stage, link, deadline)
         stage = "timing"

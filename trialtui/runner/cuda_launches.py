@@ -2,13 +2,19 @@
 
 Triton launches are counted at the JIT (runner/candidate.py's LaunchCounter). A CUDA C++
 candidate's kernels are launched from its extension's functions, so each call into a module that
-`load_inline`/`load` built counts as one: without any, the bench flags the candidate as running
-PyTorch only (`no-custom-kernel`), as it does a Triton candidate that launches no kernel.
+`load_inline`/`load` built from sources defining a `__global__` kernel counts as one: without any,
+the bench flags the candidate as running no kernel of its own (`no-custom-kernel`), as it does a
+Triton candidate that launches none. An extension of host code only (ATen ops, cuBLAS) counts nothing.
 """
 
 from __future__ import annotations
 
+import inspect
+from pathlib import Path
 from typing import Any
+
+from trialtui.core.languages.cuda import CUDA_SUFFIXES
+from trialtui.core.languages.cuda_text import device_code
 
 
 class Counted:
@@ -34,15 +40,36 @@ class Counted:
         setattr(self._module, attr, value)
 
 
+def defines_kernel(kind: str, arguments: dict[str, Any]) -> bool:
+    """Whether the sources of a load_inline/load call define a __global__ kernel: an extension that
+    only calls ATen or a library (cuBLAS) from host code launches no kernel of the candidate's own."""
+    if kind == "load_inline":
+        texts = arguments.get("cuda_sources") or []
+        texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
+    else:
+        texts = []
+        for entry in arguments.get("sources") or []:
+            if str(entry).endswith(CUDA_SUFFIXES):
+                try:
+                    texts.append(Path(entry).read_text(errors="replace"))
+                except OSError:
+                    continue
+    return any(device_code(text).kernels for text in texts)
+
+
 def install(counter: Any) -> None:
-    """Wrap what load_inline and load return; before the candidate is imported."""
+    """Wrap what load_inline and load return when their sources define a kernel; before the candidate
+    is imported."""
     import torch.utils.cpp_extension as ext
 
-    for name in ("load_inline", "load"):
-        original = getattr(ext, name)
+    for kind in ("load_inline", "load"):
+        original = getattr(ext, kind)
+        signature = inspect.signature(original)
 
-        def build(*args, __original=original, **kwargs):
+        def build(*args, __original=original, __kind=kind, __signature=signature, **kwargs):
             module = __original(*args, **kwargs)
-            return module if module is None else Counted(module, counter)
+            if module is None or not defines_kernel(__kind, __signature.bind(*args, **kwargs).arguments):
+                return module
+            return Counted(module, counter)
 
-        setattr(ext, name, build)
+        setattr(ext, kind, build)

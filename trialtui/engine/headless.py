@@ -11,9 +11,9 @@ from trialtui.engine import events as ev
 
 
 class HeadlessPrinter:
-    def __init__(self, out: TextIO = sys.stdout, as_json: bool = False, progress: bool = False,
+    def __init__(self, out: TextIO | None = None, as_json: bool = False, progress: bool = False,
                  problem: str | None = None):
-        self.out = out
+        self.out = out if out is not None else sys.stdout  # now: a default bound at import goes stale
         self.as_json = as_json
         self.progress = progress
         self.problem = problem  # named on every line when one watcher scores several problems

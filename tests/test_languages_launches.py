@@ -91,7 +91,10 @@ def test_sources_of_calls_the_import_does_not_reach_are_read_from_the_syntax_tre
         "    def __init__(self):\n"
         "        super().__init__()\n"
         "        self.ext = load_inline('inner', '', cuda_sources=SRC)\n"
-        "        self.other = load_inline('other', '', cuda_sources=open('k.cu').read())\n")
+        "        self.other = load_inline('other', '', cuda_sources=open('k.cu').read())\n"
+        "import pathlib\n"
+        "read = load_inline('read', '', cuda_sources=(pathlib.Path(__file__).parent / 'r.cu').read_text())\n")
+    (tmp_path / "r.cu").write_text("__global__ void r(float* x) { x[0] = 3; }\n")
     for name in ("load_inline", "load"):  # the recorders replace them; restored after the test
         monkeypatch.setattr(ext, name, getattr(ext, name))
     monkeypatch.delitem(sys.modules, "trialtui_candidate", raising=False)
@@ -99,9 +102,10 @@ def test_sources_of_calls_the_import_does_not_reach_are_read_from_the_syntax_tre
     recorder.install()
     assert import_candidate({"root": str(tmp_path)}, recorder)["state"] == "ok"
     sources, unreadable = gather(recorder)
-    assert [(s.origin, s.line, s.call) for s in sources] == [
-        ("cuda_sources of load_inline at line 4", 4, 4),  # recorded at import
-        ("cuda_sources of load_inline at line 8", 3, 8),  # read from the tree: SRC's line
+    assert [(s.origin, s.line, s.call, s.file) for s in sources] == [
+        ("cuda_sources of load_inline at line 4", 4, 4, None),  # recorded at import
+        ("r.cu", 1, 11, str(tmp_path / "r.cu")),  # recorded at import, its text found in a .cu file
+        ("cuda_sources of load_inline at line 8", 3, 8, None),  # read from the tree: SRC's line
     ]
     assert unreadable == ["load_inline at line 9"]
     with pytest.raises(RuntimeError, match="not built during validation"):

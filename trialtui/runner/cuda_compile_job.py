@@ -109,9 +109,10 @@ class Recorder:
                 self.missing.append(f"{where}: {entry} not found")
 
 
-def locate(source: CudaSource, tree: ast.Module | None, text: str) -> CudaSource:
-    """Give a recorded inline source the candidate line it starts on: the string constant with the
-    same value, else where the text stands in the file."""
+def locate(source: CudaSource, tree: ast.Module | None, text: str, root: Path) -> CudaSource:
+    """Give a recorded inline source the lines it comes from: the string constant with the same
+    value, else where the text stands in the candidate, else a .cu file of the problem directory
+    with the same text (`cuda_sources=open("k.cu").read()`)."""
     if source.file is not None or source.line is not None:
         return source
     line = None
@@ -120,7 +121,17 @@ def locate(source: CudaSource, tree: ast.Module | None, text: str) -> CudaSource
                      if isinstance(node, ast.Constant) and node.value == source.text), None)
     if line is None and (at := text.find(source.text)) >= 0:
         line = text.count("\n", 0, at) + 1
-    return CudaSource(source.text, source.origin, line, None, source.flags, source.call, source.includes)
+    same = None if line is not None else next(
+        (p for p in sorted(root.glob("*.cu*")) if p.suffix in CUDA_SUFFIXES and _read(p) == source.text), None)
+    return CudaSource(source.text, same.name if same else source.origin, 1 if same else line,
+                      str(same) if same else None, source.flags, source.call, source.includes)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
 
 
 def import_candidate(spec: dict[str, Any], recorder: Recorder) -> dict[str, Any]:
@@ -149,7 +160,7 @@ def gather(recorder: Recorder) -> tuple[list[CudaSource], list[str]]:
         tree = ast.parse(text)
     except SyntaxError:
         tree = None
-    sources = [locate(s, tree, text) for s in recorder.sources]
+    sources = [locate(s, tree, text, recorder.root) for s in recorder.sources]
     unreadable = list(recorder.missing)
     if tree is not None:
         unseen = {c.node.lineno for c in loader_calls(tree)} - recorder.lines

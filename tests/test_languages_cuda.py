@@ -186,6 +186,37 @@ def test_a_library_header_this_machine_lacks_is_dropped_not_blamed(tmp_path):
     assert out["errors"] == [] and out["doubts"] and out["missing_headers"] == ["cublas_v2.h"]
 
 
+HEAVY = """__global__ void heavy(const float4* x, float4* y) {
+    float4 a[16];
+    #pragma unroll
+    for (int i = 0; i < 16; ++i) a[i] = x[i * blockDim.x + threadIdx.x];
+    float4 s = {0, 0, 0, 0};
+    #pragma unroll
+    for (int i = 0; i < 16; ++i) {
+        s.x += a[i].x * a[15 - i].y; s.y += a[i].y * a[15 - i].z; s.z += a[i].z * a[15 - i].w; s.w += a[i].w * a[15 - i].x;
+    }
+    y[threadIdx.x] = s;
+}
+"""
+
+
+def test_the_user_s_device_flags_reach_nvcc_and_spills_are_counted(tmp_path):
+    """extra_cuda_cflags that change device code pass (-maxrregcount here); arch flags do not."""
+    tool = nvcc.tool("nvcc")
+    free = nvcc.compile_device(tool, device_code(HEAVY), name="cand.py", base_line=1, arch="sm_90", flags=(),
+                               workdir=tmp_path, timeout_s=300)["kernels"][0]
+    flags = ("-maxrregcount=32", "-gencode=arch=compute_80,code=sm_80", "--use_fast_math")
+    out = nvcc.compile_device(tool, device_code(HEAVY), name="cand.py", base_line=1, arch="sm_90", flags=flags,
+                              workdir=tmp_path, timeout_s=300)
+    [capped] = out["kernels"]
+    assert free["registers"] > 32 and free["spills"] == 0
+    assert capped["registers"] == 32 and capped["spills"] > 0 and capped["local_bytes"] >= 4 * capped["spills"]
+    assert "-maxrregcount=32" in out["command"] and "--use_fast_math" in out["command"]
+    assert "-gencode" not in out["command"] and "-arch=sm_90 " in out["command"]
+    assert nvcc.target("sm_90", ("-gencode=arch=compute_90a,code=sm_90a",)) == "sm_90a"
+    assert nvcc.target("sm_90", flags) == "sm_90"
+
+
 def test_ptxas_rejecting_a_kernel_is_the_file_s_error_at_the_kernel(tmp_path):
     source = "\n__global__ void big(float* x) {\n  __shared__ float s[20000];\n  s[threadIdx.x] = x[0];\n" \
              "  __syncthreads();\n  x[threadIdx.x] = s[threadIdx.x ^ 1];\n}\n"

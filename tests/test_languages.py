@@ -283,3 +283,18 @@ def test_a_plugin_language_validates_in_its_own_child_job_and_needs_a_gpu(tmp_pa
 ])
 def test_the_block_size_a_launch_spells_out(host, blocks):
     assert launch_blocks(host) == blocks
+
+
+def test_compile_facts_get_the_language_s_remedies():
+    from trialtui.engine.validate import compile_findings, kernel_findings
+
+    kernel = {"name": "heavy", "arch": "sm_90", "registers": 32, "spills": 87, "local_bytes": 352,
+              "shared_bytes": 300_000, "line": 3}
+    cuda = {f["code"]: f["hint"] for f in kernel_findings([kernel], get_language("cuda"))}
+    triton = {f["code"]: f["hint"] for f in kernel_findings([kernel])}  # Triton's, the default
+    assert "-maxrregcount" in cuda["spills"] and "num_warps" in triton["spills"]
+    assert "num_stages" in triton["shared-memory"] and "num_stages" not in cuda["shared-memory"]
+    compiled = {"state": "ok", "errors": [{"name": "k", "arch": "sm_90", "line": 2,
+                                           "error": 'no operator "+" matches (operand types are: __half + __half)'}]}
+    [error] = compile_findings(compiled, get_language("cuda"))
+    assert "__half2float" in error["hint"]

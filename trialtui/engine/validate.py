@@ -162,7 +162,7 @@ def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: flo
     if trace.get("launches"):
         findings += compile_findings(compiled, language)
     kernels = sorted(compiled.get("kernels") or [], key=lambda k: (k.get("line") or 0, k["name"], archs.index(k["arch"])))
-    findings += kernel_findings(kernels)
+    findings += kernel_findings(kernels, language)
     preview = _preview(trace)
     if preview["correct"] is False:
         findings.append(finding(WARNING, "preview-incorrect",
@@ -237,8 +237,10 @@ def compile_findings(compiled: dict[str, Any], language: Language | None = None)
     return findings
 
 
-def kernel_findings(kernels: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Facts from the compile that will fail or hurt on the GPU: shared memory over the limit, spills."""
+def kernel_findings(kernels: list[dict[str, Any]], language: Language | None = None) -> list[dict[str, Any]]:
+    """Facts from the compile that will fail or hurt on the GPU: shared memory over the limit, spills
+    (with the language's remedy; Triton's by default)."""
+    hints = (language or get_language(DEFAULT)).fact_hints
     findings = []
     for k in kernels:
         cc = int(ARCH.match(k["arch"]).group(1))
@@ -249,13 +251,12 @@ def kernel_findings(kernels: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 ERROR, "shared-memory",
                 f"kernel {k['name']} needs {shared} bytes of shared memory on {k['arch']}, which allows "
                 f"{limits[2] - RESERVED_SHARED_PER_BLOCK} per block: the launch will fail (OutOfResources)",
-                k.get("line"), "lower num_stages or the BLOCK sizes"))
+                k.get("line"), hints["shared-memory"]))
         if k.get("spills"):
             findings.append(finding(
                 WARNING, "spills",
                 f"kernel {k['name']} spills on {k['arch']}: {k['local_bytes']} bytes of local memory per thread "
-                f"at {k['registers']} registers", k.get("line"),
-                "smaller tiles, fewer num_stages, or more num_warps to spread the registers"))
+                f"at {k['registers']} registers", k.get("line"), hints["spills"]))
     return findings
 
 

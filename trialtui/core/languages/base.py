@@ -30,6 +30,9 @@ class Language(ABC):
     no_launch: tuple[str, str]  # (message, hint) when the compile job found no kernel; {entry} is the entry point
     compile_hints: tuple[tuple[str, str], ...] = ()  # (words in its compiler's message, what to do about them)
     compile_hint: str = "the validate log has the compiler's full message"  # for any other compile error
+    # what to do when a kernel's compile facts will fail or hurt on the GPU, by finding code
+    fact_hints: dict[str, str] = {"shared-memory": "use less shared memory per block",
+                                  "spills": "fewer live values per thread, so that they fit in registers"}
     # "module:function" the candidate's process calls with its launch counter before importing the
     # candidate, for launches the Triton JIT does not see; None when those are all there are
     launch_counter: str | None = None

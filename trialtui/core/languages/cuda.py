@@ -185,6 +185,9 @@ class Cuda(Language):
     )
     compile_hint = ("nvcc's message, at the line it names; torch's build passes nvcc the same flags, so the GPU "
                     "build fails the same way")
+    fact_hints = {"shared-memory": "smaller tiles in shared memory, or fewer stages of them",
+                  "spills": "fewer live values per thread (smaller per-thread arrays, less unrolling), or a higher "
+                            "-maxrregcount / __launch_bounds__ that leaves each thread more registers"}
     no_launch = ("no CUDA kernel to compile: {entry} is not run on the CPU, and no __global__ function was found "
                  "in the sources of its load_inline(cuda_sources=...) or load(sources=[...'.cu']) calls",
                  "host code that calls a library (cuBLAS) is legal but times the library; a __global__ kernel of "

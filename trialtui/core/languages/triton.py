@@ -73,6 +73,8 @@ class Triton(Language):
         ("ptxas", "ptxas rejected the generated code: try another num_warps/num_stages, or simplify the kernel"),
     )
     compile_hint = "the line is where Triton stopped; the validate log has its full message"
+    fact_hints = {"shared-memory": "lower num_stages or the BLOCK sizes",
+                  "spills": "smaller tiles, fewer num_stages, or more num_warps to spread the registers"}
 
     def static_checks(self, tree: ast.Module, folder: Path | None) -> list[Finding]:
         """A candidate without a Triton kernel is legal but times PyTorch."""

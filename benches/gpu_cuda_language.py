@@ -22,8 +22,12 @@ The build needs torch's CUDA toolkit of the same major version as torch (torch.u
 finds it through CUDA_HOME or nvcc on PATH), ninja and g++. Where CUDA_HOME is not found, the
 script installs the `trialtui[cuda]` wheels and ninja from ./.whl with pip --no-index, and points
 CUDA_HOME at the wheels' nvidia/cu13 folder; for that, download beforehand on a machine with
-internet, for torch built with CUDA 13 (torch 2.11.0+cu130):
-    pip download --only-binary=:all: -d .whl nvidia-cuda-nvcc nvidia-cuda-cccl ninja
+internet, matching torch's CUDA (torch 2.11.0+cu130 is CUDA 13.0; the wheels are the same for every
+Python 3 on x86-64 Linux):
+    pip download --only-binary=:all: --no-deps -d .whl nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 \
+        nvidia-nvvm==13.0.88 nvidia-cuda-cccl==13.0.85 ninja
+(nvidia-cuda-runtime comes with torch.) Validation itself needs none of this where trialtui[cuda]
+or any nvcc is installed.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ def toolchain(env: dict[str, str], work: Path) -> dict[str, object]:
         info["problem"] = f"no CUDA toolkit or no ninja, and no {WHEELS} to install them from (see this file's docstring)"
         return info
     pip = [sys.executable, "-m", "pip", "install", "--no-index", "--find-links", str(WHEELS), "nvidia-cuda-nvcc",
-           "nvidia-cuda-cccl", "ninja"]
+           "nvidia-cuda-crt", "nvidia-nvvm", "nvidia-cuda-cccl", "ninja"]
     done = subprocess.run(pip, capture_output=True, text=True)
     info["installed_from_whl"] = done.returncode == 0
     if done.returncode != 0:

@@ -1,4 +1,5 @@
-"""Child job: the compile stage of validation, for real GPU targets, without a GPU.
+"""Child job: the Triton language's compile stage of validation, for real GPU targets, without a GPU
+(`Triton.compile_job`; CUDA C++ candidates have trialtui.runner.cuda_compile_job).
 
 `python -m trialtui.runner.compile_job SPEC.json RESULT.json`, without TRITON_INTERPRET. It imports
 torch once, forks the trace (trace_job, under the interpreter, whose patching would break

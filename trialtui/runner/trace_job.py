@@ -1,4 +1,4 @@
-"""Trace: run a candidate once under Triton's interpreter on CPU tensors, recording every launch.
+"""Trace: run a Triton candidate once under Triton's interpreter on CPU tensors, recording every launch.
 
 Each launch is recorded as what `triton.compile` needs to build the same kernel for a GPU
 (signature, constexprs, divisibility, num_warps/num_stages) and published to the spec's

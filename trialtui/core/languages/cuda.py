@@ -23,8 +23,8 @@ CUDA_SUFFIXES = (".cu", ".cuh")
 
 @dataclass(frozen=True)
 class CudaSource:
-    """CUDA source text and where it came from: `line` is the candidate line its first line is on
-    (None when it is computed or in a file of its own), `file` the .cu file it was read from."""
+    """CUDA source text and where it came from: `file` the .cu file it was read from, if any, and
+    `line` the line (of the candidate, or 1 of that file) its first line is on; None when computed."""
 
     text: str
     origin: str

@@ -57,6 +57,10 @@ def score(path: Path) -> dict:
         result = {"state": "no-json", "message": (done.stdout + done.stderr)[-400:]}
     result["exit_code"] = done.returncode
     result["wall_s"] = round(time.perf_counter() - started, 1)
+    memory = result.get("memory") or {}
+    print(f"done {path.parent.name}/{path.name}: {result.get('state')} in {result['wall_s']} s, peak "
+          f"{result.get('peak_mem_bytes')} B ({memory.get('peak_over_case')}x case), phases {result.get('phases_s')}, "
+          f"{(result.get('message') or '')[:160]}", flush=True)
     return result
 
 
@@ -69,7 +73,7 @@ def main() -> int:
              if not only or any(o in case.name for o in only)}
     jobs = [(name, kind, root / f"{kind}.py") for name, root in roots.items() for kind in EXPECTED]
     started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=int(os.environ.get("KB_PARALLEL", "3"))) as pool:
         results = list(pool.map(score, [path for _, _, path in jobs]))
     rows, wrong = [], 0
     for (problem, kind, _), result in zip(jobs, results):

@@ -115,9 +115,10 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
     import torch
 
     from trialtui.runner.compare import compare, is_trivial, looks_like_tf32, normwise
-    from trialtui.runner.loader import clone
+    from trialtui.runner.loader import DTYPES, clone
 
     atol, rtol = _tolerance(spec, reference.kind)
+    declared = DTYPES[spec["dtype"]] if reference.emulated else None  # bf16 run as fp32 on the CPU
     device = reference.device.type
     report: dict[str, Any] = {
         "seeds": len(seeds), "cases": len(cases), "passed": True, "max_abs_err": 0.0, "max_rel_err": 0.0,
@@ -163,7 +164,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
             own = reference.check(clone(inputs), output) if result.passed else None
             if own is not None and not own[0]:
                 result.fail(f"check_implementation: {own[1]}")
-            norm = normwise(expected, output, truth, spec.get("allow_tf32", False)) if truth is not None and result.passed else None
+            norm = normwise(expected, output, truth, spec.get("allow_tf32", False), declared) if truth is not None and result.passed else None
             if norm is not None:
                 report["normwise_err"] = max(report["normwise_err"] or 0.0, norm.err)
                 report["normwise_bound"] = norm.bound if report["normwise_bound"] is None else min(report["normwise_bound"], norm.bound)
@@ -172,7 +173,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
             report["max_abs_err"] = max(report["max_abs_err"], result.max_abs_err)
             report["max_rel_err"] = max(report["max_rel_err"], result.max_rel_err)
             report["mismatch_frac"] = max(report["mismatch_frac"], result.mismatch_frac)
-            tf32 = atol is not None and looks_like_tf32(result, expected, spec.get("allow_tf32", False))
+            tf32 = atol is not None and looks_like_tf32(result, expected, spec.get("allow_tf32", False), declared)
             del inputs, expected, output, truth
             if not result.passed:
                 message = f"{where}: {result.message}"

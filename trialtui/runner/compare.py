@@ -192,13 +192,14 @@ def float_dtypes(value: Any) -> set[torch.dtype]:
     return {t.dtype for _, t in _flatten(value) if isinstance(t, torch.Tensor) and t.is_floating_point()}
 
 
-def looks_like_tf32(result: Comparison, expected: Any, allow_tf32: bool) -> bool:
+def looks_like_tf32(result: Comparison, expected: Any, allow_tf32: bool, declared: torch.dtype | None = None) -> bool:
     """fp32 outputs failing with relative error near TF32's ~1e-3 rounding: say so and name allow_tf32.
 
     Decided by the reference output's own dtype: fp16 rounding is not TF32's fault.
     """
     return (
         not result.passed
+        and declared in (None, torch.float32)
         and float_dtypes(expected) == {torch.float32}
         and not allow_tf32
         and 2e-4 <= result.max_rel_err <= 2e-2
@@ -225,8 +226,11 @@ class Normwise:
         )
 
 
-def normwise(expected: Any, output: Any, truth: Any, allow_tf32: bool) -> Normwise | None:
-    """Both errors against the higher-precision run over all floating leaves; None when there are none."""
+def normwise(expected: Any, output: Any, truth: Any, allow_tf32: bool, declared: torch.dtype | None = None) -> Normwise | None:
+    """Both errors against the higher-precision run over all floating leaves; None when there are none.
+
+    `declared` is the problem's dtype where the run used another (bf16 emulated as fp32 on the CPU):
+    the floor is the declared dtype's, as its tolerances are."""
     num_out = num_ref = den = 0.0
     dtypes = set()
     for (_, r), (_, o), (_, h) in zip(_flatten(expected), _flatten(output), _flatten(truth)):
@@ -247,7 +251,7 @@ def normwise(expected: Any, output: Any, truth: Any, allow_tf32: bool) -> Normwi
     if not dtypes:
         return None
     scale = den**0.5 if den > 0 else 1.0
-    floor = max(NORM_FLOOR.get(d, 0.0) for d in dtypes)
+    floor = max(NORM_FLOOR.get(d, 0.0) for d in ({declared} if declared is not None else dtypes))
     if allow_tf32 and torch.float32 in dtypes:
         floor = max(floor, NORM_FLOOR_TF32)
     ref_err = num_ref**0.5 / scale

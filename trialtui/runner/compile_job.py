@@ -307,8 +307,9 @@ def compile_all(spec: dict[str, Any], trace: Trace, progress: Progress) -> dict[
         progress(job="compile", phase="import")
         warmer = threading.Thread(target=warm_compiler, args=(archs,), daemon=True)
         warmer.start()
-        from trialtui.runner.loader import load_module
+        from trialtui.runner.loader import Reference, load_module
 
+        Reference.importable(spec["reference"], spec.get("support_files", []))  # `from task import ...`
         module = load_module(spec["candidate"], CANDIDATE_MODULE)
         stage = "wait"
         progress(job="compile", phase="wait")

@@ -9,6 +9,8 @@ name (also recorded), so a third party cannot silently replace a built-in.
 
 from __future__ import annotations
 
+from typing import Any
+
 from importlib import metadata
 
 GROUPS = ("trialtui.forms", "trialtui.languages", "trialtui.profilers")
@@ -85,3 +87,14 @@ def reload_entry_points() -> None:
     _external.clear()
     for g in GROUPS:
         _errors[g].clear()
+
+
+def of_type(group: str, kind: type) -> dict[str, Any]:
+    """The group's plug-ins that are instances of `kind`, built-ins first; any other is reported and skipped."""
+    found: dict[str, Any] = {}
+    for name, obj in registry(group).items():
+        if isinstance(obj, kind):
+            found[name] = obj
+        else:
+            reject(group, name, f"is a {type(obj).__name__}, not a {kind.__name__}")
+    return found

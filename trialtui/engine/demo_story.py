@@ -18,10 +18,6 @@ import trialtui
 from trialtui.core.report import FINAL_DIR
 from trialtui.core.store import atomic_write
 
-from trialtui.engine.bench import bench_file
-from trialtui.engine.finalize import FinalizeError, finalize
-from trialtui.engine.headless import HeadlessPrinter
-
 SAMPLES_DIR = "sample_kernels"
 STORY = "demo/story.toml"
 RECORDED_DIR = "recorded"

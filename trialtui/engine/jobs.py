@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from trialtui.core.prctl import seal
+from trialtui.core.prctl import seal, start_ticks
 from trialtui.core.config import ConfigError, Limits, load_config
 from trialtui.core.result import RESULT_VERSION, ResultError, check_result
 
@@ -60,15 +60,6 @@ def essential_line(text: str) -> str:
 
 def failure(state: str, message: str, log: str = "", **extra: Any) -> dict[str, Any]:
     return {"version": RESULT_VERSION, "state": state, "message": message, "log_tail": log, **extra}
-
-
-def start_ticks(pid: int) -> int | None:
-    """A process's start time since boot: a reported pid is killed only if it still names that process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    return int(stat[stat.rindex(b")") + 2:].split()[19])
 
 
 def sees_gpu(env: dict[str, str]) -> bool:

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trialtui.core.prctl import seal
+from trialtui.core.prctl import seal, start_ticks
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -46,15 +46,6 @@ _libc = ctypes.CDLL(None, use_errno=True)
 def prctl(option: int, value: int) -> None:
     if _libc.prctl(option, value, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
-
-
-def start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot: with the pid, it names one process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    return int(stat[stat.rindex(b")") + 2:].split()[19])
 
 
 def descendants(root: int) -> list[int]:

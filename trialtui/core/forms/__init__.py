@@ -18,13 +18,7 @@ GROUP = "trialtui.forms"
 
 def all_forms() -> dict[str, ProblemForm]:
     """Every usable form, built-ins first; a plug-in that is not a ProblemForm is reported and skipped."""
-    found: dict[str, ProblemForm] = {}
-    for name, obj in plugins.registry(GROUP).items():
-        if isinstance(obj, ProblemForm):
-            found[name] = obj
-        else:
-            plugins.reject(GROUP, name, f"is not a ProblemForm (it is a {type(obj).__name__})")
-    return found
+    return plugins.of_type(GROUP, ProblemForm)
 
 
 def get_form(name: str) -> ProblemForm:

@@ -71,17 +71,6 @@ def _task_files(task: dict[str, Any], root: Path) -> tuple[list[Path], set[str]]
     return support, not_candidates
 
 
-def _imported_files(tree: ast.Module, root: Path) -> set[str]:
-    """Files beside the reference that it imports (`from task import input_t`): support, not candidates."""
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return {f"{name}.py" for name in names if (root / f"{name}.py").is_file()}
-
-
 
 class GpuMode(ProblemForm):
     name = "gpumode"

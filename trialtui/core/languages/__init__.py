@@ -19,13 +19,7 @@ MAX_SOURCE_BYTES = 1_000_000  # static_checks' limit: larger files are rejected 
 
 def all_languages() -> dict[str, Language]:
     """Every usable language, built-ins first; a plug-in that is not a Language is reported and skipped."""
-    found: dict[str, Language] = {}
-    for name, obj in plugins.registry(GROUP).items():
-        if isinstance(obj, Language):
-            found[name] = obj
-        else:
-            plugins.reject(GROUP, name, f"is a {type(obj).__name__}, not a Language")
-    return found
+    return plugins.of_type(GROUP, Language)
 
 
 def get_language(name: str) -> Language:

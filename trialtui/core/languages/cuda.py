@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trialtui.core import plugins
+from trialtui.core.check_ast import dotted_name
 from trialtui.core.languages.base import GROUP, Language
 from trialtui.core.model import Finding, Severity
 
@@ -47,16 +48,6 @@ class LoaderCall:
     node: ast.Call
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
-
-
 def _aliases(tree: ast.Module) -> dict[str, str]:
     """Local name → the dotted module path it stands for, from every import in the file."""
     aliases: dict[str, str] = {}
@@ -81,7 +72,7 @@ def loader_calls(tree: ast.Module) -> list[LoaderCall]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        name = _dotted(node.func)
+        name = dotted_name(node.func)
         if name is None:
             continue
         head, _, rest = name.partition(".")

@@ -12,6 +12,7 @@ import ast
 from pathlib import Path
 
 from trialtui.core import plugins
+from trialtui.core.check_ast import dotted_name
 from trialtui.core.languages.base import GROUP, Language
 from trialtui.core.languages.triton_checks import KERNEL_DECORATORS
 from trialtui.core.model import Finding, Severity
@@ -31,14 +32,6 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
     return aliases
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
-
-
 def has_kernel(tree: ast.Module) -> bool:
     """Whether any function is decorated @triton.jit, @triton.autotune or @triton.heuristics (however imported)."""
     aliases = _aliases(tree)
@@ -46,7 +39,7 @@ def has_kernel(tree: ast.Module) -> bool:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for decorator in node.decorator_list:
-            name = _dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
+            name = dotted_name(decorator.func if isinstance(decorator, ast.Call) else decorator)
             if name is None:
                 continue
             head, _, rest = name.partition(".")

@@ -21,12 +21,7 @@ LEGACY_SOURCE = "ncu"  # profiles stored before profilers were plug-ins came fro
 
 def all_profilers() -> dict[str, Profiler]:
     """Every usable profiler, best first; a plug-in that is not a Profiler is reported and skipped."""
-    found: dict[str, Profiler] = {}
-    for name, obj in plugins.registry(GROUP).items():
-        if isinstance(obj, Profiler):
-            found[name] = obj
-        else:
-            plugins.reject(GROUP, name, f"is a {type(obj).__name__}, not a Profiler")
+    found = plugins.of_type(GROUP, Profiler)
     return dict(sorted(found.items(), key=lambda item: -item[1].rank))
 
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +9,7 @@ from conftest import KB_REFERENCE, write_problem
 from test_bench_job import GM_REFERENCE, GM_TASK
 
 from trialtui.core.problem import load_problem
+from trialtui.engine.jobs import run_child
 from trialtui.runner.analyze_job import run
 
 LINEAR_SOFTMAX = '''
@@ -116,9 +114,6 @@ def test_every_sample_problem_analyzes_at_bench_sizes_on_cpu(root):
 @pytest.mark.slow
 def test_analyze_job_runs_as_a_child_process(tmp_path):
     root = write_problem(tmp_path / "p", LINEAR_SOFTMAX, config=BIG)
-    spec, result = tmp_path / "spec.json", tmp_path / "result.json"
-    spec.write_text(json.dumps(load_problem(root).job_spec(gpu="NVIDIA H200")))
-    subprocess.run([sys.executable, "-m", "trialtui.runner.analyze_job", str(spec), str(result)], check=True,
-                   timeout=120)
-    r = json.loads(result.read_text())
+    r = run_child("trialtui.runner.analyze_job", load_problem(root).job_spec(gpu="NVIDIA H200"), timeout_s=120,
+                  log_path=tmp_path / "analyze.log")
     assert r["version"] == 1 and r["state"] == "ok" and r["flops"] == 2 * 16384 * 8192 * 8192

@@ -28,7 +28,6 @@ from trialtui.engine import demo as d
 from trialtui.engine import demo_print as dp
 from trialtui.engine import demo_replay as dr
 from trialtui.engine import demo_story as ds
-from trialtui.engine import events as ev
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_kernels"

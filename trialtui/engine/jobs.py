@@ -9,7 +9,6 @@ files, and the pids the supervisor reported, which it kills itself if the superv
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -22,13 +21,14 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from trialtui.core.prctl import seal, start_ticks
 from trialtui.core.config import ConfigError, Limits, load_config
 from trialtui.core.result import RESULT_VERSION, ResultError, check_result
+from trialtui.engine import guard
 
 LOG_TAIL_BYTES = 4000
 SUPERVISOR = "trialtui.runner.supervisor"
@@ -194,9 +194,6 @@ class ChildHandle:
 
 _running: set[ChildHandle] = set()
 _running_lock = threading.Lock()
-_guarding: dict[int, set[Path]] = {}  # a running job's token: the files its snapshot covers
-_overlapped: dict[int, set[Path]] = {}  # a running job's token: those another job also covered meanwhile
-_tokens = iter(range(1, 1 << 62))
 
 
 def cancel_all() -> None:
@@ -247,6 +244,27 @@ class WarmChildren:
                 return
             self._ready[key] = Supervised(launch_message(module, env, warm=True))
 
+    def prepare(self, module: str, env: dict[str, str], problem: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+        """Hand the waiting job the problem part of the next one and wait until it is made ready.
+
+        Call it only from a lane job (runner/prepared.py says what is made ready): that work runs on
+        the GPU, and the lane stays taken until it is done, so it never overlaps another job's timing.
+        Returns the job's `prepared` progress line, or None (sandboxed, died, or not done in time).
+        """
+        self.prime(module, env)
+        with self._lock:
+            supervised = self._ready.get(self._key(module, env))
+            if supervised is None:
+                return None
+            supervised.send({"prepare": problem})
+        for event in supervised.events(time.monotonic() + timeout_s):
+            data = event.get("data") if event.get("event") == "progress" else None
+            if isinstance(data, dict) and data.get("phase") == "prepared":
+                return data
+            if event.get("event") in ("done", "eof", "late"):
+                return None
+        return None
+
     def take(self, module: str, env: dict[str, str]) -> Supervised | None:
         with self._lock:
             supervised = self._ready.pop(self._key(module, env), None)
@@ -277,84 +295,6 @@ def rlimit_message(limits: Limits, timeout_s: float, env: dict[str, str]) -> dic
     return values
 
 
-def protected_files(spec: dict[str, Any]) -> list[Path]:
-    """The problem's files and the candidate: a job that changes one is an error, and it is put back."""
-    paths = [Path(spec[key]) for key in ("reference", "candidate") if spec.get(key)]
-    if "root" in spec:
-        root = Path(spec["root"])
-        paths += [root / "task.yml", root / "trialtui.toml"]
-        paths += _task_files(root / "task.yml")
-    return [p for p in dict.fromkeys(paths) if p.is_file()]
-
-
-def _task_files(task: Path) -> list[Path]:
-    """Files a GPU MODE task.yml names under `files:` (not the submission placeholder)."""
-    if not task.is_file():
-        return []
-    import yaml
-
-    try:
-        data = yaml.safe_load(task.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, OSError, UnicodeDecodeError):
-        return []
-    entries = data.get("files") if isinstance(data, dict) else None
-    sources = [e.get("source") for e in entries or [] if isinstance(e, dict)]
-    return [(task.parent / s).resolve() for s in sources if isinstance(s, str) and not s.startswith("@")]
-
-
-def _guard(paths: list[Path]) -> int:
-    """Register a job's protected files; jobs of one problem overlap (a validation beside a benchmark)."""
-    with _running_lock:
-        token = next(_tokens)
-        _overlapped[token] = set()
-        for other, theirs in _guarding.items():
-            shared = theirs.intersection(paths)
-            _overlapped[other] |= shared
-            _overlapped[token] |= shared
-        _guarding[token] = set(paths)
-    return token
-
-
-def _unguard(token: int) -> set[Path]:
-    """The job's files that another job covered while it ran: a change there may be that job's."""
-    with _running_lock:
-        _guarding.pop(token, None)
-        return _overlapped.pop(token, set())
-
-
-@dataclass
-class Snapshot:
-    """The bytes of the protected files before a job, to compare and restore after it."""
-
-    saved: dict[Path, bytes] = field(default_factory=dict)
-
-    @classmethod
-    def take(cls, paths: list[Path]) -> "Snapshot":
-        return cls({p: p.read_bytes() for p in paths})
-
-    def restore_changed(self, keep_dir: Path) -> list[dict[str, str]]:
-        """Put back every file the job changed or removed; the changed bytes are kept in `keep_dir`."""
-        changed = []
-        for path, before in self.saved.items():
-            try:
-                after = path.read_bytes() if not path.is_symlink() else None
-            except OSError:
-                after = None
-            if after == before:
-                continue
-            entry = {"file": str(path), "how": "removed" if after is None else "changed"}
-            if after is not None:
-                keep_dir.mkdir(parents=True, exist_ok=True)
-                kept = keep_dir / f"{path.name}.{hashlib.sha256(after).hexdigest()[:12]}"
-                kept.write_bytes(after)
-                entry["kept"] = str(kept)
-            tmp = path.with_name(f".{path.name}.trialtui-restore")
-            tmp.write_bytes(before)
-            os.replace(tmp, path)
-            changed.append(entry)
-        return changed
-
-
 def run_child(
     module: str,
     spec: dict[str, Any],
@@ -380,8 +320,7 @@ def run_child(
     sandbox = sandbox_wanted(limits)
     if sandbox and shutil.which("bwrap") is None:
         return failure("error", "the sandbox needs bubblewrap (bwrap), which is not installed: apt-get install bubblewrap")
-    snapshot = Snapshot.take(protected_files(spec))
-    token = _guard(list(snapshot.saved))
+    token, snapshot = guard.begin(spec)
     started = time.monotonic()
     supervised = warm.take(module, env) if warm is not None and not sandbox else None
     if supervised is None:
@@ -401,8 +340,7 @@ def run_child(
             _running.discard(handle)
         supervised.close()
     result = _result(done, timeout_s, log_path, handle, time.monotonic() - started)
-    changed = snapshot.restore_changed(log_path.with_name(log_path.name + ".changed"))
-    shared = _unguard(token)
+    changed, shared = guard.end(token, snapshot, log_path.with_name(log_path.name + ".changed"))
     if changed:
         names = ", ".join(Path(c["file"]).name for c in changed)
         maybe = (" (another job of this problem ran at the same time: either may have written it)"

@@ -1,0 +1,134 @@
+"""The problem's files around every job: a copy before it, the copy put back after it, and the bytes known good.
+
+A candidate runs as the user and can write the problem directory. Every job (validation or benchmark)
+starts with a snapshot of the files it depends on (the reference, the candidate, task.yml and the files
+it names, trialtui.toml) and ends by putting back what changed; the change is the job's error. Jobs of
+one problem overlap (a validation beside a benchmark), so a job may also find, when it starts, a file
+that a job still running has changed or removed: it is put back from the last bytes known good before
+the job starts (so an innocent job is not judged against a tampered reference), and the change is
+charged to the jobs that were running.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_lock = threading.Lock()
+_guarding: dict[int, set[Path]] = {}  # a running job's token: the files its snapshot covers
+_overlapped: dict[int, set[Path]] = {}  # a running job's token: those another job also covered meanwhile
+_found: dict[int, list[dict[str, str]]] = {}  # a running job's token: its files another job found changed
+_known: dict[Path, bytes] = {}  # each file's bytes as a job found them when no other job was running
+_tokens = iter(range(1, 1 << 62))
+
+
+def protected_files(spec: dict[str, Any]) -> list[Path]:
+    """The problem's files and the candidate: a job that changes one is an error, and it is put back."""
+    paths = [Path(spec[key]) for key in ("reference", "candidate") if spec.get(key)]
+    if "root" in spec:
+        root = Path(spec["root"])
+        paths += [root / "task.yml", root / "trialtui.toml"]
+        paths += _task_files(root / "task.yml")
+    return [p for p in dict.fromkeys(paths) if p.is_file() or p in _known]
+
+
+def _task_files(task: Path) -> list[Path]:
+    """Files a GPU MODE task.yml names under `files:` (not the submission placeholder)."""
+    if not task.is_file():
+        return []
+    import yaml
+
+    try:
+        data = yaml.safe_load(task.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return []
+    entries = data.get("files") if isinstance(data, dict) else None
+    sources = [e.get("source") for e in entries or [] if isinstance(e, dict)]
+    return [(task.parent / s).resolve() for s in sources if isinstance(s, str) and not s.startswith("@")]
+
+
+@dataclass
+class Snapshot:
+    """The bytes of the protected files before a job, to compare and restore after it."""
+
+    saved: dict[Path, bytes] = field(default_factory=dict)
+
+    @classmethod
+    def take(cls, paths: list[Path]) -> "Snapshot":
+        return cls({p: p.read_bytes() for p in paths if p.is_file()})
+
+    def restore_changed(self, keep_dir: Path) -> list[dict[str, str]]:
+        """Put back every file the job changed or removed; the changed bytes are kept in `keep_dir`."""
+        changed = []
+        for path, before in self.saved.items():
+            after = _read(path)
+            if after == before:
+                continue
+            entry = {"file": str(path), "how": "removed" if after is None else "changed"}
+            if after is not None:
+                keep_dir.mkdir(parents=True, exist_ok=True)
+                kept = keep_dir / f"{path.name}.{hashlib.sha256(after).hexdigest()[:12]}"
+                kept.write_bytes(after)
+                entry["kept"] = str(kept)
+            _write(path, before)
+            changed.append(entry)
+        return changed
+
+
+def begin(spec: dict[str, Any]) -> tuple[int, Snapshot]:
+    """Register a job: settle its files (see the module's doc), snapshot them, and note overlaps."""
+    paths = protected_files(spec)
+    with _lock:
+        token = next(_tokens)
+        running = dict(_guarding)
+        for path in paths:
+            now = _read(path)
+            if not running:
+                if now is not None:
+                    _known[path] = now
+                continue
+            good = _known.get(path)
+            if good is None or now == good:
+                continue
+            _write(path, good)  # a running job changed it: this job starts from the good bytes
+            for other, theirs in running.items():
+                if path in theirs:
+                    _found[other].append({"file": str(path), "how": "removed" if now is None else "changed",
+                                          "found_by": "another job of this problem, when it started"})
+        _overlapped[token] = set()
+        _found[token] = []
+        for other, theirs in running.items():
+            shared = theirs.intersection(paths)
+            _overlapped[other] |= shared
+            _overlapped[token] |= shared
+        _guarding[token] = set(paths)
+    return token, Snapshot.take(paths)
+
+
+def end(token: int, snapshot: Snapshot, keep_dir: Path) -> tuple[list[dict[str, str]], set[Path]]:
+    """The job's changes (put back) and those others found while it ran; and the files another job
+    covered meanwhile (a change there may be that job's)."""
+    changed = snapshot.restore_changed(keep_dir)
+    with _lock:
+        _guarding.pop(token, None)
+        found = _found.pop(token, [])
+        shared = _overlapped.pop(token, set())
+    seen = {c["file"] for c in changed}
+    return changed + [f for f in found if f["file"] not in seen], shared
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return None if path.is_symlink() else path.read_bytes()
+    except OSError:
+        return None
+
+
+def _write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.trialtui-restore")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)

@@ -1,8 +1,10 @@
 """The bare script trialtui is measured against: the same correctness and timing work, no trialtui.
 
-python benches/bare_bench.py PROBLEM_DIR [--ncu]   (KernelBench form, candidate kernel.py, bench sizes)
-Prints one JSON line: do_bench median of the candidate and of the eager reference, in µs.
+python benches/bare_bench.py PROBLEM_DIR [--ncu | --cpu]   (KernelBench form, candidate kernel.py)
+Prints one JSON line: do_bench median of the candidate and of the eager reference, in µs (bench sizes).
 With --ncu: warm up, then run the candidate once inside the NVTX range `trialtui_profile`.
+With --cpu (run under TRITON_INTERPRET=1): the same check at the test sizes on the CPU, and the
+median of three host-timed calls instead of do_bench, as trialtui does without a GPU.
 """
 
 import importlib.util
@@ -31,20 +33,33 @@ def load(path, name):
 
 
 ref = load(root / "reference.py", "ref")
-for k, v in (cfg.get("bench_sizes") or {}).items():
+on_cpu = "--cpu" in sys.argv
+device = "cpu" if on_cpu else "cuda"
+for k, v in (cfg.get("test_sizes" if on_cpu else "bench_sizes") or {}).items():
     setattr(ref, k, v)
 cand = load(root / "kernel.py", "cand")
-model = ref.Model(*ref.get_init_inputs()).cuda().to(dtype)
-new = cand.ModelNew(*ref.get_init_inputs()).cuda().to(dtype)
+model = ref.Model(*ref.get_init_inputs()).to(device).to(dtype)
+new = cand.ModelNew(*ref.get_init_inputs()).to(device).to(dtype)
 new.load_state_dict(model.state_dict())
 
 
 def inputs(seed):
     torch.manual_seed(seed)
-    return [x.cuda().to(dtype) if x.is_floating_point() else x.cuda() for x in ref.get_inputs()]
+    return [x.to(device).to(dtype) if x.is_floating_point() else x.to(device) for x in ref.get_inputs()]
 
 
 with torch.no_grad():
+    if on_cpu:
+        for seed in range(cfg.get("seeds", 5)):
+            xs = inputs(seed)
+            torch.testing.assert_close(new(*xs), model(*xs), atol=tol, rtol=tol)
+        xs, times = inputs(0), []
+        for _ in range(3):
+            t = time.perf_counter()
+            new(*xs)
+            times.append((time.perf_counter() - t) * 1e6)
+        print(json.dumps({"cpu_us": sorted(times)[1], "wall_s": time.perf_counter() - t0}))
+        sys.exit(0)
     if "--ncu" in sys.argv:
         xs = inputs(0)
         for _ in range(3):

@@ -316,6 +316,7 @@ def test_profile_command_uses_nvtx_range_sections_and_untouched_clocks():
     command = profile_job.ncu_command("ncu", "rep", ["python", "x.py"])
     text = " ".join(command)
     assert "--nvtx --nvtx-include trialtui_profile/ --clock-control none --target-processes all" in text
+    assert f"--launch-count {profile_job.MAX_KERNELS}" in text
     for section in ("SpeedOfLight", "LaunchStats", "Occupancy", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis"):
         assert f"--section {section}" in text
     assert "sm__inst_executed_pipe_tensor_op_gmma" in text and "dram__bytes_read.sum" in text

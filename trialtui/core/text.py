@@ -48,3 +48,18 @@ def trial_summary(trial, baseline: str = "eager") -> str:
         sol = f", {trial.sol:.0%} of speed-of-light" if trial.sol is not None else ""
         return f"{speed_text}, {fmt_us(timing.get('median_us'))}{sol} [{label(result)}]"
     return result.get("message") or trial.state
+
+
+def compile_summary(report: dict[str, Any]) -> str:
+    """The compile stage's facts in one line: kernels, registers, spills, warnings."""
+    kernels = report.get("kernels") or []
+    parts = [f"{len(kernels)} kernel(s)" if kernels else "no kernel compiled"]
+    if kernels:
+        regs = max(int(k.get("registers") or 0) for k in kernels)
+        spills = sum(int(k.get("spills") or 0) for k in kernels)
+        parts.append(f"≤{regs} registers")
+        parts.append(f"{spills} spills" if spills else "no spills")
+    warnings = len(report.get("warnings") or [])
+    if warnings:
+        parts.append(f"{warnings} warning(s)")
+    return ", ".join(parts)

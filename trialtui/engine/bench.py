@@ -57,16 +57,9 @@ def bench_file(
     given = {}
     if baseline_us is not None:
         given[cfg.primary_baseline] = {"median_us": float(baseline_us), "rse": 0.0, "given": True}
-    spec = problem.job_spec(
-        candidate=str(Path(path).resolve()),
-        device=device,
-        seeds=seeds or cfg.seeds,
-        baselines=cfg.baselines,
-        given_baselines=given,
-        cuda_graph=cuda_graph,
-        timeout_s=cfg.bench_timeout_s,
-        candidate_as=str(problem.root / name) if name else None,  # a snapshot runs under the name the user knows
-    )
+    spec = problem_spec(problem, device, seeds=seeds, cuda_graph=cuda_graph,
+                        candidate=str(Path(path).resolve()), given_baselines=given,
+                        candidate_as=str(problem.root / name) if name else None)  # a snapshot runs under the name the user knows
     cache = BaselineCache(problem.state_dir)
     key = baseline_key(problem, cases[0], cuda_graph)
     if on_progress is not None and use_cache:
@@ -80,12 +73,21 @@ def bench_file(
         env={**child_env(device), **(env or {})}, handle=handle, on_progress=on_progress, warm=warm,
     )
     result["log"] = str(log_path)
+    result["reference_sha"] = key["ref_hash"]  # what `trialtui profile` checks before it reuses this verdict
     result.setdefault("dtype", cfg.dtype)
     result.setdefault("sizes", cases)
     result["env"] = {"device": device, **(result.get("env") or {})}  # a killed child's result too: budget counts GPU runs
     if result.get("state") == "correct" and result.get("baselines") and device == "cuda":
         cache.record(key, result.get("env") or {}, result["baselines"])
     return result
+
+
+def problem_spec(problem: Problem, device: str, *, seeds: int | None = None, cuda_graph: bool = False,
+                 **candidate: Any) -> dict[str, Any]:
+    """A bench job's spec; without the candidate's keys it is what a warm checker prepares ahead (runner/prepared.py)."""
+    cfg = problem.config
+    return problem.job_spec(device=device, seeds=seeds or cfg.seeds, baselines=cfg.baselines, cuda_graph=cuda_graph,
+                            timeout_s=cfg.bench_timeout_s, **candidate)
 
 
 def static_verdict(problem: Problem, path: Path, name: str | None = None) -> dict[str, Any] | None:

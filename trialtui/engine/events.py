@@ -57,6 +57,33 @@ class Progress(Event):
 
 
 @dataclass(frozen=True)
+class Preliminary(Event):
+    """The checker's first median, after a short timing window: shown as preliminary, never stored or decided on."""
+
+    kind: ClassVar[str] = "preliminary"
+    trial_id: str
+    median_us: float
+    p20_us: float
+    p80_us: float
+    n: int
+    speedup: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, trial_id: str, data: dict[str, Any]) -> "Preliminary":
+        """From the checker's progress line, every number checked (it crossed a process boundary)."""
+        def number(value: Any) -> float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == float("inf"):
+                raise ValueError(f"not a time: {value!r}")
+            return float(value)
+
+        speedup = data.get("speedup") or {}
+        if not isinstance(speedup, dict):
+            raise ValueError("speedup is not a mapping")
+        return cls(trial_id, number(data["median_us"]), number(data["p20_us"]), number(data["p80_us"]),
+                   int(number(data["n"])), {str(k)[:40]: number(v) for k, v in list(speedup.items())[:8]})
+
+
+@dataclass(frozen=True)
 class ResultReady(Event):
     kind: ClassVar[str] = "result"
     trial_id: str

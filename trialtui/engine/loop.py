@@ -28,13 +28,13 @@ from trialtui.engine import control
 from trialtui.engine import events as ev
 from trialtui.engine.finalize import FinalizeError
 from trialtui.engine.finalize import finalize as finalize_trial
-from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env, detect_device
+from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env, detect_device, problem_spec
 from trialtui.engine.jobs import ChildHandle, WarmChildren
 from trialtui.engine.lanes import Job, Lane, Lanes
 from trialtui.engine.profile import analyze, profile_file, trial_verdicts
 from trialtui.engine.validate import finding_message, validate_file
 from trialtui.engine.watcher import saves
-from trialtui.core.text import trial_summary
+from trialtui.core.text import compile_summary, trial_summary
 
 Subscriber = Callable[[ev.Event], None]
 
@@ -71,6 +71,7 @@ class Engine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._control: control.Server | None = None
         self._reference_sha = self._reference_hash()
+        self._watching = False  # saves are expected: idle lanes make the next job ready (warm checkers)
 
     # Subscribers
 
@@ -86,9 +87,9 @@ class Engine:
 
     def _queue_changed(self) -> None:
         self.emit(ev.QueueChanged(
-            lanes={lane.name: lane.running if lane.job is not None and lane.job.owner is self else None
+            lanes={lane.name: (lane.running or None) if lane.job is not None and lane.job.owner is self else None
                    for lane in self.lanes.lanes},
-            queued=[job.trial_id for job in self.lanes.queue if job.owner is self],
+            queued=[job.trial_id for job in self.lanes.queue if job.owner is self and job.trial_id],
         ))
 
     # Running
@@ -119,6 +120,9 @@ class Engine:
                 await self.drain()
                 return
             if watch:
+                self._watching = True
+                for lane in self.lanes.lanes:
+                    self._prepare_soon(lane)
                 watcher = asyncio.create_task(self._watch())
             await self._stop.wait()
         finally:
@@ -439,14 +443,18 @@ class Engine:
     # The GPU job
 
     async def _job(self, lane: Lane) -> None:
+        """The GPU job; a compile stage still running goes on beside it on a GPU lane, and its failure cancels it.
+
+        On the cpu lane the two would share the same cores (both run the interpreter), so there the
+        job waits for the compile as before.
+        """
         trial = self.store.get(lane.job.trial_id)
         compile_future = self._compiles.pop(trial.id, None)
-        if compile_future is not None:
-            report = await compile_future
-            if report.get("invalid", not report["ok"]):  # a CPU run that raised or hung: the bench job decides
-                self._invalid(trial.id, report)
+        if compile_future is not None and (compile_future.done() or lane.gpu is None):
+            trial = await self._compiled(trial, compile_future)
+            if trial is None:
                 return
-            trial = self.store.update(trial.id, validation=report)
+            compile_future = None
         handle = ChildHandle()
         self._handles[trial.id] = handle
         log_rel = f"logs/{trial.id}.log"
@@ -454,18 +462,64 @@ class Engine:
         loop = asyncio.get_running_loop()
 
         def progress(event: dict[str, Any]) -> None:
-            loop.call_soon_threadsafe(self.emit, ev.Progress(trial.id, event.get("phase", ""), event.get("i"),
-                                                             event.get("n"), event.get("runs")))
+            loop.call_soon_threadsafe(self._progress, trial.id, event)
 
         source = self.store.snapshot_path(trial.sha256)
+        bench = asyncio.ensure_future(asyncio.to_thread(
+            self._bench, self.problem, source, device=self.device, log_path=self.store.state_dir / log_rel,
+            handle=handle, on_progress=progress, env=lane.env, name=trial.file, **({"warm": self._warm} if self._warm else {}),
+        ))
         try:
-            result = await asyncio.to_thread(
-                self._bench, self.problem, source, device=self.device, log_path=self.store.state_dir / log_rel,
-                handle=handle, on_progress=progress, env=lane.env, name=trial.file, **({"warm": self._warm} if self._warm else {}),
-            )
+            if compile_future is not None and await self._compiled(trial, compile_future, handle) is None:
+                await asyncio.gather(bench, return_exceptions=True)  # the cancelled job sweeps before the lane frees
+                return
+            result = await bench
         finally:
             self._handles.pop(trial.id, None)
         await self._finish(trial, result, log_rel, lane)
+        self._prepare_soon(lane)
+
+    def _prepare_soon(self, lane: Lane) -> None:
+        """While watching and nothing of ours waits: the lane's warm checker makes the next job's problem part ready.
+
+        It is a lane job of its own, so that GPU work never overlaps another job; a job of ours queued
+        meanwhile does the work itself in the same warm process.
+        """
+        if self._warm is None or not self._watching or any(j.owner is self for j in self.lanes.queue):
+            return
+        env = {**child_env(self.device), **lane.env}
+
+        async def run(_: Lane) -> None:
+            if any(j.owner is self for j in self.lanes.queue):
+                return
+            spec = problem_spec(self.problem, self.device)
+            await asyncio.to_thread(self._warm.prepare, BENCH_MODULE, env, spec, self.problem.config.bench_timeout_s)
+
+        self.lanes.submit(Job("", "", run, lane.name, owner=self, on_error=lambda job, exc: self._fail(None, exc, "preparing")))
+
+    async def _compiled(self, trial: Trial, compile_future: asyncio.Future,
+                        running: ChildHandle | None = None) -> Trial | None:
+        """The compile stage's report into the trial; None when it makes the trial invalid (a running job is cancelled)."""
+        report = await compile_future
+        if report.get("invalid", not report["ok"]):  # a CPU run that raised or hung: the bench job decides
+            if running is not None:
+                running.cancel()
+            self._invalid(trial.id, report)
+            return None
+        trial = self.store.update(trial.id, validation=report)
+        if running is not None:  # the facts arrived while the GPU job runs: views reload the trial
+            self.emit(ev.StateChanged(trial.id, trial.state, "compiled: " + compile_summary(report)))
+        return trial
+
+    def _progress(self, trial_id: str, event: dict[str, Any]) -> None:
+        """A job's progress line; the checker's preliminary median becomes its own event (never stored, never decided on)."""
+        if event.get("phase") == "preliminary":
+            try:
+                self.emit(ev.Preliminary.of(trial_id, event))
+            except (TypeError, ValueError, KeyError):
+                pass  # a malformed line is not worth a wrong number on screen
+            return
+        self.emit(ev.Progress(trial_id, event.get("phase", ""), event.get("i"), event.get("n"), event.get("runs")))
 
     async def _finish(self, trial: Trial, result: dict[str, Any], log_rel: str, lane: Lane) -> None:
         others = [t for t in await asyncio.to_thread(self.store.trials) if t.id != trial.id]  # one read, off the loop

@@ -21,6 +21,7 @@ from trialtui.runner.candidate import describe
 from trialtui.core.prctl import seal
 from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline
 from trialtui.runner.child import serve
+from trialtui.runner.prepared import Prepared, prepare, problem_key
 
 SUSPICIOUS_SPEEDUP = 10.0
 
@@ -110,8 +111,14 @@ def _tolerance(spec: dict[str, Any], kind) -> tuple[float | None, float | None]:
     return spec["atol"], spec["rtol"]
 
 
-def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, progress, deadline, facts) -> dict[str, Any]:
-    """Every case under every seed: inputs made here, the candidate's outputs received as data and judged here."""
+def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, progress, deadline, facts,
+                      prepared=None) -> dict[str, Any]:
+    """Every case under every seed: inputs made here, the candidate's outputs received as data and judged here.
+
+    A (case, seed) the warm checker prepared (runner/prepared.py) comes with its inputs, outputs and
+    truth made ahead; the others are made here, the truth after the candidate's run so that the device
+    holds one copy of the inputs at a time.
+    """
     import torch
 
     from trialtui.runner.compare import compare, is_trivial, looks_like_tf32, normwise
@@ -123,7 +130,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
     report: dict[str, Any] = {
         "seeds": len(seeds), "cases": len(cases), "passed": True, "max_abs_err": 0.0, "max_rel_err": 0.0,
         "mismatch_frac": 0.0, "first_mismatch": None, "message": "", "warnings": [], "launches": 0,
-        "normwise_err": None, "normwise_bound": None, "case_bytes": 0,
+        "normwise_err": None, "normwise_bound": None, "case_bytes": 0, "prepared": 0,
     }
     trivial = True
     total = len(cases) * len(seeds)
@@ -131,12 +138,19 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
         for si, seed in enumerate(seeds):
             progress(phase="correctness", i=ci * len(seeds) + si + 1, n=total)
             where = f"case {ci + 1} {case or '(defaults)'} seed {seed}"
-            inputs = reference.make_inputs(case, seed)
-            call = reference.call(case, seed)
-            payload: dict[str, Any] = {"inputs": inputs, "seed": seed, **call.payload}
-            ref_model = call.model
-            with torch.no_grad():
-                expected = call.fn(clone(inputs))
+            ready = prepared.get(ci, seed) if prepared is not None else None
+            if ready is not None:
+                report["prepared"] += 1
+                inputs, expected, ref_model = ready.inputs, ready.expected, None
+                payload: dict[str, Any] = {"inputs": inputs, "seed": seed, **ready.payload}
+            else:
+                inputs = reference.make_inputs(case, seed)
+                call = reference.call(case, seed)
+                payload = {"inputs": inputs, "seed": seed, **call.payload}
+                ref_model = call.model
+                with torch.no_grad():
+                    expected = call.fn(clone(inputs))
+                del call
             if device == "cuda":
                 torch.cuda.synchronize()
             out_bytes = _bytes(expected)
@@ -145,17 +159,20 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
                 "run", payload, timeout_s=deadline.left(), into=device, max_bytes=64 * out_bytes + 2**20,
                 check_inputs=reference.kind.checks_input_mutation, case=case,
             )
-            del payload, call
+            del payload
             facts.see(reply)
             report["launches"] += int(reply.get("launches") or 0)
-            truth = None
+            truth = ready.truth if ready is not None else None
+            skipped = ready.skipped if ready is not None else None
             if ref_model is not None:  # a module to run again in float64 (KernelBench)
                 try:
                     truth = _higher_precision(reference, ref_model, inputs)
                 except Exception as exc:  # noqa: BLE001 - e.g. an op with no float64 kernel
-                    note = f"normwise check skipped: the reference does not run in higher precision ({describe(exc)})"
-                    if note not in report["warnings"]:
-                        report["warnings"].append(note)
+                    skipped = describe(exc)
+            if skipped:
+                note = f"normwise check skipped: the reference does not run in higher precision ({skipped})"
+                if note not in report["warnings"]:
+                    report["warnings"].append(note)
             del ref_model
             trivial = trivial and is_trivial(expected)
             if reply.get("input_changed"):
@@ -395,9 +412,13 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     link = _READY.pop() if _READY else CandidateProcess()  # imports torch while the reference loads here
     facts = Facts()
     ledger = MemoryLedger(device)
+    prepared = _PREPARED.pop() if _PREPARED else None
+    if prepared is not None and prepared.key != problem_key(spec):
+        prepared = None  # another problem part, or the reference's files changed since
+    result["prepared"] = len(prepared.cases) if prepared is not None else 0
     try:
         stage = "loading the reference"
-        reference = Reference(spec, device_name)
+        reference = prepared.reference if prepared is not None else Reference(spec, device_name)
         if reference.emulated:
             result["flags"].append(flag("bf16-emulated", BF16_NOTE))
         stage = "importing the candidate"
@@ -411,7 +432,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         facts.see(reply)
         phase("load")
         stage = "checking correctness"
-        correctness = check_correctness(spec, reference, link, cases, seeds, progress, deadline, facts)
+        correctness = check_correctness(spec, reference, link, cases, seeds, progress, deadline, facts, prepared)
+        del prepared
         phase("correctness")
         result["correctness"] = correctness
         for warning in correctness.pop("warnings", []):
@@ -514,6 +536,7 @@ def _cpu_timing(reference, link: CandidateProcess, case, deadline, facts: Facts)
 
 
 _READY: list[CandidateProcess] = []
+_PREPARED: list[Prepared] = []
 
 
 def prewarm() -> None:
@@ -521,8 +544,31 @@ def prewarm() -> None:
     _READY.append(CandidateProcess())
 
 
+def prepare_problem(message: dict[str, Any]) -> None:
+    """The engine's `prepare` line (the lane is idle): everything of the next job that is not the candidate's.
+
+    Ends with a `prepared` progress line: the engine holds the lane until it comes.
+    """
+    import torch
+
+    started = time.perf_counter()
+    spec = message["prepare"]
+    on_gpu = (spec.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")) == "cuda"
+    done = None
+    if not on_gpu or torch.cuda.is_available():
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = bool(spec.get("allow_tf32"))
+        seeds = spec.get("seeds_list") or list(range(spec.get("seeds", 5)))
+        done = prepare(spec, _case_list(spec, on_gpu), seeds, _higher_precision, _bytes, _READY[0] if _READY else None)
+    _PREPARED[:] = [done] if done is not None else []
+    progress = Progress(message.get("progress"))
+    progress(phase="prepared", cases=len(done.cases) if done else 0, held_bytes=done.held_bytes if done else 0,
+             seconds=round(time.perf_counter() - started, 3))
+    if progress.fh is not None:
+        progress.fh.close()
+
+
 def main(argv: list[str]) -> None:
-    serve(run, argv, prewarm=prewarm)
+    serve(run, argv, prewarm=prewarm, prepare=prepare_problem)
 
 
 if __name__ == "__main__":

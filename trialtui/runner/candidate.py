@@ -14,7 +14,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-OPS = ("load", "run", "prepare_timing", "time", "kernel_time", "cpu_time", "peak")
+OPS = ("ready", "load", "run", "prepare_timing", "time", "kernel_time", "cpu_time", "peak")
 
 
 class LaunchCounter:
@@ -102,6 +102,14 @@ class Session:
         self.runs = 0
 
     # -- operations ---------------------------------------------------------------------------
+    def op_ready(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
+        """Before any candidate is loaded: make the CUDA context while the user is still editing."""
+        import torch
+
+        if msg.get("device") == "cuda" and torch.cuda.is_available():
+            torch.empty(1, device="cuda")
+        return {}, None
+
     def op_load(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         import torch
 

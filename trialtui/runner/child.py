@@ -19,11 +19,14 @@ WARM_FLAG = "--warm"
 SPEC_COPY = "job-spec.json"
 
 
-def read_spec(argv: list[str], prewarm: Callable[[], None] | None = None) -> tuple[dict[str, Any], int]:
+def read_spec(argv: list[str], prewarm: Callable[[], None] | None = None,
+              prepare: Callable[[dict[str, Any]], None] | None = None) -> tuple[dict[str, Any], int]:
     """The job's spec and its result descriptor; stdin is left on /dev/null for the job's own code.
 
     A warm process imports torch and triton, and runs the job's `prewarm` (the checker starts its
-    candidate's process), before it blocks on stdin."""
+    candidate's process), before it blocks on stdin. Lines `{"prepare": {...}, "progress": ...}` that
+    come before the spec (the engine sends them while the lane is idle) go to the job's `prepare`; the
+    spec is last."""
     if WARM_FLAG in argv[1:]:
         import torch  # noqa: F401
         import triton  # noqa: F401
@@ -31,7 +34,14 @@ def read_spec(argv: list[str], prewarm: Callable[[], None] | None = None) -> tup
 
         if prewarm is not None:
             prewarm()
-    spec = json.loads(sys.stdin.buffer.read() or b"null")
+    spec = None
+    for line in iter(sys.stdin.buffer.readline, b""):
+        message = json.loads(line)
+        if isinstance(message, dict) and "prepare" in message:
+            if prepare is not None and isinstance(message["prepare"], dict):
+                prepare(message)
+            continue
+        spec = message
     if not isinstance(spec, dict):
         sys.exit("no job spec on stdin: child jobs are started by trialtui's supervisor")
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -45,8 +55,9 @@ def read_spec(argv: list[str], prewarm: Callable[[], None] | None = None) -> tup
 
 
 def serve(run: Callable[[dict[str, Any]], dict[str, Any]], argv: list[str],
-          prewarm: Callable[[], None] | None = None) -> None:
-    spec, result_fd = read_spec(argv, prewarm)
+          prewarm: Callable[[], None] | None = None,
+          prepare: Callable[[dict[str, Any]], None] | None = None) -> None:
+    spec, result_fd = read_spec(argv, prewarm, prepare)
     result = run(spec)
     data = json.dumps(result, default=str).encode()
     while data:

@@ -37,12 +37,14 @@ METRICS = (
     "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
     "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct",
 )
+MAX_KERNELS = 64  # launches profiled inside the range: a candidate that launches thousands is not replayed thousands of times
 DEFAULT_TIMEOUT_S = 300.0
 EXPORT_TIMEOUT_S = 120.0
 def ncu_command(ncu_bin: str, report: str | Path, target: list[str], range_name: str = RANGE) -> list[str]:
-    """The profiling command: one NVTX push/pop range (named without, included with, the slash)."""
+    """The profiling command: one NVTX push/pop range (named without, included with, the slash), at most
+    MAX_KERNELS launches of it."""
     command = [ncu_bin, "--nvtx", "--nvtx-include", f"{range_name}/", "--clock-control", "none",
-               "--target-processes", "all"]
+               "--target-processes", "all", "--launch-count", str(MAX_KERNELS)]
     for section in SECTIONS:
         command += ["--section", section]
     command += ["--metrics", ",".join(METRICS), "-o", str(report), "-f"]

@@ -7,7 +7,8 @@ when the job ends, times out, is cancelled, or the engine goes away (EOF on stdi
 kills its parent kills this process, not the engine; the engine then kills the pids reported here.
 
 Protocol, one JSON object per line. Engine to supervisor (stdin): a launch {"module", "env",
-"sandbox", "binds", "warm", "token"}, then a job {"spec", "timeout_s", "log_path", "limits"}, then maybe
+"sandbox", "binds", "warm", "token"}, maybe {"prepare": {...}} lines (the problem part of the next job,
+passed to a waiting warm job), then a job {"spec", "timeout_s", "log_path", "limits"}, then maybe
 {"cancel": true}. Supervisor to engine (stdout): {"event": "pids", "pids":
 [[pid, start_ticks], ...]}, {"event": "progress", "data": {...}}, and last {"event": "done", ...},
 each with the launch's token.
@@ -294,15 +295,18 @@ class Supervisor:
             for target in [pid, *descendants(pid)]:
                 apply_limits(target, job.get("limits") or {})
         spec = {**job["spec"], "result_fd": self.res_w, "progress": f"/dev/fd/{self.prog_w}"}
-        data = json.dumps(spec).encode()
+        self._write_spec(json.dumps(spec).encode())
+        os.close(self.spec_w)
+        self.started_at = time.monotonic()
+        self.deadline = self.started_at + float(job["timeout_s"])
+
+    def _write_spec(self, data: bytes) -> None:
+        """To the job's stdin: a `prepare` line while it waits, then its spec."""
         try:
             while data:
                 data = data[os.write(self.spec_w, data):]
         except BrokenPipeError:
             pass  # the job died while waiting: its exit is reported as such
-        os.close(self.spec_w)
-        self.started_at = time.monotonic()
-        self.deadline = self.started_at + float(job["timeout_s"])
 
     def receive(self, data: bytes) -> None:
         if not data:
@@ -315,6 +319,9 @@ class Supervisor:
             message = json.loads(line)
             if message.get("cancel"):
                 self.cancelled = True
+            elif "prepare" in message and self.job is None:
+                line = {"prepare": message["prepare"], "progress": f"/dev/fd/{self.prog_w}"}
+                self._write_spec(json.dumps(line).encode() + b"\n")
             elif "spec" in message and self.job is None:
                 self._take_job(message)
 

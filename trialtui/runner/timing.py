@@ -18,6 +18,7 @@ MIN_RUNS = 10
 TARGET_RSE = 0.005
 MAX_RUNS = 500
 TIME_CAP_S = 3.0
+PRELIMINARY_S = 0.25  # a first median is sent once this much timing has run (and MIN_RUNS rounds)
 BATCH = 10
 KERNEL_TIME_RUNS = 20
 # Wall-clock cross-check of the candidate's own timing: launch and round-trip allowance per call.
@@ -104,12 +105,14 @@ def time_alternating(
     *,
     on_run: Callable[[int], None] | None = None,
     time_cap_s: float = TIME_CAP_S,
+    on_preliminary: Callable[[dict[str, list[float]]], None] | None = None,
 ) -> tuple[dict[str, list[float]], list[tuple[float, int, list[float]]]]:
     """The candidate's batch (in its own process), then each baseline's batch here, until all are stable.
 
     Alternating batches keeps candidate and baselines under the same clocks and thermal state while
     the baselines stay out of the candidate's reach. Returns the samples per name and, per candidate
-    batch, (wall µs seen from here, runs, its samples) for the cross-check.
+    batch, (wall µs seen from here, runs, its samples) for the cross-check. `on_preliminary` gets the
+    samples so far once, after PRELIMINARY_S, unless the stopping rule ends the loop at that round.
     """
     names = list(fns)
     samples: dict[str, list[float]] = {"candidate": [], **{name: [] for name in names}}
@@ -134,7 +137,19 @@ def time_alternating(
             break
         if run >= MAX_RUNS or time.monotonic() - started > time_cap_s:
             break
+        if on_preliminary is not None and run >= MIN_RUNS and time.monotonic() - started >= PRELIMINARY_S:
+            on_preliminary({name: list(s) for name, s in samples.items()})
+            on_preliminary = None
     return samples, walls
+
+
+def preliminary(samples: dict[str, list[float]]) -> dict[str, Any]:
+    """The progress line of a first median: the candidate's median and spread, and its speedups so far."""
+    cand = summarize(samples["candidate"])
+    speedup = {name: statistics.median(s) / cand["median_us"] for name, s in samples.items()
+               if name != "candidate" and s and cand["median_us"] > 0}
+    return {"phase": "preliminary", "median_us": cand["median_us"], "p20_us": cand["p20_us"],
+            "p80_us": cand["p80_us"], "n": cand["n"], "speedup": speedup}
 
 
 def wall_per_call(walls: list[tuple[float, int, list[float]]]) -> float | None:

@@ -352,7 +352,7 @@ class TrialApp(KeyActions, AppMessages, App):
         if self._progress_dirty:
             self._progress_dirty = False
             self.status.refresh()
-            for trial_id in self.status.activity.progress:
+            for trial_id in {**self.status.activity.progress, **self.status.activity.preliminary}:
                 self.tree.set_progress(trial_id, self.tree.progress.get(trial_id))
 
     def _tail_log(self) -> None:

@@ -13,6 +13,7 @@ from trialtui.tui.messages import (
     EngineNotice,
     EngineStopped,
     FinalizeDone,
+    JobPreliminary,
     JobProgress,
     NewBest,
     QueueChanged,
@@ -106,6 +107,7 @@ class AppMessages:
         for trial_id in set(activity.started) - running:
             activity.started.pop(trial_id, None)
             activity.progress.pop(trial_id, None)
+            activity.preliminary.pop(trial_id, None)
             activity.states.pop(trial_id, None)
             self.tree.set_progress(trial_id, None)
         activity.lanes = dict(event.lanes)
@@ -118,6 +120,13 @@ class AppMessages:
         event = message.event
         self.status.activity.progress[event.trial_id] = event
         self.tree.progress[event.trial_id] = describe.progress_text(event.phase, event.i, event.n, event.runs)
+        self._progress_dirty = True
+
+    def on_job_preliminary(self, message: JobPreliminary) -> None:
+        """A first median while timing goes on: on the status bar and the tree row, marked preliminary."""
+        event = message.event
+        self.status.activity.preliminary[event.trial_id] = describe.preliminary_text(event, self.baseline)
+        self.tree.progress[event.trial_id] = describe.preliminary_text(event, self.baseline)
         self._progress_dirty = True
 
     def on_engine_notice(self, message: EngineNotice) -> None:

@@ -66,6 +66,13 @@ class JobProgress(EngineMessage):
         return isinstance(message, JobProgress) and message.event.trial_id == self.event.trial_id
 
 
+class JobPreliminary(EngineMessage):
+    event: ev.Preliminary
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, JobPreliminary) and message.event.trial_id == self.event.trial_id
+
+
 MESSAGES: dict[type[ev.Event], type[EngineMessage]] = {
     ev.TrialCreated: TrialCreated,
     ev.StateChanged: TrialStateChanged,
@@ -77,6 +84,7 @@ MESSAGES: dict[type[ev.Event], type[EngineMessage]] = {
     ev.EngineError: EngineFailed,
     ev.QueueChanged: QueueChanged,
     ev.Progress: JobProgress,
+    ev.Preliminary: JobPreliminary,
 }
 
 

@@ -27,6 +27,7 @@ class Activity:
     queued: list[str] = field(default_factory=list)
     started: dict[str, float] = field(default_factory=dict)  # trial id → clock() when it started running
     progress: dict[str, ev.Progress] = field(default_factory=dict)
+    preliminary: dict[str, str] = field(default_factory=dict)  # running trial id → its first median, as text
     states: dict[str, str] = field(default_factory=dict)  # running trial id → its state
 
 
@@ -134,6 +135,8 @@ class StatusBar(Themed, Widget):
             if progress is not None:
                 text.append(" ")
                 self._progress(text, progress)
+            if trial_id in a.preliminary:
+                text.append(f" {a.preliminary[trial_id]}", self.color("trial-running"))
         idle = [lane for lane, tid in a.lanes.items() if not tid]
         if len(a.lanes) > 1 and idle:  # with several GPUs, every lane's state is visible
             self._sep(text)

@@ -1,0 +1,116 @@
+"""Warm lanes (issue 16): the waiting checker makes the problem part of the next job ready, and the verdict
+it then gives is the verdict a cold job gives."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from trialtui.core.problem import load_problem
+from trialtui.engine import events as ev
+from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env, problem_spec
+from trialtui.engine.jobs import WarmChildren
+from trialtui.engine.lanes import Lane, Lanes
+from trialtui.engine.loop import Engine
+from trialtui.runner.prepared import problem_key
+
+from conftest import KB_GOOD, write_problem
+
+pytestmark = pytest.mark.slow
+
+# Off by a relative 3e-5 on every element: inside the elementwise fp32 tolerance, so only the normwise
+# check against the float64 truth (prepared ahead, in the warm path) catches it.
+SYSTEMATIC = KB_GOOD.replace("tl.maximum(x + b, 0.0)", "tl.maximum(x + b, 0.0) * 1.00003")
+WRONG = KB_GOOD.replace("tl.maximum(x + b, 0.0)", "tl.maximum(x - b, 0.0)")
+
+
+def test_the_problem_key_follows_the_reference_bytes_and_ignores_the_candidate(tmp_path):
+    root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
+    problem = load_problem(root)
+    base = problem_spec(problem, "cpu")
+    key = problem_key(base)
+    assert key == problem_key({**base, "candidate": "/x/kernel.py", "candidate_as": "k.py", "timeout_s": 5})
+    assert key != problem_key({**base, "seeds": base["seeds"] + 1})
+    assert key != problem_key({**base, "allow_tf32": not base["allow_tf32"]})
+    (root / "reference.py").write_text((root / "reference.py").read_text() + "\n# edited\n")
+    assert key != problem_key(base)
+    (root / "reference.py").unlink()
+    assert problem_key(base) is None
+
+
+def _bench_warm(problem, path, warm, prepare: bool):
+    env = child_env("cpu")
+    if prepare:
+        done = warm.prepare(BENCH_MODULE, env, problem_spec(problem, "cpu"), 120)
+        assert done is not None and done["phase"] == "prepared"
+        assert done["cases"] == len(problem.test_cases) * problem.config.seeds
+    return bench_file(problem, path, device="cpu", warm=warm)
+
+
+def test_a_prepared_checker_gives_the_cold_verdicts(tmp_path):
+    root = write_problem(tmp_path / "p", files={"good.py": KB_GOOD, "systematic.py": SYSTEMATIC, "wrong.py": WRONG})
+    problem = load_problem(root)
+    warm = WarmChildren()
+    try:
+        for name, state in [("good.py", "correct"), ("systematic.py", "incorrect"), ("wrong.py", "incorrect")]:
+            cold = bench_file(problem, root / name, device="cpu")
+            warm.prime(BENCH_MODULE, child_env("cpu"))
+            ready = _bench_warm(problem, root / name, warm, prepare=True)
+            assert cold["state"] == ready["state"] == state, (name, cold["message"], ready["message"])
+            assert cold["prepared"] == 0
+            assert ready["prepared"] == ready["correctness"]["prepared"] or ready["state"] != "correct"
+            assert ready["prepared"] == len(problem.test_cases) * problem.config.seeds
+            for key in ("max_abs_err", "normwise_err", "normwise_bound"):
+                assert cold["correctness"][key] == ready["correctness"][key], key
+    finally:
+        warm.close()
+
+
+def test_a_reference_edited_after_preparing_is_not_judged_by_the_prepared_outputs(tmp_path):
+    root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
+    problem = load_problem(root)
+    warm = WarmChildren()
+    try:
+        warm.prime(BENCH_MODULE, child_env("cpu"))
+        assert warm.prepare(BENCH_MODULE, child_env("cpu"), problem_spec(problem, "cpu"), 120) is not None
+        # the reference now subtracts the bias: the prepared outputs are stale and must not be used
+        (root / "reference.py").write_text((root / "reference.py").read_text().replace("x + self.bias", "x - self.bias"))
+        result = bench_file(load_problem(root), root / "kernel.py", device="cpu", warm=warm)
+        assert result["prepared"] == 0
+        assert result["state"] == "incorrect"
+    finally:
+        warm.close()
+
+
+def test_a_watching_engine_prepares_its_idle_lane_and_the_next_save_uses_it(tmp_path):
+    root = write_problem(tmp_path / "p", config="[watch]\nquiet_ms = 50\n")
+    problem = load_problem(root)
+    engine = Engine(problem, device="cpu", lanes=Lanes([Lane("cpu", None)]))
+    seen: list[ev.Event] = []
+    engine.subscribe(seen.append)
+
+    async def main():
+        task = asyncio.create_task(engine.run())
+        deadline = time.monotonic() + 90
+        await asyncio.sleep(0.5)
+        while not engine.lanes.idle:  # the prepare job holds the lane until the checker is ready
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        (root / "kernel.py").write_text(KB_GOOD)
+        while not any(isinstance(e, ev.ResultReady) for e in seen):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        engine.stop()
+        await task
+
+    try:
+        asyncio.run(main())
+    finally:
+        engine.close()
+    t1 = engine.store.get("t1")
+    assert t1.state == "correct", t1.result["message"]
+    assert t1.result["prepared"] == len(problem.test_cases) * problem.config.seeds
+    queued = [e for e in seen if isinstance(e, ev.QueueChanged)]
+    assert all("" not in e.queued and "" not in e.lanes.values() for e in queued)  # the prepare job is not a trial

@@ -1,0 +1,127 @@
+"""What a warm checker makes ready before the save arrives: nothing in it depends on the candidate.
+
+While the user edits, the engine hands the lane's waiting checker the problem part of the next job.
+The checker then creates its CUDA context and its candidate process's, loads the reference, and
+computes per (case, seed) the inputs, the reference's outputs and their higher-precision truth,
+within a memory budget. The job that follows uses them only if its problem part and the reference's
+files are byte-for-byte what was prepared; anything else (or anything over the budget) is computed
+in the job as before. The candidate's process stays fresh for each job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Keys of a job spec that belong to the candidate or to this one run, not to the problem.
+CANDIDATE_KEYS = frozenset({"candidate", "candidate_as", "given_baselines", "timeout_s", "progress",
+                            "spec_path", "result_fd", "report"})
+BUDGET_BYTES = 2 << 30  # device memory a waiting checker may hold for inputs, outputs and truths
+BUDGET_FRACTION = 0.25  # ... and never more than this share of the GPU's memory
+
+
+def problem_key(spec: dict[str, Any]) -> str | None:
+    """The problem part of a spec and the bytes of the reference's files; None if one cannot be read."""
+    part = {k: v for k, v in spec.items() if k not in CANDIDATE_KEYS}
+    digest = hashlib.sha256(json.dumps(part, sort_keys=True, default=str).encode())
+    for path in [spec.get("reference"), *spec.get("support_files", [])]:
+        try:
+            digest.update(Path(path).read_bytes())
+        except (OSError, TypeError):
+            return None
+    return digest.hexdigest()
+
+
+@dataclass
+class Expected:
+    """One (case, seed) on the reference's side; `truth` is None when the reference has no module to
+    run in higher precision (GPU MODE) or it could not run (`skipped` says why)."""
+
+    inputs: Any
+    payload: dict[str, Any]  # what the candidate's process needs besides the inputs (e.g. the weights)
+    expected: Any
+    truth: Any = None
+    skipped: str | None = None
+
+
+@dataclass
+class Prepared:
+    key: str
+    reference: Any  # a loaded trialtui.runner.loader.Reference
+    cases: dict[tuple[int, int], Expected] = field(default_factory=dict)
+    held_bytes: int = 0
+
+    def get(self, case_index: int, seed: int) -> Expected | None:
+        return self.cases.get((case_index, seed))
+
+
+def budget(device) -> int:
+    import torch
+
+    if device.type != "cuda":
+        return BUDGET_BYTES
+    total = torch.cuda.get_device_properties(device).total_memory
+    return int(min(BUDGET_BYTES, BUDGET_FRACTION * total))
+
+
+def prepare(spec: dict[str, Any], cases: list[dict[str, Any]], seeds: list[int], higher, sizeof, link=None) -> Prepared | None:
+    """Load the reference and fill the cache in the job's order until the budget is reached.
+
+    `higher(reference, model, inputs)` is the checker's higher-precision run, `sizeof` its byte
+    count; `link` (the checker's candidate process) gets its CUDA context made too. Failures are
+    printed and leave the job to do the work itself.
+    """
+    import torch
+
+    from trialtui.runner.loader import Reference
+
+    key = problem_key(spec)
+    if key is None:
+        return None
+    try:
+        device = torch.device(spec.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if device.type == "cuda":
+            torch.empty(1, device=device)  # the context, made now rather than in the job
+            if link is not None:
+                link.request("ready", timeout_s=60.0, device="cuda")
+        prepared = Prepared(key, Reference(spec, device.type))
+        limit = budget(device)
+        for ci, case in enumerate(cases):
+            for seed in seeds:
+                entry = expected_for(prepared.reference, case, seed, higher)
+                size = sizeof([entry.inputs, entry.expected, entry.truth])
+                if prepared.held_bytes + size > limit:
+                    return prepared
+                prepared.cases[(ci, seed)] = entry
+                prepared.held_bytes += size
+        return prepared
+    except Exception:  # noqa: BLE001 - the reference may raise anything; the job will say it properly
+        print(f"trialtui: preparing the problem failed; the job computes it itself\n{traceback.format_exc()}",
+              file=sys.stderr)
+        return None
+
+
+def expected_for(reference, case: dict[str, Any], seed: int, higher) -> Expected:
+    import torch
+
+    from trialtui.runner.candidate import describe
+    from trialtui.runner.loader import clone
+
+    inputs = reference.make_inputs(case, seed)
+    call = reference.call(case, seed)
+    with torch.no_grad():
+        expected = call.fn(clone(inputs))
+    entry = Expected(inputs, dict(call.payload), expected)
+    if call.model is not None:  # a module to run again in higher precision (KernelBench)
+        try:
+            entry.truth = higher(reference, call.model, list(inputs))
+        except Exception as exc:  # noqa: BLE001 - e.g. an op with no float64 kernel
+            entry.skipped = describe(exc)
+    if reference.device.type == "cuda":
+        torch.cuda.synchronize()
+    return entry

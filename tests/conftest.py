@@ -76,3 +76,17 @@ def write_problem(root: Path, reference: str = KB_REFERENCE, files: dict[str, st
 @pytest.fixture
 def kb_problem(tmp_path: Path) -> Path:
     return write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
+
+
+HEAVY = ("test_hostile.py", "test_trust.py", "test_demo.py", "test_one_verdict.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest tests first (the corpora, the demo stories, then the other slow ones): spread over
+    the xdist workers early, they do not leave one worker running while the others are idle at the end."""
+    def weight(item) -> int:
+        if item.path.name in HEAVY:
+            return 0
+        return 1 if item.get_closest_marker("slow") else 2
+
+    items.sort(key=weight)

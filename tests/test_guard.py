@@ -49,3 +49,33 @@ def test_an_edit_between_jobs_becomes_the_known_good_bytes(tmp_path):
     token, snap = guard.begin(spec_for(root, "a.py"))  # alone again: the edit is accepted
     assert guard.end(token, snap, tmp_path / "kept") == ([], set())
     assert (root / "reference.py").read_bytes() == edited
+
+
+def test_a_change_restored_by_the_job_that_ends_first_is_charged_to_the_one_still_running(tmp_path):
+    root = write_problem(tmp_path / "p", files={"a.py": KB_GOOD, "b.py": KB_GOOD})
+    token_a, snap_a = guard.begin(spec_for(root, "a.py"))
+    token_b, snap_b = guard.begin(spec_for(root, "b.py"))
+    (root / "reference.py").write_text("# appended by one of them\n")
+    changed_a, shared_a = guard.end(token_a, snap_a, tmp_path / "kept-a")  # a ends first and puts it back
+    changed_b, shared_b = guard.end(token_b, snap_b, tmp_path / "kept-b")
+    assert [c["how"] for c in changed_a] == ["changed"] == [c["how"] for c in changed_b]
+    assert root / "reference.py" in shared_a and root / "reference.py" in shared_b  # either may have written it
+
+
+def test_jobs_load_the_reference_text_the_engine_sent_not_the_file(tmp_path):
+    import pytest
+
+    pytest.importorskip("torch")
+    from trialtui.core.problem import load_problem
+    from trialtui.runner.loader import Reference
+
+    root = write_problem(tmp_path / "p", files={"a.py": KB_GOOD})
+    spec = load_problem(root).job_spec(candidate=str(root / "a.py"))
+    token, snap = guard.begin(spec)
+    sent = guard.with_reference_source(spec, snap)
+    (root / "reference.py").unlink()  # another job removed it before this one loaded it
+    reference = Reference(sent, "cpu")
+    assert reference.module.__file__ == str(root / "reference.py")
+    assert reference.module.Model(*reference.module.get_init_inputs())(*reference.make_inputs({}, 0)).shape == (8, 32)
+    guard.end(token, snap, tmp_path / "kept")
+    assert (root / "reference.py").exists()

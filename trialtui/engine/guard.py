@@ -109,12 +109,28 @@ def begin(spec: dict[str, Any]) -> tuple[int, Snapshot]:
     return token, Snapshot.take(paths)
 
 
+def with_reference_source(spec: dict[str, Any], snapshot: Snapshot) -> dict[str, Any]:
+    """The reference's known-good text in the spec: the job loads it from there, not from the file."""
+    reference = Path(spec["reference"]) if spec.get("reference") else None
+    data = snapshot.saved.get(reference) if reference is not None else None
+    if data is None:
+        return spec
+    try:
+        return {**spec, "reference_source": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return spec  # the job's own load says what is wrong with it
+
+
 def end(token: int, snapshot: Snapshot, keep_dir: Path) -> tuple[list[dict[str, str]], set[Path]]:
     """The job's changes (put back) and those others found while it ran; and the files another job
     covered meanwhile (a change there may be that job's)."""
     changed = snapshot.restore_changed(keep_dir)
     with _lock:
         _guarding.pop(token, None)
+        for entry in changed:  # a job still running that covers the file may be the one that wrote it
+            for other, theirs in _guarding.items():
+                if Path(entry["file"]) in theirs:
+                    _found[other].append({**entry, "found_by": "another job of this problem, when it ended"})
         found = _found.pop(token, [])
         shared = _overlapped.pop(token, set())
     seen = {c["file"] for c in changed}

@@ -321,6 +321,7 @@ def run_child(
     if sandbox and shutil.which("bwrap") is None:
         return failure("error", "the sandbox needs bubblewrap (bwrap), which is not installed: apt-get install bubblewrap")
     token, snapshot = guard.begin(spec)
+    spec = guard.with_reference_source(spec, snapshot)
     started = time.monotonic()
     supervised = warm.take(module, env) if warm is not None and not sandbox else None
     if supervised is None:

@@ -28,10 +28,11 @@ class Statement:
     code: CodeType
 
 
-def constant_block(path: str | Path) -> list[Statement]:
-    """The module's top-level assignments, in order (`a = b = 1`, `x, y = (1, 2)`, `n += 1` included)."""
+def constant_block(path: str | Path, source: str | None = None) -> list[Statement]:
+    """The module's top-level assignments, in order (`a = b = 1`, `x, y = (1, 2)`, `n += 1` included);
+    from `source` when given (the text the module was loaded from), else from the file."""
     path = Path(path)
-    tree = ast.parse(path.read_bytes(), filename=str(path))
+    tree = ast.parse(path.read_bytes() if source is None else source, filename=str(path))
     block = []
     for node in tree.body:
         if isinstance(node, ast.Assign):

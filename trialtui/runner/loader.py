@@ -31,14 +31,17 @@ def interpreted() -> bool:
     return os.environ.get("TRITON_INTERPRET") == "1"
 
 
-def load_module(path: str | Path, name: str, as_path: str | Path | None = None):
+def load_module(path: str | Path, name: str, as_path: str | Path | None = None, source: str | None = None):
     """Import a file under a private module name (Triton's @jit needs a real file for source).
 
     `as_path` runs a snapshot under the name the user knows: `__file__`, tracebacks and files read
     beside it resolve against the problem directory, while the source (linecache, so Triton's
-    inspect.getsource too) is the snapshot's, whatever the file on disk holds by now.
+    inspect.getsource too) is the snapshot's, whatever the file on disk holds by now. `source` is
+    the text itself (the reference's known-good bytes, sent in the job's spec), run as `path`.
     """
     path = Path(path)
+    if source is not None:
+        path, as_path = None, as_path or path
     if as_path is None:
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
@@ -46,7 +49,7 @@ def load_module(path: str | Path, name: str, as_path: str | Path | None = None):
         spec.loader.exec_module(module)
         return module
     filename = str(as_path)
-    source = path.read_text(encoding="utf-8")
+    source = path.read_text(encoding="utf-8") if source is None else source
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     module = types.ModuleType(name)
     module.__file__ = filename
@@ -99,7 +102,9 @@ class Reference:
         if self.emulated:
             self.dtype = torch.float32
         self.importable(spec["reference"], spec.get("support_files", []))
-        self.module = load_module(spec["reference"], "trialtui_reference")
+        # the engine's known-good text of it when the spec has one: a job running beside this one may
+        # have changed or removed the file (engine/guard.py puts it back, but not before this reads it)
+        self.module = load_module(spec["reference"], "trialtui_reference", source=spec.get("reference_source"))
         self.constants: list = []  # module-level size constants a case may override (KernelBench)
         self.cuda_target = self.device if self.device.type != "cuda" and not torch.cuda.is_available() else None
         self.kind.setup(self)

@@ -20,7 +20,7 @@ from typing import Any
 
 # Keys of a job spec that belong to the candidate or to this one run, not to the problem.
 CANDIDATE_KEYS = frozenset({"candidate", "candidate_as", "given_baselines", "timeout_s", "progress",
-                            "spec_path", "result_fd", "report"})
+                            "spec_path", "result_fd", "report", "reference_source"})
 BUDGET_BYTES = 2 << 30  # device memory a waiting checker may hold for inputs, outputs and truths
 BUDGET_FRACTION = 0.25  # ... and never more than this share of the GPU's memory
 
@@ -29,7 +29,10 @@ def problem_key(spec: dict[str, Any]) -> str | None:
     """The problem part of a spec and the bytes of the reference's files; None if one cannot be read."""
     part = {k: v for k, v in spec.items() if k not in CANDIDATE_KEYS}
     digest = hashlib.sha256(json.dumps(part, sort_keys=True, default=str).encode())
-    for path in [spec.get("reference"), *spec.get("support_files", [])]:
+    source = spec.get("reference_source")
+    if source is not None:  # the engine's known-good text of the reference, which is what the job loads
+        digest.update(source.encode("utf-8"))
+    for path in [*([] if source is not None else [spec.get("reference")]), *spec.get("support_files", [])]:
         try:
             digest.update(Path(path).read_bytes())
         except (OSError, TypeError):

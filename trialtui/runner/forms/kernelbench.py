@@ -14,7 +14,7 @@ from trialtui.runner.loader import load_matching_weights, map_tensors, seed_all
 
 class KernelBench(RunnerForm):
     def setup(self, ref) -> None:
-        ref.constants = constants.constant_block(ref.spec["reference"])
+        ref.constants = constants.constant_block(ref.spec["reference"], ref.spec.get("reference_source"))
 
     def make_inputs(self, ref, case: dict[str, Any], seed: int) -> Any:
         with ref.sizes(case), torch.device(ref.device):

@@ -376,7 +376,7 @@ class GpuBench(FakeBench):
 
 
 def test_profile_policy_auto_profiles_first_correct_and_new_best_only(root, monkeypatch):
-    import trialtui.engine.loop as loop
+    import trialtui.engine.trial_jobs as loop
     from test_planted_verdicts import HERE as PLANTED
     from trialtui.core import ncu
     from trialtui.runner.profile_job import _kernel

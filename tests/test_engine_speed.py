@@ -230,3 +230,22 @@ def test_profile_reuses_the_verdict_of_the_same_source_against_the_same_referenc
     (root / "kernel.py").write_text(KB_GOOD)
     (root / "reference.py").write_text((root / "reference.py").read_text() + "\n# edited\n")
     assert _profiled(monkeypatch, root, calls)["state"] == "incorrect" and len(calls) == 2  # new reference: checked
+
+
+def test_a_compile_stage_that_raises_cancels_the_gpu_job_before_the_lane_takes_another(tmp_path):
+    class Broken(SlowCompile):
+        def __call__(self, problem, path, compile=True, **kw):
+            if compile:
+                time.sleep(0.3)
+                raise RuntimeError("the compile stage itself broke")
+            return ok_validate(problem, path)
+
+    bench = FakeBench(seconds=20.0)
+    engine = engine_with(tmp_path, bench, Broken(0.3), Lane("gpu0", "0"))
+    seen = collect(engine)
+    started = time.monotonic()
+    asyncio.run(engine.run(once=True))
+    assert time.monotonic() - started < 5  # the 20 s job was cancelled with it
+    assert engine.store.get("t1").state == "error"
+    assert any(isinstance(e, ev.EngineError) and "the compile stage itself broke" in e.message for e in seen)
+    engine.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import subprocess
@@ -10,6 +9,7 @@ import sys
 import textwrap
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -53,7 +53,8 @@ def test_trialtui_in_tmux_shows_a_saved_candidate_scored(tmp_path):
     root = write_problem(tmp_path / "relu", files={})
     tmux = Tmux()
     env = {"TERM": "xterm-256color", "CUDA_VISIBLE_DEVICES": "", "TEXTUAL_ANIMATIONS": "none",
-           "PYTHONPATH": os.pathsep.join(sys.path)}
+           # the checkout, not this worker's sys.path (other tests put hundreds of problem folders on it)
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     # COLUMNS/LINES from the test's own environment would override the pane's real size
     command = " ".join(["env", "-u", "COLUMNS", "-u", "LINES", *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
                         shlex.quote(sys.executable), "-m", "trialtui", shlex.quote(str(root))])

@@ -34,6 +34,35 @@ def seal() -> bool:
     return prctl(PR_SET_DUMPABLE, 0)
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+_CAP_V3 = 0x20080522
+
+
+def drop_ptrace_now() -> bool:
+    """CAP_SYS_PTRACE out of this process's effective and permitted sets at once (dropping it from the
+    bounding set takes effect only at exec; a forked candidate's process never execs). True when it
+    is gone, or was never held."""
+    if _prctl is None or not hasattr(_libc, "capget"):
+        return False
+    header, data = _CapHeader(_CAP_V3, 0), (_CapData * 2)()
+    if _libc.capget(ctypes.byref(header), data) != 0:
+        return False
+    bit = 1 << CAP_SYS_PTRACE
+    if not (data[0].effective | data[0].permitted | data[0].inheritable) & bit:
+        return True
+    data[0].effective &= ~bit
+    data[0].permitted &= ~bit
+    data[0].inheritable &= ~bit
+    return _libc.capset(ctypes.byref(header), data) == 0
+
+
 def prepare_candidate_child() -> None:
     """Before exec in a candidate's process: SIGKILL when its parent dies, and, where it runs as root,
     no CAP_SYS_PTRACE, which would let it past every seal."""

@@ -373,10 +373,13 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     from trialtui.runner.loader import BF16_NOTE, Reference
 
     seal()
+    # first, before any CUDA call or the reference: on the CPU the candidate's process is a fork of this one
+    link = _READY.pop() if _READY else CandidateProcess(fork=_JOB_PROCESS)  # a new one imports torch while the reference loads here
     progress = Progress(spec.get("progress"))
     deadline = Deadline(float(spec.get("timeout_s", 120)))
     device_name = spec.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
     if device_name == "cuda" and not torch.cuda.is_available():
+        link.close()
         return {"version": RESULT_VERSION, "state": "error", "message": "--device cuda asked for, but CUDA is not available"}
     device = torch.device(device_name)
     torch.backends.cuda.matmul.allow_tf32 = bool(spec.get("allow_tf32"))
@@ -409,7 +412,6 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         phases[name] = round(now - mark, 3)
         mark = now
 
-    link = _READY.pop() if _READY else CandidateProcess()  # imports torch while the reference loads here
     facts = Facts()
     ledger = MemoryLedger(device)
     prepared = _PREPARED.pop() if _PREPARED else None
@@ -537,11 +539,13 @@ def _cpu_timing(reference, link: CandidateProcess, case, deadline, facts: Facts)
 
 _READY: list[CandidateProcess] = []
 _PREPARED: list[Prepared] = []
+_JOB_PROCESS = False  # True in `python -m trialtui.runner.bench_job`: nothing but imports has run before the job
 
 
 def prewarm() -> None:
-    """A warm checker starts its job's candidate process at once, so that process's torch import is done too."""
-    _READY.append(CandidateProcess())
+    """A warm checker starts its job's candidate process at once (before any CUDA call or reference:
+    on the CPU it is a fork of this process), so that process's imports are done too."""
+    _READY.append(CandidateProcess(fork=_JOB_PROCESS))
 
 
 def prepare_problem(message: dict[str, Any]) -> None:
@@ -560,6 +564,8 @@ def prepare_problem(message: dict[str, Any]) -> None:
         seeds = spec.get("seeds_list") or list(range(spec.get("seeds", 5)))
         done = prepare(spec, _case_list(spec, on_gpu), seeds, _higher_precision, _bytes, _READY[0] if _READY else None)
     _PREPARED[:] = [done] if done is not None else []
+    if _READY and _READY[0].process.poll() is not None:  # the candidate's process died making its context
+        _READY.pop().close()  # the job starts a fresh one
     progress = Progress(message.get("progress"))
     progress(phase="prepared", cases=len(done.cases) if done else 0, held_bytes=done.held_bytes if done else 0,
              seconds=round(time.perf_counter() - started, 3))
@@ -568,6 +574,8 @@ def prepare_problem(message: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> None:
+    global _JOB_PROCESS
+    _JOB_PROCESS = True
     serve(run, argv, prewarm=prewarm, prepare=prepare_problem)
 
 

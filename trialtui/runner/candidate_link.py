@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trialtui.core.prctl import prepare_candidate_child
+from trialtui.core.prctl import drop_ptrace_now, prepare_candidate_child
 from trialtui.runner.wire import Channel, ChannelClosed, WireError, exchange_dirs
 
 class CandidateFailed(Exception):
@@ -31,18 +31,27 @@ class CandidateFailed(Exception):
 
 
 class CandidateProcess:
-    """A fresh process per job; its imports overlap with the checker loading the reference."""
+    """A fresh process per job; its imports overlap with the checker loading the reference.
 
-    def __init__(self, env: dict[str, str] | None = None):
+    With `fork`, where nothing here uses CUDA (the interpreter on the CPU), it is a fork of this
+    process: torch is imported once, not twice. Only the checker's job process asks for it, and only
+    before it has run a torch op or loaded the reference (a fork inherits OpenMP's state and the
+    memory). On a GPU it is a new interpreter: the CUDA driver is not fork-safe.
+    """
+
+    def __init__(self, env: dict[str, str] | None = None, *, fork: bool = False):
         self.exchange = exchange_dirs()
         self.scratch = Path(tempfile.mkdtemp(prefix="trialtui-cwd-"))
         child_env = {k: v for k, v in (env or os.environ).items() if not k.startswith("TRIALTUI_")}
         child_env["PYTHONUNBUFFERED"] = "1"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "trialtui.runner.candidate", *map(str, self.exchange)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, cwd=self.scratch,
-            env=child_env, close_fds=True, preexec_fn=prepare_candidate_child,
-        )
+        if fork and may_fork():
+            self.process = ForkedProcess(self.exchange, self.scratch, child_env)
+        else:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "trialtui.runner.candidate", *map(str, self.exchange)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, cwd=self.scratch,
+                env=child_env, close_fds=True, preexec_fn=prepare_candidate_child,
+            )
         self.channel = Channel(self.process.stdout, self.process.stdin, self.exchange, "chk")
 
     def request(self, op: str, payload: Any = None, *, timeout_s: float, into: str = "cpu",
@@ -92,6 +101,78 @@ class CandidateProcess:
         for directory in self.exchange:
             shutil.rmtree(directory, ignore_errors=True)
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def may_fork() -> bool:
+    """The interpreter on the CPU, torch imported, CUDA never touched: a fork is the same process, sooner."""
+    torch = sys.modules.get("torch")
+    return os.environ.get("TRITON_INTERPRET") == "1" and torch is not None and not torch.cuda.is_initialized()
+
+
+class ForkedProcess:
+    """The candidate's process as a fork of the checker: what `subprocess.Popen` would give, without exec.
+
+    The child keeps nothing of the checker's descriptors but the two protocol pipes and the log
+    (stderr), runs in the scratch directory with the job's environment minus trialtui's variables,
+    and never returns into the checker's code.
+    """
+
+    def __init__(self, exchange: list[Path], scratch: Path, env: dict[str, str]):
+        to_r, to_w = os.pipe()
+        from_r, from_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.pid = os.fork()
+        if self.pid == 0:
+            code = 1
+            try:
+                os.dup2(to_r, 0)
+                os.dup2(from_w, 1)
+                os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+                os.chdir(scratch)
+                os.environ.clear()
+                os.environ.update(env)
+                prepare_candidate_child()
+                if not drop_ptrace_now():  # no exec to apply the bounding set: without this it could open the checker's pipes
+                    raise OSError("could not drop CAP_SYS_PTRACE")
+                from trialtui.runner import candidate
+
+                sys.argv = [candidate.__file__, *map(str, exchange)]
+                candidate.main()
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(to_r)
+        os.close(from_w)
+        self.stdin = os.fdopen(to_w, "wb")
+        self.stdout = os.fdopen(from_r, "rb")
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: gone, and how is unknown
+                self.returncode = -signal.SIGKILL
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"candidate process {self.pid}", timeout)
+            time.sleep(0.005)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 class Deadline:

@@ -1,0 +1,76 @@
+"""On the CPU the candidate's process is a fork of the checker (torch imported once): it must hold no more
+than the exec'd one did: no capability to trace the checker, no descriptor but its pipes and the log, no
+trialtui variable in its os.environ, the scratch directory as cwd, and nothing the checker computed (the
+fork is made before the reference is loaded; the hostile corpus's verdict/ cases run through it on the CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from trialtui.core.prctl import CAP_SYS_PTRACE, drop_ptrace_now
+
+pytestmark = pytest.mark.slow
+
+
+def cap_eff() -> int:
+    for line in open("/proc/self/status"):
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    return 0
+
+
+def test_drop_ptrace_now_takes_the_capability_out_of_a_running_process():
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        ok = drop_ptrace_now()
+        os.write(write, json.dumps([ok, cap_eff()]).encode())
+        os._exit(0)
+    os.close(write)
+    ok, eff = json.loads(os.read(read, 100))
+    os.waitpid(pid, 0)
+    assert ok and not eff & (1 << CAP_SYS_PTRACE)
+
+
+PROBE = textwrap.dedent('''
+    import json, os, sys
+    os.environ["TRITON_INTERPRET"] = "1"
+    import torch, triton
+    from trialtui.runner.candidate_link import CandidateProcess, ForkedProcess
+    link = CandidateProcess(fork=True)
+    assert isinstance(link.process, ForkedProcess), type(link.process)
+    pid = link.process.pid
+    reply, _ = link.request("ready", timeout_s=60)  # it answers the protocol, so it is set up
+    fds = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    status = open(f"/proc/{pid}/status").read()
+    eff = int(next(l for l in status.splitlines() if l.startswith("CapEff:")).split()[1], 16)
+    cwd = os.readlink(f"/proc/{pid}/cwd")
+    link.close()
+    print(json.dumps({"fds": fds, "eff": eff, "cwd": cwd, "scratch": str(link.scratch), "reply": reply,
+                      "log": os.readlink("/proc/self/fd/2")}))
+''')
+
+
+def test_a_forked_candidate_process_holds_only_its_pipes_and_log_and_no_ptrace():
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    facts = json.loads(out.stdout.strip().splitlines()[-1])
+    # /dev/null, the log (stdout and stderr), and the two protocol pipes: none of the checker's other descriptors
+    kinds = sorted("log" if target == facts["log"] else "pipe" if target.startswith("pipe:") else target
+                   for target in facts["fds"].values())
+    assert kinds == sorted(["/dev/null", "/dev/null", "log", "log", "pipe", "pipe"]), facts["fds"]
+    assert not facts["eff"] & (1 << CAP_SYS_PTRACE)
+    assert facts["cwd"] == facts["scratch"]
+    assert facts["reply"]["ok"] is True
+
+
+def test_the_checker_forks_only_in_its_own_job_process():
+    from trialtui.runner import bench_job
+
+    assert bench_job._JOB_PROCESS is False  # imported here (a test runner that ran torch ops): exec, not fork

@@ -1,0 +1,175 @@
+"""What happens to a queued trial on its lane: the compile stage beside it, the bench job, the result,
+the profile, the decision, and the lane's next job made ready.
+
+A mixin of `Engine` (engine/loop.py), kept apart so loop.py holds saves, operations and the watcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from trialtui.core import tree
+from trialtui.core.model import Trial, TrialState
+from trialtui.core.profilers import source_of
+from trialtui.core.text import compile_summary, trial_summary
+from trialtui.core.verdicts import profile_policy
+from trialtui.engine import events as ev
+from trialtui.engine.bench import BENCH_MODULE, child_env, problem_spec
+from trialtui.engine.jobs import ChildHandle
+from trialtui.engine.lanes import Job, Lane
+from trialtui.engine.profile import analyze, profile_file, trial_verdicts
+
+
+class TrialJobs:
+    """`Engine`'s lane jobs; they use its store, problem, lanes, warm children and events."""
+
+    async def _job(self, lane: Lane) -> None:
+        """The GPU job; a compile stage still running goes on beside it on a GPU lane, and its failure cancels it.
+
+        On the cpu lane the two would share the same cores (both run the interpreter), so there the
+        job waits for the compile as before.
+        """
+        trial = self.store.get(lane.job.trial_id)
+        compile_future = self._compiles.pop(trial.id, None)
+        if compile_future is not None and (compile_future.done() or lane.gpu is None):
+            trial = await self._compiled(trial, compile_future)
+            if trial is None:
+                return
+            compile_future = None
+        handle = ChildHandle()
+        self._handles[trial.id] = handle
+        log_rel = f"logs/{trial.id}.log"
+        self._set_state(trial.id, TrialState.BENCHMARKING, f"on {lane.name}", log=log_rel)
+        loop = asyncio.get_running_loop()
+
+        def progress(event: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(self._progress, trial.id, event)
+
+        source = self.store.snapshot_path(trial.sha256)
+        bench = asyncio.ensure_future(asyncio.to_thread(
+            self._bench, self.problem, source, device=self.device, log_path=self.store.state_dir / log_rel,
+            handle=handle, on_progress=progress, env=lane.env, name=trial.file, **({"warm": self._warm} if self._warm else {}),
+        ))
+        try:
+            try:
+                compiled = await self._compiled(trial, compile_future, handle) if compile_future is not None else trial
+            except BaseException:
+                handle.cancel()  # the compile stage itself failed: its job must not hold the GPU past the lane
+                await asyncio.gather(bench, return_exceptions=True)
+                raise
+            if compiled is None:
+                await asyncio.gather(bench, return_exceptions=True)  # the cancelled job sweeps before the lane frees
+                return
+            result = await bench
+        finally:
+            self._handles.pop(trial.id, None)
+        await self._finish(trial, result, log_rel, lane)
+        self._prepare_soon(lane)
+
+    def _prepare_soon(self, lane: Lane) -> None:
+        """While watching and nothing of ours waits: the lane's warm checker makes the next job's problem part ready.
+
+        It is a lane job of its own, so that GPU work never overlaps another job; a job of ours queued
+        meanwhile does the work itself in the same warm process.
+        """
+        if self._warm is None or not self._watching or any(j.owner is self for j in self.lanes.queue):
+            return
+        env = {**child_env(self.device), **lane.env}
+
+        async def run(_: Lane) -> None:
+            if any(j.owner is self for j in self.lanes.queue):
+                return
+            spec = problem_spec(self.problem, self.device)
+            await asyncio.to_thread(self._warm.prepare, BENCH_MODULE, env, spec, self.problem.config.bench_timeout_s)
+
+        self.lanes.submit(Job("", "", run, lane.name, owner=self, on_error=lambda job, exc: self._fail(None, exc, "preparing")))
+
+    async def _compiled(self, trial: Trial, compile_future: asyncio.Future,
+                        running: ChildHandle | None = None) -> Trial | None:
+        """The compile stage's report into the trial; None when it makes the trial invalid (a running job is cancelled)."""
+        report = await compile_future
+        if report.get("invalid", not report["ok"]):  # a CPU run that raised or hung: the bench job decides
+            if running is not None:
+                running.cancel()
+            self._invalid(trial.id, report)
+            return None
+        trial = self.store.update(trial.id, validation=report)
+        if running is not None:  # the facts arrived while the GPU job runs: views reload the trial
+            self.emit(ev.StateChanged(trial.id, trial.state, "compiled: " + compile_summary(report)))
+        return trial
+
+    def _progress(self, trial_id: str, event: dict[str, Any]) -> None:
+        """A job's progress line; the checker's preliminary median becomes its own event (never stored, never decided on)."""
+        if event.get("phase") == "preliminary":
+            try:
+                self.emit(ev.Preliminary.of(trial_id, event))
+            except (TypeError, ValueError, KeyError):
+                pass  # a malformed line is not worth a wrong number on screen
+            return
+        self.emit(ev.Progress(trial_id, event.get("phase", ""), event.get("i"), event.get("n"), event.get("runs")))
+
+    async def _finish(self, trial: Trial, result: dict[str, Any], log_rel: str, lane: Lane) -> None:
+        others = [t for t in await asyncio.to_thread(self.store.trials) if t.id != trial.id]  # one read, off the loop
+        before = tree.best(others, self.problem.config.primary_baseline)
+        state = TrialState(result["state"]) if result["state"] in TrialState._value2member_map_ else TrialState.ERROR
+        result.pop("log_tail", None)
+        trial = self._set_state(trial.id, state, result.get("message", ""), result=result, log=log_rel)
+        self.emit(ev.ResultReady(trial.id, state.value, trial_summary(trial, self.problem.config.primary_baseline)))
+        after = tree.best([*others, trial], self.problem.config.primary_baseline)
+        if after is not None and (before is None or after.id != before.id):
+            base = self.problem.config.primary_baseline
+            self.emit(ev.NewBest(after.id, after.speedup(base) or 0.0, before.id if before else None,
+                                 before.speedup(base) if before else None))
+        if trial.median_us is not None:  # a correct trial timed on a GPU: verdicts, maybe counters
+            first = not any(t.median_us is not None for t in others)
+            event = "first_correct" if first else ("new_best" if after is not None and after.id == trial.id else "correct")
+            await self._profile(trial.id, lane, profile_policy(self.problem.config.profile_when, event))
+        trial = self.store.get(trial.id)
+        decision = await self._decide_async(trial)
+        if (decision.action == "switch_approach" and trial.profile is None and trial.median_us is not None
+                and profile_policy(self.problem.config.profile_when, "plateau")):
+            await self._profile(trial.id, lane, True)  # a plateau: counters choose the new approach
+            await self._decide_async(self.store.get(trial.id))
+
+    async def _profile(self, trial_id: str, lane: Lane, with_counters: bool) -> None:
+        """Verdicts for a correct GPU trial: from the best profiler that runs here when asked for, else analytic."""
+        trial = self.store.get(trial_id)
+        env = (trial.result or {}).get("env") or {}
+        analysis = await asyncio.to_thread(analyze, self.problem, gpu=env.get("gpu"), driver=env.get("driver"))
+        profile = None
+        if with_counters:
+            self._set_state(trial_id, TrialState.PROFILING, f"profiling on {lane.name}")
+            handle = ChildHandle()
+            self._handles[trial_id] = handle
+            try:
+                profile = await asyncio.to_thread(profile_file, self.problem, self.store.snapshot_path(trial.sha256),
+                                                  name=trial_id, env=lane.env, handle=handle)
+            finally:
+                self._handles.pop(trial_id, None)
+            profile = {k: v for k, v in profile.items() if k not in ("log_tail", "command")}
+        verdicts, sol, roof = trial_verdicts(self.problem, trial, analysis, profile)
+        fields: dict[str, Any] = {"verdicts": verdicts, "sol": sol}
+        if roof is not None:
+            fields["result"] = {**(trial.result or {}), "roofline": roof}
+        if profile is not None:
+            fields["profile"] = profile
+        if self.store.get(trial_id).state != TrialState.CORRECT.value:
+            fields["state"] = TrialState.CORRECT
+        self.store.update(trial_id, **fields)
+        if "state" in fields:
+            said = f" from {profile.get('label') or source_of(profile)}" if profile else ""
+            self.emit(ev.StateChanged(trial_id, TrialState.CORRECT.value, f"{len(verdicts)} verdict(s){said}"))
+
+    def profile_now(self, trial_id: str) -> None:
+        """Queue a profile of a correct GPU trial on a lane (the `p` key)."""
+        trial = self.store.get(trial_id)
+        if trial.median_us is None:
+            self.emit(ev.Notice(f"{trial_id} has no GPU timing to profile (correct trials on a GPU only)", "warning"))
+            return
+
+        async def run(lane: Lane) -> None:
+            await self._profile(trial_id, lane, True)
+            await self._decide_async(self.store.get(trial_id))
+
+        self.lanes.submit(Job(trial_id, trial.file, run, owner=self, on_error=self._job_failed))

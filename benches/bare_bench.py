@@ -35,6 +35,8 @@ def load(path, name):
 ref = load(root / "reference.py", "ref")
 on_cpu = "--cpu" in sys.argv
 device = "cpu" if on_cpu else "cuda"
+if on_cpu and dtype == torch.bfloat16:
+    dtype = torch.float32  # Triton's interpreter misreads bf16 memory: run as fp32, as trialtui does on the CPU
 for k, v in (cfg.get("test_sizes" if on_cpu else "bench_sizes") or {}).items():
     setattr(ref, k, v)
 cand = load(root / "kernel.py", "cand")

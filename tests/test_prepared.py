@@ -114,3 +114,24 @@ def test_a_watching_engine_prepares_its_idle_lane_and_the_next_save_uses_it(tmp_
     assert t1.result["prepared"] == len(problem.test_cases) * problem.config.seeds
     queued = [e for e in seen if isinstance(e, ev.QueueChanged)]
     assert all("" not in e.queued and "" not in e.lanes.values() for e in queued)  # the prepare job is not a trial
+
+
+def test_the_compile_stage_takes_a_warm_compile_job_that_did_not_import_triton(tmp_path):
+    from trialtui.core.languages import DEFAULT, get_language
+    from trialtui.engine.validate import compile_env, validate_file
+
+    root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
+    triton = get_language(DEFAULT)
+    warm = WarmChildren()
+    try:
+        warm.prime(triton.compile_job, compile_env(triton))
+        key = warm._key(triton.compile_job, compile_env(triton))
+        first = warm._ready[key]
+        time.sleep(3)  # it imports while "the user edits"
+        report = validate_file(load_problem(root), root / "kernel.py", warm=warm)
+        assert warm._ready[key] is not first  # taken by this job, and the next one primed
+        # the trace forked inside it ran interpreted: triton was not imported before the fork
+        assert report["ok"], report["errors"]
+        assert report["kernels"] and report["preview"]["correct"]
+    finally:
+        warm.close()

@@ -19,6 +19,7 @@ from typing import Any
 
 from trialtui.core import tree
 from trialtui.core.decide import decide
+from trialtui.core.languages import DEFAULT, get_language
 from trialtui.core.model import Decision, Trial, TrialState
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError, load_problem
 from trialtui.core.store import Store, StoreError, UnknownTrial, sha256_of
@@ -30,7 +31,7 @@ from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env, detect_de
 from trialtui.engine.jobs import ChildHandle, WarmChildren
 from trialtui.engine.lanes import Job, Lanes
 from trialtui.engine.trial_jobs import TrialJobs
-from trialtui.engine.validate import finding_message, validate_file
+from trialtui.engine.validate import compile_env, finding_message, validate_file
 from trialtui.engine.watcher import saves
 
 Subscriber = Callable[[ev.Event], None]
@@ -97,9 +98,11 @@ class Engine(TrialJobs):
         With `only`, re-run just those trials and return once they are done (`trialtui trials rerun`).
         """
         self._loop = asyncio.get_running_loop()
-        if self._warm is not None:  # each lane's next job finds torch and triton already imported
+        if self._warm is not None:  # each lane's next job, and the next compile stage, find their imports done
             for lane in self.lanes.lanes:
                 self._warm.prime(BENCH_MODULE, {**child_env(self.device), **lane.env})
+            triton = get_language(DEFAULT)
+            self._warm.prime(triton.compile_job, compile_env(triton))
         self.lanes.start()
         await self._open_control()
         watcher = None
@@ -244,8 +247,9 @@ class Engine(TrialJobs):
         if not static["ok"]:
             self._invalid(trial.id, static)
             return
+        warm = {"warm": self._warm} if self._warm is not None else {}
         self._compiles[trial.id] = loop.run_in_executor(
-            self._pool, lambda: self._validate_file(self.problem, source, compile=True, name=trial.file)
+            self._pool, lambda: self._validate_file(self.problem, source, compile=True, name=trial.file, **warm)
         )
         self._set_state(trial.id, TrialState.QUEUED, validation=static)
         self._enqueue(trial, front=front)

@@ -19,7 +19,7 @@ from trialtui.core.languages import DEFAULT, Language, get_language, language_of
 from trialtui.core.model import Finding, Severity
 from trialtui.core.problem import Problem, ProblemError, load_problem
 from trialtui.core.static_checks import check_source
-from trialtui.engine.jobs import run_child
+from trialtui.engine.jobs import WarmChildren, run_child
 
 COMPILE_JOB = "trialtui.runner.compile_job"
 ERROR, WARNING = Severity.ERROR.value, Severity.WARNING.value
@@ -68,6 +68,7 @@ def validate_file(
     compile: bool = True,
     timeout_s: float | None = None,
     name: str | None = None,
+    warm: WarmChildren | None = None,
 ) -> dict[str, Any]:
     """Validate one candidate: static findings, then (unless they hold an error) the compile stage.
 
@@ -110,7 +111,7 @@ def validate_file(
     if compile and not any(f["severity"] == ERROR for f in findings):
         stage_started = time.perf_counter()
         timeout = float(timeout_s if timeout_s is not None else problem.config.validate_timeout_s)
-        more, kernels, preview, log = compile_stage(problem, path, report["arch"], timeout)
+        more, kernels, preview, log = compile_stage(problem, path, report["arch"], timeout, warm)
         findings += more
         report.update(kernels=kernels, preview=preview, log=log, compile_ms=_ms(stage_started))
     return _finish(report, findings, started, path, name)
@@ -133,8 +134,15 @@ def static_stage(problem: Problem, path: Path, name: str | None = None) -> list[
                                               folder=problem.root)]
 
 
-def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: float):
-    """The compile job (trace forked inside it); returns (findings, kernels, preview, log path)."""
+def compile_env(language: Language) -> dict[str, str]:
+    """No GPU for a compile job: it builds for the target arch without one, and never disturbs a GPU job beside it."""
+    return {**language.compile_env, "CUDA_VISIBLE_DEVICES": ""}
+
+
+def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: float, warm: WarmChildren | None = None):
+    """The compile job (trace forked inside it); returns (findings, kernels, preview, log path).
+
+    With `warm` (the engine's), a compile job that imported torch while the user edited takes it."""
     log = problem.state_dir / "logs" / f"validate-{path.stem}.log"
     phases = {"trace": "starting", "compile": "import"}
 
@@ -145,7 +153,7 @@ def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: flo
     language = language_of_file(path)
     spec = problem.job_spec(candidate=str(path.resolve()), arch=archs)
     result = run_child(language.compile_job, spec, timeout_s=timeout_s, log_path=log,
-                       env={**language.compile_env, "CUDA_VISIBLE_DEVICES": ""}, on_progress=on_progress)
+                       env=compile_env(language), on_progress=on_progress, warm=warm)
     if result.get("state") == "ok":
         trace, compiled = result["trace"], result["compile"]
     else:  # a timeout, or the job died: the findings say where it was

@@ -2,7 +2,7 @@
 
 The spec arrives on stdin and names the result pipe's descriptor (`result_fd`), so neither argv, the
 environment nor the working directory holds a path that leads to the result. A warm process
-(`--warm`) imports torch and triton first and then blocks on stdin until the engine has a job.
+(`--warm`) imports torch and triton first (or the job's own list) and then blocks on stdin until the engine has a job.
 The exit skips interpreter teardown: threads a candidate started, or a CUDA context an illegal
 access broke, must not keep the result waiting or turn it into a hang.
 """
@@ -19,8 +19,12 @@ WARM_FLAG = "--warm"
 SPEC_COPY = "job-spec.json"
 
 
+WARM_IMPORTS = ("torch", "triton", "triton.language")
+
+
 def read_spec(argv: list[str], prewarm: Callable[[], None] | None = None,
-              prepare: Callable[[dict[str, Any]], None] | None = None) -> tuple[dict[str, Any], int]:
+              prepare: Callable[[dict[str, Any]], None] | None = None,
+              warm_imports: tuple[str, ...] = WARM_IMPORTS) -> tuple[dict[str, Any], int]:
     """The job's spec and its result descriptor; stdin is left on /dev/null for the job's own code.
 
     A warm process imports torch and triton, and runs the job's `prewarm` (the checker starts its
@@ -28,10 +32,10 @@ def read_spec(argv: list[str], prewarm: Callable[[], None] | None = None,
     come before the spec (the engine sends them while the lane is idle) go to the job's `prepare`; the
     spec is last."""
     if WARM_FLAG in argv[1:]:
-        import torch  # noqa: F401
-        import triton  # noqa: F401
-        import triton.language  # noqa: F401
+        import importlib
 
+        for name in warm_imports:  # the job's own list: the compile job must not import triton before its fork
+            importlib.import_module(name)
         if prewarm is not None:
             prewarm()
     spec = None
@@ -56,8 +60,9 @@ def read_spec(argv: list[str], prewarm: Callable[[], None] | None = None,
 
 def serve(run: Callable[[dict[str, Any]], dict[str, Any]], argv: list[str],
           prewarm: Callable[[], None] | None = None,
-          prepare: Callable[[dict[str, Any]], None] | None = None) -> None:
-    spec, result_fd = read_spec(argv, prewarm, prepare)
+          prepare: Callable[[dict[str, Any]], None] | None = None,
+          warm_imports: tuple[str, ...] = WARM_IMPORTS) -> None:
+    spec, result_fd = read_spec(argv, prewarm, prepare, warm_imports)
     result = run(spec)
     data = json.dumps(result, default=str).encode()
     while data:

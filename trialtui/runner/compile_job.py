@@ -364,4 +364,5 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    serve(run, sys.argv)
+    # warm: torch and the trace's imports, never triton (see run)
+    serve(run, sys.argv, warm_imports=("torch", "trialtui.runner.compare", "trialtui.runner.loader"))

@@ -1,6 +1,7 @@
 """Save → number, as a user feels it: the watching engine against a bare cold script and a bare warm loop.
 
 python benches/loop_latency.py [--device cuda|cpu] [--saves 5] [--json OUT.json] [PROBLEM ...]
+(on the H200: `python benches/gpu_session.py loop_latency:540`; the JSON lands in $OUT)
 (problems under benches/problems; default axpy rowsoftmax matmul: three sizes of kernel)
 
 Per problem, in one run and interleaved: the bare cold script (benches/bare_bench.py: a fresh
@@ -166,8 +167,9 @@ def main() -> None:
                   f"{p['trialtui_profile_s'] / p['bare_ncu_s']:.2f}× (target ≤ 1.3×)")
     print("targets (H200, 135 µs softmax): save → final p50 ≤ 2.0 s and ≤ 0.4× the bare cold script; "
           "save → preliminary ≤ 1.2 s")
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2, default=str))
+    target = args.json or (Path(os.environ["OUT"]) / "loop_latency.json" if os.environ.get("OUT") else None)
+    if target is not None:  # under benches/gpu_session.py, $OUT comes back from the device
+        target.write_text(json.dumps(report, indent=2, default=str))
 
 
 if __name__ == "__main__":

@@ -102,6 +102,19 @@ def test_a_watching_engine_prepares_its_idle_lane_and_the_next_save_uses_it(tmp_
         while not any(isinstance(e, ev.ResultReady) for e in seen):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.1)
+        reference = root / "reference.py"
+        reference.write_text(reference.read_text().replace("x + self.bias", "x - self.bias"))
+        while not any(isinstance(e, ev.Notice) and "reference.py changed" in e.message for e in seen):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.3)
+        while not engine.lanes.idle:  # prepared again, for the new reference
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        (root / "kernel.py").write_text(KB_GOOD + "\n# saved again\n")
+        while sum(isinstance(e, ev.ResultReady) for e in seen) < 2:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
         engine.stop()
         await task
 
@@ -112,6 +125,9 @@ def test_a_watching_engine_prepares_its_idle_lane_and_the_next_save_uses_it(tmp_
     t1 = engine.store.get("t1")
     assert t1.state == "correct", t1.result["message"]
     assert t1.result["prepared"] == len(problem.test_cases) * problem.config.seeds
+    t2 = engine.store.get("t2")  # saved after the reference changed: prepared again, for the new one
+    assert t2.state == "incorrect", t2.result["message"]
+    assert t2.result["prepared"] == len(problem.test_cases) * problem.config.seeds
     queued = [e for e in seen if isinstance(e, ev.QueueChanged)]
     assert all("" not in e.queued and "" not in e.lanes.values() for e in queued)  # the prepare job is not a trial
 

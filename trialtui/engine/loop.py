@@ -490,4 +490,7 @@ class Engine(TrialJobs):
         for trial_id in stale:
             self.store.update(trial_id, stale=True)
         self.emit(ev.Notice(f"reference.py changed: baselines will be re-measured; {len(stale)} trial(s) marked stale", "warning"))
+        for lane in self.lanes.lanes:  # what the idle lanes made ready was the old reference's
+            if lane.job is None:
+                self._prepare_soon(lane)
 

@@ -68,6 +68,11 @@ class Preliminary(Event):
     n: int
     speedup: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def spread(self) -> float:
+        """Half the p20–p80 spread relative to the median, as the final result's noise band reads it."""
+        return (self.p80_us - self.p20_us) / 2 / self.median_us if self.median_us else 0.0
+
     @classmethod
     def of(cls, trial_id: str, data: dict[str, Any]) -> "Preliminary":
         """From the checker's progress line, every number checked (it crossed a process boundary)."""

@@ -51,9 +51,8 @@ class HeadlessPrinter:
                 key = f" [{event.key}]" if event.key else ""
                 return f"{event.trial_id} next: {event.action}{key} — {event.reason}"
             case ev.Preliminary():
-                spread = (event.p80_us - event.p20_us) / 2 / event.median_us if event.median_us else 0.0
                 versus = "".join(f" {r:.2f}× {name}" for name, r in event.speedup.items())
-                return (f"{event.trial_id} preliminary {fmt_us(event.median_us)} ±{spread:.1%} (n={event.n}){versus}; "
+                return (f"{event.trial_id} preliminary {fmt_us(event.median_us)} ±{event.spread:.1%} (n={event.n}){versus}; "
                         "the final number follows")
             case ev.Progress():
                 return f"{event.trial_id} progress {event.phase} {event.i or ''}/{event.n or ''} runs={event.runs or ''}"

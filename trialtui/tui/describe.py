@@ -138,10 +138,9 @@ def progress_text(phase: str, i: int | None, n: int | None, runs: int | None) ->
 
 def preliminary_text(event, baseline: str) -> str:
     """`≈135.2 µs ±1.3% 1.84× eager, preliminary`: a first median, never mistaken for the final one."""
-    spread = (event.p80_us - event.p20_us) / 2 / event.median_us if event.median_us else 0.0
     ratio = event.speedup.get(baseline)
     versus = f" {ratio:.2f}× {baseline}" if ratio is not None else ""
-    return f"≈{fmt_us(event.median_us)} ±{spread:.1%}{versus}, preliminary"
+    return f"≈{fmt_us(event.median_us)} ±{event.spread:.1%}{versus}, preliminary"
 
 
 def clock(seconds: float) -> str:

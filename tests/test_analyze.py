@@ -8,7 +8,7 @@ import pytest
 from conftest import KB_REFERENCE, write_problem
 from test_bench_job import GM_REFERENCE, GM_TASK
 
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.engine.jobs import run_child
 from trialtui.runner.analyze_job import run
 

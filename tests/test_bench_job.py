@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.core.result import CPU_TIMING_LABEL, check_result
 from trialtui.engine.bench import bench_file
 

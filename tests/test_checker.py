@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.core.result import check_result
 from trialtui.runner import bench_job
 

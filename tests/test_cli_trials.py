@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from trialtui.cli_trials import trials
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.core.report import build_report
 from trialtui.core.result import CPU_TIMING_LABEL
 from trialtui.core.store import Store

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.engine.jobs import run_child
 from trialtui.engine.validate import validate_file
 

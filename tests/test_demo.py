@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from trialtui.core.config import load_config
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store, sha256_of
 from trialtui.engine import demo as d
 from trialtui.engine import demo_print as dp

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from trialtui.core.model import TrialState
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store, StoreLocked
 from trialtui.engine import events as ev
 from trialtui.engine.lanes import Lane, Lanes

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.engine import events as ev
 from trialtui.engine.headless import HeadlessPrinter
 from trialtui.engine.lanes import Lane, Lanes

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 
 from conftest import write_problem
 

@@ -66,7 +66,7 @@ def test_jobs_load_the_reference_text_the_engine_sent_not_the_file(tmp_path):
     import pytest
 
     pytest.importorskip("torch")
-    from trialtui.core.problem import load_problem
+    from trialtui.core.problem_dir import load_problem
     from trialtui.runner.loader import Reference
 
     root = write_problem(tmp_path / "p", files={"a.py": KB_GOOD})

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from trialtui.core.problem import literal_sizes, load_problem, size_constants
+from trialtui.core.problem import literal_sizes, size_constants
+from trialtui.core.problem_dir import load_problem
 
 torch = pytest.importorskip("torch")
 

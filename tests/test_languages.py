@@ -250,7 +250,7 @@ def test_a_plugin_language_validates_in_its_own_child_job_and_needs_a_gpu(tmp_pa
     import os
     import shutil
 
-    from trialtui.core.problem import load_problem
+    from trialtui.core.problem_dir import load_problem
     from trialtui.engine.bench import bench_file
     from trialtui.engine.validate import validate_file
 

@@ -13,7 +13,7 @@ import pytest
 from test_compile_stage import copy_problem, line_of
 from trialtui.core.languages.cuda import CudaSource
 from trialtui.core.languages.cuda_text import device_code
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.engine.bench import bench_file
 from trialtui.engine.validate import validate_file
 from trialtui.render import render_validation

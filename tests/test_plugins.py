@@ -86,7 +86,7 @@ def scalar_problem(root: Path, candidate: str) -> Path:
 
 
 def test_a_plugin_form_is_detected_loaded_and_checked(third_party, tmp_path):
-    from trialtui.core.problem import load_problem
+    from trialtui.core.problem_dir import load_problem
     from trialtui.core.static_checks import check_source
 
     problem = load_problem(scalar_problem(tmp_path / "p", "x = 1\n"))
@@ -97,7 +97,8 @@ def test_a_plugin_form_is_detected_loaded_and_checked(third_party, tmp_path):
 
 
 def test_without_the_plugin_its_problem_is_not_a_problem(tmp_path):
-    from trialtui.core.problem import ProblemError, load_problem
+    from trialtui.core.problem import ProblemError
+    from trialtui.core.problem_dir import load_problem
 
     plugins.reload_entry_points()
     with pytest.raises(ProblemError, match="missing"):
@@ -117,7 +118,7 @@ def test_a_plugin_form_is_benched_in_child_processes(third_party, tmp_path, monk
     """The engine's jobs import the plug-in's runner half in their own processes."""
     import os
 
-    from trialtui.core.problem import load_problem
+    from trialtui.core.problem_dir import load_problem
     from trialtui.engine.bench import bench_file
 
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PLUGIN_DIR), os.environ.get("PYTHONPATH", "")]))

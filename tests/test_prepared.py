@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.engine import events as ev
 from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env, problem_spec
 from trialtui.engine.jobs import WarmChildren

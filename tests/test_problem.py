@@ -3,7 +3,8 @@
 import pytest
 
 from trialtui.core.config import ConfigError, parse_config
-from trialtui.core.problem import ProblemError, load_problem
+from trialtui.core.problem import ProblemError
+from trialtui.core.problem_dir import load_problem
 
 from conftest import KB_GOOD, write_problem
 from test_bench_job import GM_REFERENCE, GM_TASK

@@ -43,7 +43,7 @@ def load_story(name: str) -> dict:
 
 @pytest.mark.parametrize("name", PROBLEMS)
 def test_sample_is_a_problem(name):
-    from trialtui.core.problem import load_problem
+    from trialtui.core.problem_dir import load_problem
 
     problem = load_problem(SAMPLES / name)
     story = load_story(name)
@@ -176,7 +176,7 @@ def _check_problem(root: Path) -> dict:
     """{version file: {outcome, detail, margin, seconds}} for every version in the story."""
     sys.path.insert(0, str(ROOT))
     import torch
-    from trialtui.core.problem import load_problem
+    from trialtui.core.problem_dir import load_problem
 
     problem = load_problem(root)
     story = tomllib.loads((root / "demo" / "story.toml").read_text(encoding="utf-8"))

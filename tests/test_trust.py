@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import corpus
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 
 CORPUS = Path(__file__).resolve().parent / "trust"
 CASES = corpus.cases(CORPUS)

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 from textual.command import CommandPalette
 
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store
 from trialtui.engine import events as ev
 from trialtui.tui import app as app_module

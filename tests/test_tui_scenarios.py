@@ -19,7 +19,8 @@ import pytest
 from trialtui.core.decide import decide
 from trialtui.core.gpus import datasheet
 from trialtui.core.model import Trial, TrialState
-from trialtui.core.problem import Problem, load_problem
+from trialtui.core.problem import Problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.core.roofline import roofline
 from trialtui.core.store import Store
 from trialtui.engine import events as ev

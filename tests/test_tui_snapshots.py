@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store
 from trialtui.engine import events as ev
 from trialtui.tui.app import make_app

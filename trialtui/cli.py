@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from trialtui import __version__
-from trialtui.core.problem import ProblemError, load_problem
+from trialtui.core.problem import ProblemError
+from trialtui.core.problem_dir import load_problem
 
 
 # `bench` exit codes: the verdict as a number for scripts and CI.

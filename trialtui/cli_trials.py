@@ -25,7 +25,8 @@ from trialtui.core import tree
 from trialtui.core.config import Config, ConfigError, load_config
 from trialtui.core.interchange import HF_STATE, InterchangeError, hf_state, import_hf, markdown_table, trials_jsonl
 from trialtui.core.model import Trial
-from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError, load_problem
+from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError
+from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import (
     STATE_DIR,
     Store,

@@ -1,7 +1,7 @@
-"""A problem directory: its reference in one of the forms of `trialtui.core.forms`, its cases and
-candidates, and the AST-only size reading the forms share.
+"""A problem directory as the forms fill it (`Problem`: its cases and candidates) and the AST-only
+size reading the forms share. `trialtui.core.problem_dir` reads a directory into one.
 
-Detection reads the reference's syntax tree only; nothing of the user's is executed here.
+Nothing of the user's is executed here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trialtui.core.config import Config, ConfigError, load_config
+from trialtui.core.config import Config
 
 REFERENCE_NAME = "reference.py"
 
@@ -133,23 +133,13 @@ def literal_sizes(tree: ast.Module) -> dict[str, Any]:
     return literal
 
 
-def _imported_files(tree: ast.Module, root: Path) -> set[str]:
-    """Files beside the reference that it imports (`from task import input_t`): support, not candidates."""
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return {f"{name}.py" for name in names if (root / f"{name}.py").is_file()}
-
-
 @dataclass
 class Problem:
     """What the runner needs to know to check and time a candidate, and nothing it must execute."""
 
     root: Path
-    form: str  # the form's name: job specs and results carry it; `kind` is the form itself
+    form: str  # the form's name: job specs and results carry it
+    entry_point: str  # what a candidate defines and the harness calls (the form's)
     config: Config
     defaults: dict[str, Any] = field(default_factory=dict)
     test_cases: list[dict[str, Any]] = field(default_factory=list)
@@ -160,17 +150,6 @@ class Problem:
     @property
     def reference(self) -> Path:
         return self.root / REFERENCE_NAME
-
-    @property
-    def kind(self):
-        """The form itself (a `trialtui.core.forms.ProblemForm`), looked up by its name."""
-        from trialtui.core.forms import get_form  # the forms import this module
-
-        return get_form(self.form)
-
-    @property
-    def entry_point(self) -> str:
-        return self.kind.entry_point
 
     @property
     def name(self) -> str:
@@ -216,28 +195,3 @@ class Problem:
             "support_files": [str(p) for p in self.support_files],
             **extra,
         }
-
-
-def load_problem(root: Path | str) -> Problem:
-    """Read a problem directory; a ProblemError says what is missing or wrong."""
-    from trialtui.core.forms import describe_all, detect  # the forms import this module
-
-    root = Path(root).resolve()
-    if not root.is_dir():
-        raise ProblemError(f"{root} is not a directory")
-    reference = root / REFERENCE_NAME
-    if not reference.exists():
-        raise ProblemError(
-            f"no {REFERENCE_NAME} in {root}: a problem directory holds the PyTorch reference "
-            f"({describe_all()}). `trialtui init DIR` makes one."
-        )
-    try:
-        config = load_config(root)
-    except ConfigError as exc:
-        raise ProblemError(str(exc)) from exc
-    form = detect(reference, root)
-    problem = Problem(root=root, form=form.name, config=config)
-    tree = ast.parse(reference.read_bytes())
-    problem.not_candidates = _imported_files(tree, root)
-    form.load(problem, tree)
-    return problem

@@ -318,7 +318,7 @@ def describe_mode(mode: str) -> str:
 def build_engine(plan: Plan, *, speed: float, finalize: bool = True, record_dir: Path | None = None,
                  trial_timeout_s: float | None = None) -> tuple[Any, DemoPlayer]:
     """The engine for a plan's problem copy, and the player that tells its story."""
-    from trialtui.core.problem import load_problem
+    from trialtui.core.problem_dir import load_problem
     from trialtui.engine.lanes import Lane, Lanes
     from trialtui.engine.loop import Engine
 

@@ -21,7 +21,8 @@ from trialtui.core import tree
 from trialtui.core.decide import decide
 from trialtui.core.languages import DEFAULT, get_language
 from trialtui.core.model import Decision, Trial, TrialState
-from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError, load_problem
+from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError
+from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store, StoreError, UnknownTrial, sha256_of
 from trialtui.engine import control
 from trialtui.engine import events as ev

@@ -17,7 +17,8 @@ from typing import Any
 from trialtui.core.gpus import sm_limits
 from trialtui.core.languages import DEFAULT, Language, get_language, language_of_file
 from trialtui.core.model import Finding, Severity
-from trialtui.core.problem import Problem, ProblemError, load_problem
+from trialtui.core.problem import Problem, ProblemError
+from trialtui.core.problem_dir import load_problem
 from trialtui.core.static_checks import check_source
 from trialtui.engine.jobs import WarmChildren, run_child
 

@@ -302,10 +302,12 @@ def detect() -> str:
 
 def main() -> None:
     from trialtui.cli_demo import demo
+    from trialtui.cli_mcp import mcp
     from trialtui.cli_serve import serve
     from trialtui.cli_trials import trials
 
     cli.add_command(trials)
     cli.add_command(demo)
     cli.add_command(serve)
+    cli.add_command(mcp)
     cli()

@@ -5,7 +5,7 @@ Events carry ids and small facts; subscribers read whole trials from the store w
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
 
@@ -134,3 +134,24 @@ class Notice(Event):
 class EngineError(Event):
     kind: ClassVar[str] = "engine_error"
     message: str
+
+
+def from_dict(data: dict[str, Any]) -> Event | None:
+    """An event read back from the control channel's stream (`to_dict`'s output); None for a kind or
+    fields this version does not know, so a newer engine's event is skipped rather than fatal."""
+    kinds = {cls.kind: cls for cls in _subclasses(Event)}
+    cls = kinds.get(data.get("event"))  # type: ignore[arg-type]
+    if cls is None:
+        return None
+    names = {f.name for f in fields(cls)}
+    try:
+        return cls(**{k: v for k, v in data.items() if k in names})
+    except TypeError:
+        return None
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found

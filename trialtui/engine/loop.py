@@ -71,11 +71,16 @@ class Engine(TrialJobs):
         self._control: control.Server | None = None
         self._reference_sha = self._reference_hash()
         self._watching = False  # saves are expected: idle lanes make the next job ready (warm checkers)
+        self.host = "trialtui"  # the front end that runs this engine, as attached viewers are told
 
     # Subscribers
 
     def subscribe(self, fn: Subscriber) -> None:
         self._subscribers.append(fn)
+
+    def unsubscribe(self, fn: Subscriber) -> None:
+        if fn in self._subscribers:
+            self._subscribers.remove(fn)
 
     def emit(self, event: ev.Event) -> None:
         for fn in list(self._subscribers):
@@ -138,7 +143,8 @@ class Engine(TrialJobs):
             await self.lanes.stop()
 
     async def _open_control(self) -> None:
-        self._control = control.Server(self.store.state_dir, self.command)
+        self._control = control.Server(self.store.state_dir, self.command, subscribe=self.subscribe,
+                                       unsubscribe=self.unsubscribe)
         try:
             await self._control.start()
         except OSError as exc:
@@ -415,6 +421,19 @@ class Engine(TrialJobs):
         try:
             if op == "ping":
                 reply: dict[str, Any] = {}
+            elif op == "info":  # what an attached viewer shows of the engine it watches
+                reply = {"host": self.host, "device": self.device, "lanes": [lane.name for lane in self.lanes.lanes],
+                         "paused": self.paused, "saves_while_paused": self.saves_while_paused,
+                         "idle": self.lanes.idle and not self._pending}
+            elif op == "pause":
+                if bool(args["paused"]) != self.paused:
+                    self.toggle_pause()
+                reply = {"paused": self.paused}
+            elif op == "cancel":
+                reply = {"cancelled": self.cancel(str(args["trial"]))}
+            elif op == "profile":
+                self.profile_now(str(args["trial"]))
+                reply = {"trial": str(args["trial"])}
             elif op == "branch":
                 recorded = self.branch(str(args["trial"]), from_outside=True)
                 reply = {"head": args["trial"], "file": self.store.get(str(args["trial"])).file,

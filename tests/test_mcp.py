@@ -1,0 +1,104 @@
+"""`trialtui mcp` end to end through the SDK's own stdio client, on the smallest sample problem, on the CPU."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from trialtui.agent.session import MAX_SOURCE_BYTES
+
+PROBLEMS = Path(__file__).parent / "problems"
+DEADLINE_S = 240  # a loaded 2-core machine: generous, never a claim about speed
+
+pytestmark = pytest.mark.slow
+
+
+def one_candidate(tmp_path: Path) -> Path:
+    """kb_add with only add.py: the engine scores one candidate on start, not three."""
+    root = tmp_path / "kb_add"
+    root.mkdir()
+    for name in ("reference.py", "trialtui.toml", "add.py"):
+        shutil.copy(PROBLEMS / "kb_add" / name, root / name)
+    return root
+
+
+@asynccontextmanager
+async def mcp_client(root: Path):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "trialtui", "mcp", str(root), "--device", "cpu"])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, tool: str, **args) -> dict:
+    reply = await session.call_tool(tool, args)
+    assert not reply.is_error, reply.content
+    return reply.structured_content
+
+
+async def refused(session: ClientSession, tool: str, **args) -> str:
+    reply = await session.call_tool(tool, args)
+    assert reply.is_error
+    return reply.content[0].text
+
+
+def test_an_agent_submits_fails_fixes_and_branches_back_through_mcp(tmp_path):
+    root = one_candidate(tmp_path)
+    good = (root / "add.py").read_text()
+    wrong = good.replace("x + y", "x - y")
+    smaller = good.replace("BLOCK=256", "BLOCK=128").replace("cdiv(n, 256)", "cdiv(n, 128)")
+
+    async def body():
+        async with mcp_client(root) as s:
+            tools = {t.name for t in (await s.list_tools()).tools}
+            assert {"problem", "validate", "submit", "result", "tree", "best", "branch", "profile", "log",
+                    "finalize"} <= tools
+            info = await call(s, "problem")
+            assert info["form"] == "KernelBench" and info["must_define"]["entry_point"] == "ModelNew"
+            assert info["candidates"] == ["add.py"] and "x + y" in info["reference"]
+            assert (await call(s, "validate", name="add.py", source=good))["ok"] is True
+            broken = await call(s, "validate", name="add.py", source="def nothing(:\n")
+            assert broken["ok"] is False and broken["errors"]
+            first = await call(s, "result", trial_id="t1", wait_s=DEADLINE_S)  # add.py, scored on start
+            assert first["state"] == "correct" and first["done"]
+
+            sent = await call(s, "submit", name="add.py", source=wrong, strategy="subtract by mistake")
+            assert sent["new"] and sent["parent"] == "t1"
+            bad = await call(s, "result", trial_id=sent["trial_id"], wait_s=DEADLINE_S)
+            assert bad["state"] == "incorrect" and bad["next_action"]["action"] == "fix"
+            assert bad["numbers"]["correctness"]["passed"] is False and bad["budget"]["left"] == bad["budget"]["limit"]
+
+            fixed = await call(s, "submit", name="add.py", source=smaller, strategy="smaller blocks")
+            ok = await call(s, "result", trial_id=fixed["trial_id"], wait_s=DEADLINE_S)
+            assert ok["state"] == "correct" and ok["numbers"]["device"] == "cpu" and ok["next_action"]["action"]
+            assert (root / "add.py").read_text().startswith("# strategy:")
+
+            back = await call(s, "branch", trial_id="t1")
+            assert back["head"] == "t1" and (root / "add.py").read_text() == good
+            drawn = await call(s, "tree")
+            assert drawn["heads"] == {"add.py": "t1"} and [r["trial_id"] for r in drawn["trials"]] == ["t1", "t2", "t3"]
+            assert "t3" in drawn["text"]
+            assert (await call(s, "best"))["trial_id"] is None  # correct on the CPU is never best
+            assert "GPU" in await refused(s, "profile", trial_id="t3")
+            assert (await call(s, "log", trial_id="t2"))["trial_id"] == "t2"
+            assert "no trial" in await refused(s, "finalize")
+
+            assert "not a candidate file name" in await refused(s, "submit", name="../outside.py", source=good)
+            assert "not a candidate file name" in await refused(s, "submit", name=".trialtui/x.py", source=good)
+            assert "reference" in await refused(s, "submit", name="reference.py", source=good)
+            huge = good + "#" * MAX_SOURCE_BYTES
+            assert f"at most {MAX_SOURCE_BYTES} bytes" in await refused(s, "submit", name="add.py", source=huge)
+            assert "no trial 't99'" in await refused(s, "result", trial_id="t99", wait_s=0)
+            reference = await s.read_resource("trialtui://reference")
+            assert "x + y" in reference.contents[0].text
+            assert (await call(s, "tree"))["trials"][-1]["trial_id"] == "t3"  # nothing refused became a trial
+        assert not (tmp_path / "outside.py").exists()
+
+    asyncio.run(body())

@@ -1,0 +1,146 @@
+"""What the MCP tools answer, built from trials and the problem as plain data: the fields docs/AGENTS.md lists.
+
+Pure functions, so the answer an agent reads is exactly what the store holds: numbers only where a
+result has them, each with the label that says where and when it was measured (or replayed from).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trialtui.core import tree
+from trialtui.core.flags import DISQUALIFYING, KINDS
+from trialtui.core.forms import get_form
+from trialtui.core.model import Trial
+from trialtui.core.problem import Problem
+from trialtui.core.text import label, trial_summary
+
+RULES = (
+    "Only write kernel files: submit(name, source, strategy) saves a candidate *.py in the problem directory; "
+    "the reference, support files and .trialtui/ are never written.",
+    "Never time or check a kernel yourself: every number comes from the frozen harness, through result().",
+    "A failing tool is reported, not bypassed: read its message and fix the candidate, or stop and report.",
+    "A flagged result is never best and never finalized; a plateau is a reason to change approach, not to stop.",
+)
+
+
+def budget(problem: Problem, trials: list[Trial]) -> dict[str, int]:
+    spent = tree.budget(trials, problem.config.max_trials)
+    return {"used": spent.used, "limit": spent.limit, "left": spent.left}
+
+
+def problem_view(problem: Problem, trials: list[Trial], device: str) -> dict[str, Any]:
+    cfg = problem.config
+    form = get_form(problem.form)
+    atol, rtol = cfg.tolerance
+    return {
+        "name": problem.name,
+        "form": form.label,
+        "reference": problem.reference.read_text(encoding="utf-8"),
+        "dtype": cfg.dtype,
+        "seeds": cfg.seeds,
+        "test_sizes": problem.test_cases,
+        "bench_sizes": problem.bench_cases,
+        "tolerances": {"atol": atol, "rtol": rtol},
+        "baselines": cfg.baselines,
+        "targets": {"speedup": cfg.target_speedup, "speed_of_light": cfg.sol_target},
+        "budget": budget(problem, trials),
+        "must_define": {"entry_point": problem.entry_point, "how": form.entry_hint},
+        "candidates": [p.name for p in problem.candidates()],
+        "not_candidates": sorted({"reference.py", *problem.not_candidates}),
+        "device": device,
+        "rules": list(RULES),
+    }
+
+
+def _flags(result: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for item in result.get("flags") or []:
+        if isinstance(item, dict):
+            code = item.get("code")
+            out.append({"code": code, "message": item.get("message") or (KINDS[code].meaning if code in KINDS else ""),
+                        "disqualifies": code in DISQUALIFYING})
+    return out
+
+
+def numbers(trial: Trial, baseline: str) -> dict[str, Any] | None:
+    """The confirmed numbers of a result, with the label that every number needs; None before a result."""
+    result = trial.result
+    if not result:
+        return None
+    timing = result.get("timing") or {}
+    base = ((result.get("baselines") or {}).get(baseline) or {})
+    env = result.get("env") or {}
+    return {
+        "label": label(result),
+        "gpu": env.get("gpu"),
+        "device": env.get("device"),
+        "dtype": result.get("dtype"),
+        "shape": result.get("sizes"),
+        "date": result.get("measured_at") or result.get("recorded"),
+        "median_us": timing.get("median_us"),
+        "timing_label": timing.get("label"),
+        "baseline": baseline,
+        "baseline_us": base.get("median_us"),
+        "speedup": result.get("speedup"),
+        "speed_of_light": trial.sol,
+        "correctness": result.get("correctness"),
+    }
+
+
+def result_view(problem: Problem, trial: Trial, trials: list[Trial], *, done: bool) -> dict[str, Any]:
+    baseline = problem.config.primary_baseline
+    decision = trial.decision or {}
+    result = trial.result or {}
+    validation = trial.validation or {}
+    message = result.get("message") or ""
+    if not message and validation.get("errors"):
+        first = validation["errors"][0]
+        message = f"line {first.get('line')}: {first.get('message')}" if first.get("line") else first.get("message", "")
+    return {
+        "trial_id": trial.id,
+        "file": trial.file,
+        "parent": trial.parent,
+        "strategy": tree.label(trial) or None,
+        "state": trial.state,
+        "done": done,
+        "message": message,
+        "summary": trial_summary(trial, baseline) if trial.state_enum.is_final else None,
+        "numbers": numbers(trial, baseline),
+        "flags": _flags(result),
+        "disqualified": tree.disqualified(trial),
+        "verdicts": [{k: v.get(k) for k in ("id", "severity", "title", "evidence", "hint", "source")}
+                     for v in trial.verdicts],
+        "validation_errors": [{k: e.get(k) for k in ("code", "message", "line", "hint")}
+                              for e in validation.get("errors") or []],
+        "next_action": ({"action": decision.get("action"), "reason": decision.get("reason"),
+                         "evidence": decision.get("evidence") or [], "hints": decision.get("hints") or []}
+                        if decision else None),
+        "budget": budget(problem, trials),
+    }
+
+
+def row(trial: Trial, baseline: str) -> dict[str, Any]:
+    return {"trial_id": trial.id, "parent": trial.parent, "file": trial.file, "state": trial.state,
+            "strategy": tree.label(trial) or None, "speedup": trial.speedup(baseline),
+            "summary": trial_summary(trial, baseline) if trial.state_enum.is_final else trial.state}
+
+
+def tree_view(problem: Problem, trials: list[Trial], heads: dict[str, str]) -> dict[str, Any]:
+    baseline = problem.config.primary_baseline
+    best = tree.best(trials, baseline)
+    return {
+        "text": tree.render_tree(trials, best_id=best.id if best else None, heads=heads, baseline=baseline),
+        "trials": [row(t, baseline) for t in trials],
+        "heads": heads,
+        "best": best.id if best else None,
+        "budget": budget(problem, trials),
+    }
+
+
+def best_view(problem: Problem, trials: list[Trial]) -> dict[str, Any]:
+    baseline = problem.config.primary_baseline
+    best = tree.best(trials, baseline)
+    if best is None:
+        return {"trial_id": None, "reason": tree.no_best_reason(trials, baseline), "budget": budget(problem, trials)}
+    return {**row(best, baseline), "numbers": numbers(best, baseline), "budget": budget(problem, trials)}

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from trialtui.runner import constants
+from trialtui.runner.forms import runner_form
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -91,8 +92,6 @@ class Reference:
     what differs)."""
 
     def __init__(self, spec: dict[str, Any], device: str):
-        from trialtui.runner.forms import runner_form  # the forms build on this module
-
         self.spec = spec
         self.form = spec["form"]
         self.kind = runner_form(self.form)

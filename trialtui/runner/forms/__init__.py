@@ -9,12 +9,34 @@ import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any, Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Protocol
 
 from trialtui.core.forms import get_form
 
 if TYPE_CHECKING:
-    from trialtui.runner.loader import Reference
+    import torch
+
+
+class LoadedReference(Protocol):
+    """What a form's half may use of the loaded reference (`trialtui.runner.loader.Reference`, which
+    looks its form up here): named apart so that this module needs neither the loader nor torch."""
+
+    spec: dict[str, Any]  # the job's problem spec
+    module: ModuleType  # reference.py, imported
+    device: torch.device
+    dtype: torch.dtype
+    emulated: bool  # bfloat16 run as float32 under Triton's interpreter
+    cuda_target: torch.device | None  # the device a reference's "cuda" means when there is no CUDA
+    constants: list  # module-level size constants a case may override (KernelBench)
+
+    def cast(self, tensor: torch.Tensor) -> torch.Tensor: ...
+
+    def sizes(self, case: dict[str, Any]) -> ContextManager[None]: ...
+
+    def init_inputs(self, case: dict[str, Any]) -> list[Any]: ...
+
+    def model(self, case: dict[str, Any], seed: int) -> torch.nn.Module: ...
 
 
 @dataclass
@@ -34,18 +56,18 @@ class RunnerForm(ABC):
     checks_input_mutation = True  # compare the candidate's inputs before and after its call
     judges_values = False  # the problem's own check judges values: trialtui's dtype tolerances apply only if set
 
-    def setup(self, ref: Reference) -> None:
+    def setup(self, ref: LoadedReference) -> None:
         """After the reference module is imported: whatever the form needs before making inputs."""
 
     @abstractmethod
-    def make_inputs(self, ref: Reference, case: dict[str, Any], seed: int) -> Any:
+    def make_inputs(self, ref: LoadedReference, case: dict[str, Any], seed: int) -> Any:
         """Inputs for one case under one seed, on the reference's device and in its dtype."""
 
     @abstractmethod
-    def reference_call(self, ref: Reference, case: dict[str, Any], seed: int) -> ReferenceCall:
+    def reference_call(self, ref: LoadedReference, case: dict[str, Any], seed: int) -> ReferenceCall:
         """The reference for one case and seed."""
 
-    def check(self, ref: Reference, data: Any, output: Any) -> tuple[bool, str] | None:
+    def check(self, ref: LoadedReference, data: Any, output: Any) -> tuple[bool, str] | None:
         """The problem's own verdict on an output, or None when the form has none."""
         return None
 

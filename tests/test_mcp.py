@@ -102,3 +102,37 @@ def test_an_agent_submits_fails_fixes_and_branches_back_through_mcp(tmp_path):
         assert not (tmp_path / "outside.py").exists()
 
     asyncio.run(body())
+
+
+def test_the_agent_attaches_to_a_running_engine_and_leaves_it_running(tmp_path):
+    """The reverse: a TUI or watcher runs the engine; `trialtui mcp` attaches through the control channel."""
+    import threading
+
+    from trialtui.core.problem_dir import load_problem
+    from trialtui.core.store import STATE_DIR
+    from trialtui.engine import control
+    from trialtui.engine.loop import Engine
+
+    root = one_candidate(tmp_path)
+    engine = Engine(load_problem(root), device="cpu")
+    engine.host = "trialtui watch"
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_until_complete, args=(engine.run(),))
+    thread.start()
+    wrong = (root / "add.py").read_text().replace("x + y", "x - y")
+    try:
+        async def body():
+            async with mcp_client(root) as s:
+                assert (await call(s, "result", trial_id="t1", wait_s=DEADLINE_S))["state"] == "correct"
+                sent = await call(s, "submit", name="add.py", source=wrong, strategy="subtract")
+                assert (await call(s, "result", trial_id=sent["trial_id"], wait_s=DEADLINE_S))["state"] == "incorrect"
+                assert (await call(s, "branch", trial_id="t1"))["head"] == "t1"
+
+        asyncio.run(body())
+        assert control.send(root / STATE_DIR, "ping")["ok"]  # the agent left; the watcher's engine runs on
+        assert engine.store.heads == {"add.py": "t1"} and engine.store.get("t2").state == "incorrect"
+    finally:
+        loop.call_soon_threadsafe(engine.stop)
+        thread.join(30)
+        loop.close()
+        engine.close()

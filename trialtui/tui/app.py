@@ -410,11 +410,19 @@ def finalize_trial(problem: Problem, store: Store, trial: Trial, device: str | N
 
 def make_app(problem: Problem, *, engine: Any = None, device: str | None = None, theme: str | None = None,
              demo: Demo | None = None) -> TrialApp:
-    """The app for one problem. Without `engine`, builds the real one (it takes the store's lock now,
-    so a second writer fails here with StoreLocked, before the terminal is taken over)."""
+    """The app for one problem. Without `engine`, builds the real one (it takes the store's lock now), or
+    attaches to the engine another front end runs there (`trialtui mcp`, a watcher: engine/attach.py);
+    with neither, StoreLocked is raised here, before the terminal is taken over."""
     owns = engine is None
     if engine is None:
+        from trialtui.core.store import StoreLocked
+        from trialtui.engine.attach import attach
         from trialtui.engine.loop import Engine
 
-        engine = Engine(problem, device=device)
+        try:
+            engine = Engine(problem, device=device)
+        except StoreLocked:
+            engine = attach(problem)
+            if engine is None:
+                raise
     return TrialApp(problem, engine, theme=theme, demo=demo, owns_engine=owns)

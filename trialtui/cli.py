@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from trialtui import __version__
+from trialtui.cli_refusal import fail, problem_for
 from trialtui.core.problem import ProblemError
 from trialtui.core.problem_dir import load_problem
 
@@ -16,37 +17,6 @@ from trialtui.core.problem_dir import load_problem
 # `bench` exit codes: the verdict as a number for scripts and CI.
 BENCH_EXIT = {"correct": 0, "incorrect": 1}
 BENCH_EXIT_OTHER = 2  # error, timeout, invalid, or a refusal
-
-
-class Refusal(click.ClickException):
-    """A command that will not run: a line on stderr, or under --json one JSON object on stdout."""
-
-    def __init__(self, message: str, code: int = 2, **fields) -> None:
-        super().__init__(message)
-        self.exit_code = code
-        self.fields = fields
-        ctx = click.get_current_context(silent=True)
-        self.as_json = bool(ctx is not None and ctx.params.get("as_json"))
-
-    def show(self, file=None) -> None:
-        if self.as_json:
-            click.echo(json.dumps({"state": "refused", "message": self.message, "exit_code": self.exit_code,
-                                   **self.fields}, default=str))
-        else:
-            click.echo(f"trialtui: {self.message}", err=True)
-
-
-def fail(message: str, code: int = 2) -> None:
-    raise Refusal(message, code)
-
-
-def problem_for(path: Path):
-    """The problem a file or directory belongs to, or a clear message and exit 2."""
-    root = path if path.is_dir() else path.parent
-    try:
-        return load_problem(root)
-    except ProblemError as exc:
-        fail(str(exc))
 
 
 class _Group(click.Group):

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import click
 
+from trialtui.cli_refusal import problem_for
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -33,8 +35,6 @@ def serve_command(directory: Path, theme: str | None) -> str:
 @click.option("--theme", default=None, help="Theme name (trialtui, trialtui-light, trialtui-contrast).")
 def serve(directory: Path | None, host: str, port: int, theme: str | None) -> None:
     """Serve the TUI on DIRECTORY (default: the current one) to a browser at http://HOST:PORT."""
-    from trialtui.cli import problem_for
-
     root = (directory or Path.cwd()).resolve()
     problem_for(root)  # a directory that is not a problem says so here, not in the browser
     try:

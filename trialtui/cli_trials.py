@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from trialtui.cli import Refusal
+from trialtui.cli_refusal import Refusal
 from trialtui.core import tree
 from trialtui.core.config import Config, ConfigError, load_config
 from trialtui.core.interchange import HF_STATE, InterchangeError, hf_state, import_hf, markdown_table, trials_jsonl

@@ -3,20 +3,38 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from trialtui.core import tree
+from trialtui.core.model import Trial
 from trialtui.tui import describe
 
-if TYPE_CHECKING:
-    from trialtui.tui.app import TrialApp
+
+class PaletteSource(Protocol):
+    """What the palette offers from the app (`TrialApp`, which lists this provider): named here so
+    that this module need not import the app."""
+
+    trials: dict[str, Trial]
+    best: Trial | None
+    baseline: str
+    trialtui_themes: list[str]
+
+    def export(self, fmt: str) -> None: ...
+
+    def action_finalize(self, trial_id: str | None = None) -> None: ...
+
+    def switch_theme(self, name: str) -> None: ...
+
+    def go_to(self, trial_id: str) -> None: ...
+
+    def branch_from(self, trial_id: str) -> None: ...
 
 
 class TrialCommands(Provider):
     @property
-    def trial_app(self) -> TrialApp:
+    def trial_app(self) -> PaletteSource:
         return self.app  # type: ignore[return-value]
 
     def _commands(self) -> list[tuple[str, object, str]]:

@@ -1,0 +1,44 @@
+"""How a command that will not run says so (`Refusal`, `fail`), and the problem a path names or a
+refusal: what `cli.py` and the `cli_*.py` subcommand modules share, below all of them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from trialtui.core.problem import Problem, ProblemError
+from trialtui.core.problem_dir import load_problem
+
+
+class Refusal(click.ClickException):
+    """A command that will not run: a line on stderr, or under --json one JSON object on stdout."""
+
+    def __init__(self, message: str, code: int = 2, **fields) -> None:
+        super().__init__(message)
+        self.exit_code = code
+        self.fields = fields
+        ctx = click.get_current_context(silent=True)
+        self.as_json = bool(ctx is not None and ctx.params.get("as_json"))
+
+    def show(self, file=None) -> None:
+        if self.as_json:
+            click.echo(json.dumps({"state": "refused", "message": self.message, "exit_code": self.exit_code,
+                                   **self.fields}, default=str))
+        else:
+            click.echo(f"trialtui: {self.message}", err=True)
+
+
+def fail(message: str, code: int = 2) -> None:
+    raise Refusal(message, code)
+
+
+def problem_for(path: Path) -> Problem:
+    """The problem a file or directory belongs to, or a clear message and exit 2."""
+    root = path if path.is_dir() else path.parent
+    try:
+        return load_problem(root)
+    except ProblemError as exc:
+        raise Refusal(str(exc)) from exc

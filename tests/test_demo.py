@@ -342,10 +342,15 @@ def test_branch_back_goes_to_the_real_best(tmp_path):
     assert f"branch back to {ids['v1']} — the best so far (2.00× vs eager); the story expected v3.py" in text
     assert run.best == ids["v8"] and run.best_version == "v8.py"
     assert "measured live on fake" in text
-    # grown from v1 where the story grows v5 from v3: a mismatch, said, and not "8/8 as expected"
-    assert [o.version.stem for o in run.mismatches] == ["v5"]
+    # grown from v1 where the story grows v5 from v3: a mismatch, said, and not "8/8 as expected";
+    # v8 at 4.00× with no speed-of-light is no decisive win: decide continues, and the beat says so
+    assert [o.version.stem for o in run.mismatches] == ["v5", "v8"]
     assert f"the story grows it from {ids['v3']} (v3.py)!" in text
-    assert "7/8 as expected" in dp.final_table([run])
+    v8_line = next(line for line in text.splitlines() if f"beat: decisive_win — v8.py is {ids['v8']}" in line)
+    assert v8_line.endswith("— expected a decisive win; decide says continue: 4.00× eager (target 1.20×)!"), v8_line
+    assert "as the story expects" not in v8_line
+    assert run.outcomes[-1].judgement.held is False
+    assert "6/8 as expected" in dp.final_table([run])
 
 
 def test_replay_with_one_recording_ranks_no_best_and_says_what_it_could_not_replay(tmp_path):
@@ -393,7 +398,13 @@ def test_replay_with_one_recording_ranks_no_best_and_says_what_it_could_not_repl
     assert run.unreplayed == ["v3.py", "v4.py", "v5.py", "v6.py", "v7.py", "v8.py"]
     assert "could not replay v3.py, v4.py" in run.report_note and ids["v8"] in run.report_note
     row = dp.final_table([run]).splitlines()[1]
-    assert "none ranked (ends at v8.py)" in row and "8/8 as expected" in row and "×" not in row
+    # the beats that claim something of the numbers (regressed, plateau, the new approach's gain, the
+    # win) cannot be judged without them: said so, never "as the story expects"
+    assert "none ranked (ends at v8.py)" in row and "4/8 as expected, 4 not judged" in row and "×" not in row
+    assert [o.version.beat for o in run.unjudged] == ["regressed", "plateau", "different_approach", "decisive_win"]
+    win = next(line for line in text.splitlines() if f"beat: decisive_win — v8.py is {ids['v8']}" in line)
+    assert "a decisive win is not judged: no GPU speed for it here; decide says continue" in win, win
+    assert "as the story expects" not in win
     assert "not replayed, so no best ranked: v3.py" in row
 
 

@@ -58,7 +58,7 @@ def test_sample_story(name):
     root = SAMPLES / name
     story = load_story(name)
     versions = story["version"]
-    assert 5 <= len(versions) <= 8
+    assert 5 <= len(versions) <= 9
     files = [v["file"] for v in versions]
     assert len(set(files)) == len(files)
     for i, v in enumerate(versions):
@@ -74,7 +74,8 @@ def test_sample_story(name):
     assert beats[0] == "first" and beats[-1] == "decisive_win"
     for before, after in (("fails_correctness", "fixed"), ("regressed", "branch_back"),
                           ("plateau", "different_approach")):
-        assert beats.index(before) < beats.index(after), (before, after)
+        if before in beats or after == "branch_back":  # a plateau is told only where the numbers show one
+            assert beats.index(before) < beats.index(after), (before, after)
     # branching back means building on something other than the regressed version
     back = versions[beats.index("branch_back")]
     assert back["parent"] != versions[beats.index("regressed")]["file"]

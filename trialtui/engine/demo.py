@@ -46,7 +46,7 @@ from trialtui.engine.demo_replay import (
     recorded_label,
     recording_for,
 )
-from trialtui.engine.demo_story import DemoError, Outcome, ProblemRun, Story, Version, editor_save
+from trialtui.engine.demo_story import DemoError, Outcome, ProblemRun, Story, Version, editor_save, judge
 from trialtui.engine.finalize import FinalizeError, finalize
 
 # Seconds at --speed 1: before a save (read the beat), after its decision (see the result), before a branch.
@@ -108,8 +108,10 @@ class DemoPlayer:
                 trial = await self._trial_for(engine, target, sha256_of(data))
                 trial = await self._decided(engine, trial.id)
                 trial_for[version.file] = trial.id
+                judgement = judge(version, trial, engine.store.trials(), problem.config)
                 outcome = Outcome(version, trial.id, trial.state, trial.parent, trial.speedup(baseline),
-                                  expected_parent=trial_for.get(version.parent) if version.parent else None)
+                                  expected_parent=trial_for.get(version.parent) if version.parent else None,
+                                  judgement=judgement)
                 run.outcomes.append(outcome)
                 self._record(version, trial)
                 self._beat(engine, version, self._outcome_text(outcome, trial), surprise=not outcome.as_expected)
@@ -275,12 +277,17 @@ class DemoPlayer:
             text += f", {outcome.speedup:.2f}× ({numbers_label(trial.result)})"
         elif trial.state == TrialState.CORRECT.value:
             text += f" ({numbers_label(trial.result)})"
-        if outcome.as_expected:
-            text += ", as the story expects"
-        elif outcome.state != version.expected:
+        judged = outcome.judgement
+        if outcome.state != version.expected:
             text += f" — the story expected {version.expected}!"
-        else:
+        elif outcome.parent != outcome.expected_parent:
             text += f" — the story grows it from {outcome.expected_parent} ({version.parent})!"
+        elif judged.held is False:
+            text += f" — {judged.text}!"
+        elif judged.held is None:
+            text += f" — {judged.text}"
+        else:
+            text += f", as the story expects ({judged.text})"
         return text
 
     @staticmethod

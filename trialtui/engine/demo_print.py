@@ -61,7 +61,9 @@ def final_table(runs: list[ProblemRun], baselines: tuple[str, ...] = ("eager", "
             best = f"{run.best} ({run.best_version})"
         else:
             best = f"none ranked (ends at {run.best_version})" if run.best_version else "—"
-        story = f"{len(run.outcomes) - len(run.mismatches)}/{len(run.outcomes)} as expected"
+        story = f"{len(run.outcomes) - len(run.mismatches) - len(run.unjudged)}/{len(run.outcomes)} as expected"
+        if run.unjudged:
+            story += f", {len(run.unjudged)} not judged"
         rows.append((run.problem, best, *(f"{speed[b]:.2f}×" if speed.get(b) is not None else "—" for b in baselines),
                      story, f"{run.wall_s:.0f} s", where))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
@@ -104,7 +106,8 @@ def run_summary(run: ProblemRun) -> dict[str, Any]:
         "report": str(run.report) if run.report else None,
         "story": [{"version": o.version.file, "beat": o.version.beat, "trial": o.trial_id, "parent": o.parent,
                    "state": o.state, "expected": o.version.expected, "expected_parent": o.expected_parent,
-                   "speedup": o.speedup} for o in run.outcomes],
+                   "speedup": o.speedup, "beat_held": o.judgement.held, "beat_judged": o.judgement.text}
+                  for o in run.outcomes],
         "branched_to": run.branched_to,
         "unreplayed": run.unreplayed,
         "wall_s": round(run.wall_s, 1),

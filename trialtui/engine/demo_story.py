@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import trialtui
+from trialtui.core.config import Config
+from trialtui.core.decide_evidence import Tree
+from trialtui.core.model import Action, Trial, TrialState
 from trialtui.core.report import FINAL_DIR
 from trialtui.core.store import atomic_write
 
@@ -180,9 +183,87 @@ def set_toml_key(text: str, key: str, value: str, table: str | None = None) -> s
 
 
 
+@dataclass(frozen=True)
+class Claim:
+    """What a beat says about the run beyond the correctness state, judged on the run's own numbers.
+
+    `actions`: decide's actions that bear it out (empty: no claim on the action); `gain`: faster than
+    the last correct ancestor beyond noise, by decide's own rule; `target`: at or above the config's
+    target_speedup against the primary baseline. A claim on numbers is not judged without a GPU speed.
+    """
+
+    says: str  # "a decisive win", as in "expected a decisive win"
+    actions: tuple[str, ...] = ()
+    gain: bool = False
+    target: bool = False
+
+    @property
+    def needs_speed(self) -> bool:
+        return bool(self.actions) and not set(self.actions) <= {Action.FIX.value}
+
+
+A = Action
+BEAT_CLAIMS: dict[str, Claim] = {
+    "first": Claim("a first correct version"),
+    "fails_correctness": Claim("a failed correctness check", (A.FIX.value,)),
+    "fixed": Claim("a fix that passes"),
+    "branch_back": Claim("a save grown from the best"),
+    "regressed": Claim("a regression", (A.BRANCH_BACK.value,)),
+    "plateau": Claim("a plateau", (A.SWITCH_APPROACH.value,)),
+    "improved": Claim("a gain", (A.CONTINUE.value, A.FINALIZE.value), gain=True),
+    "different_approach": Claim("a gain from the new approach", (A.CONTINUE.value, A.FINALIZE.value), gain=True),
+    "decisive_win": Claim("a decisive win", (A.FINALIZE.value,), target=True),
+}
+del A
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A beat's claim against the run: `held` True (borne out), False (contradicted) or None (not
+    judged: no GPU speed here), and the words for it."""
+
+    held: bool | None
+    text: str
+
+
+def judge(version: Version, trial: Trial, trials: list[Trial], config: Config) -> Judgement:
+    """Whether `trial` bears out what its beat claims: decide's stored action, its speed against the
+    primary baseline and the target, and its change against the last correct ancestor."""
+    claim = BEAT_CLAIMS.get(version.beat, Claim(version.beat or "this step"))
+    action = (trial.decision or {}).get("action") or "no decision"
+    baseline, target = config.primary_baseline, config.target_speedup
+    speed = trial.speedup(baseline)
+    said = f"decide says {action}" + (f": {speed:.2f}× {baseline}" if speed is not None else "")
+    if not claim.actions:
+        return Judgement(True, said)
+    if claim.needs_speed and (trial.state != TrialState.CORRECT.value or trial.gpu_timing is None):
+        if trial.state != TrialState.CORRECT.value:
+            return Judgement(False, f"expected {claim.says}; {said}")
+        return Judgement(None, f"{claim.says} is not judged: no GPU speed for it here; {said}")
+    if claim.target:
+        said += f" (target {target:.2f}×)"
+    misses = []
+    if action not in claim.actions:
+        misses.append("action")
+    if claim.target and (speed is None or speed < target):
+        misses.append("target")
+    if claim.gain:
+        tree = Tree(trials, trial, baseline)
+        prev = tree.prev_correct(trial)
+        change = tree.compare(trial, prev) if prev is not None else None
+        if change is None or change.outcome != "faster":
+            misses.append("gain")
+            if change is not None:
+                said += f", {change.text()} than {prev.id} ({change.noise_text()})"
+    if misses:
+        return Judgement(False, f"expected {claim.says}; {said}")
+    return Judgement(True, said)
+
+
 @dataclass
 class Outcome:
-    """One played version: what it became, against what the story expects (state and parent)."""
+    """One played version: what it became, against what the story expects (state, parent, and what
+    its beat claims of decide's action and the numbers)."""
 
     version: Version
     trial_id: str
@@ -190,10 +271,16 @@ class Outcome:
     parent: str | None
     speedup: float | None
     expected_parent: str | None = None  # the trial of the version the story grows this one from
+    judgement: Judgement = Judgement(True, "")
 
     @property
     def as_expected(self) -> bool:
-        return self.state == self.version.expected and self.parent == self.expected_parent
+        return (self.state == self.version.expected and self.parent == self.expected_parent
+                and self.judgement.held is not False)
+
+    @property
+    def unjudged(self) -> bool:
+        return self.judgement.held is None
 
 
 @dataclass
@@ -217,6 +304,10 @@ class ProblemRun:
     @property
     def mismatches(self) -> list[Outcome]:
         return [o for o in self.outcomes if not o.as_expected]
+
+    @property
+    def unjudged(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.as_expected and o.unjudged]
 
 
 def editor_save(path: Path, data: bytes) -> None:

@@ -202,8 +202,8 @@ class LaunchRecorder:
                 signature[pname] = "constexpr"
                 constexprs[pname] = encode_constexpr(attr)
                 continue
-            if self.bf16_as_fp32 and ty in ("*fp32", "*kfp32"):
-                ty = ty.replace("fp32", "bf16")
+            if self.bf16_as_fp32 and (ty in ("*fp32", "*kfp32") or ty.startswith("tensordesc<fp32[")):
+                ty = ty.replace("fp32", "bf16", 1)  # a TMA descriptor's element type too
                 widened.append(pname)
             signature[pname] = ty
             if isinstance(attr, str) and "D" in attr:

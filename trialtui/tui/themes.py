@@ -1,8 +1,8 @@
-"""trialtui's Textual themes: the TOML files in `trialtui/themes/`, then the user's own.
+"""trialtui's Textual themes: the TOML files in the repository's top-level `themes/`, then the user's own.
 
-Those files are the only definition of the shipped themes (package data, so a wheel carries them).
-Users add their own themes as TOML files in `$XDG_CONFIG_HOME/trialtui/themes/`; a file there
-with a shipped name replaces it.
+Those files are the only definition of the shipped themes; a wheel carries them as package data in
+`trialtui/themes/` (setup.py copies them in). Users add their own themes as TOML files in
+`$XDG_CONFIG_HOME/trialtui/themes/`; a file there with a shipped name replaces it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from typing import Any
 from textual.theme import Theme
 
 DEFAULT_THEME = "trialtui"
-SHIPPED_THEMES = Path(__file__).resolve().parents[1] / "themes"
+_PACKAGE = Path(__file__).resolve().parents[1]
+# an installed wheel's package data, else (a checkout, an editable install) the top-level themes/
+SHIPPED_THEMES = _PACKAGE / "themes" if (_PACKAGE / "themes").is_dir() else _PACKAGE.parent / "themes"
 
 # The app's own theme variables: every shipped theme sets them; these defaults serve Textual's own
 # themes and user themes that leave some out.

@@ -11,8 +11,12 @@ charged to the jobs that were running.
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib.machinery
 import os
+import shutil
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +33,7 @@ _tokens = iter(range(1, 1 << 62))
 def protected_files(spec: dict[str, Any]) -> list[Path]:
     """The problem's files and the candidate: a job that changes one is an error, and it is put back."""
     paths = [Path(spec[key]) for key in ("reference", "candidate") if spec.get(key)]
+    paths += [Path(p) for p in spec.get("support_files", [])]
     if "root" in spec:
         root = Path(spec["root"])
         paths += [root / "task.yml", root / "trialtui.toml"]
@@ -56,10 +61,34 @@ class Snapshot:
     """The bytes of the protected files before a job, to compare and restore after it."""
 
     saved: dict[Path, bytes] = field(default_factory=dict)
+    root: Path | None = None
+    listing: frozenset[str] = frozenset()  # the problem directory's entries before the job
 
     @classmethod
-    def take(cls, paths: list[Path]) -> "Snapshot":
-        return cls({p: p.read_bytes() for p in paths if p.is_file()})
+    def take(cls, paths: list[Path], root: Path | None = None) -> "Snapshot":
+        listing = frozenset(_entries(root)) if root is not None else frozenset()
+        return cls({p: p.read_bytes() for p in paths if p.is_file()}, root, listing)
+
+    def remove_planted(self, keep_dir: Path) -> list[dict[str, str]]:
+        """Entries the job created in the problem directory under the name of a module something else
+        provides (a stdlib or installed module, a .pth hook): moved beside the log and charged. A new
+        file of any other name (the user's next candidate, saved meanwhile) stays where it is."""
+        planted = []
+        if self.root is None:
+            return planted
+        for name in sorted(set(_entries(self.root)) - self.listing):
+            if not shadows_a_module(name, self.root):
+                continue
+            path = self.root / name
+            keep_dir.mkdir(parents=True, exist_ok=True)
+            kept = keep_dir / f"planted-{name}"
+            try:
+                shutil.rmtree(kept) if kept.is_dir() and not kept.is_symlink() else kept.unlink(missing_ok=True)
+                os.replace(path, kept)
+            except OSError:
+                continue
+            planted.append({"file": str(path), "how": "created (it shadows a module)", "kept": str(kept)})
+        return planted
 
     def restore_changed(self, keep_dir: Path) -> list[dict[str, str]]:
         """Put back every file the job changed or removed; the changed bytes are kept in `keep_dir`."""
@@ -106,25 +135,50 @@ def begin(spec: dict[str, Any]) -> tuple[int, Snapshot]:
             _overlapped[other] |= shared
             _overlapped[token] |= shared
         _guarding[token] = set(paths)
-    return token, Snapshot.take(paths)
+    return token, Snapshot.take(paths, Path(spec["root"]) if spec.get("root") else None)
+
+
+def with_sibling_modules(spec: dict[str, Any]) -> dict[str, Any]:
+    """The modules the reference imports from its own folder join the support files: the checker gets
+    their known-good text (runner/known_good.py), since it puts no problem folder on its import path."""
+    reference = Path(spec["reference"]) if spec.get("reference") else None
+    if reference is None or not reference.is_file():
+        return spec
+    try:
+        tree = ast.parse(reference.read_text(encoding="utf-8"))
+    except (SyntaxError, ValueError, OSError, UnicodeDecodeError):
+        return spec  # the job's own load says what is wrong with it
+    names = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    names |= {node.module.split(".")[0] for node in ast.walk(tree)
+              if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    siblings = [reference.parent / f"{name}.py" for name in sorted(names)]
+    known = set(spec.get("support_files", []))
+    extra = [str(p) for p in siblings if p.is_file() and p != reference and str(p) not in known
+             and str(p) != spec.get("candidate")]
+    return {**spec, "support_files": [*spec.get("support_files", []), *extra]} if extra else spec
 
 
 def with_reference_source(spec: dict[str, Any], snapshot: Snapshot) -> dict[str, Any]:
-    """The reference's known-good text in the spec: the job loads it from there, not from the file."""
-    reference = Path(spec["reference"]) if spec.get("reference") else None
-    data = snapshot.saved.get(reference) if reference is not None else None
-    if data is None:
-        return spec
-    try:
-        return {**spec, "reference_source": data.decode("utf-8")}
-    except UnicodeDecodeError:
-        return spec  # the job's own load says what is wrong with it
+    """The known-good text of the reference and its support files in the spec: the job loads them from
+    there, not from files a job running beside it (or this job's candidate) may have changed."""
+    texts = {}
+    for path in [spec.get("reference"), *spec.get("support_files", [])]:
+        data = snapshot.saved.get(Path(path)) if path else None
+        try:
+            if data is not None:
+                texts[str(path)] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # the job's own load says what is wrong with it
+    spec = {**spec, "support_sources": {p: t for p, t in texts.items() if p != spec.get("reference")}}
+    if spec.get("reference") in texts:
+        spec["reference_source"] = texts[spec["reference"]]
+    return spec
 
 
 def end(token: int, snapshot: Snapshot, keep_dir: Path) -> tuple[list[dict[str, str]], set[Path]]:
     """The job's changes (put back) and those others found while it ran; and the files another job
     covered meanwhile (a change there may be that job's)."""
-    changed = snapshot.restore_changed(keep_dir)
+    changed = snapshot.restore_changed(keep_dir) + snapshot.remove_planted(keep_dir)
     with _lock:
         _guarding.pop(token, None)
         for entry in changed:  # a job still running that covers the file may be the one that wrote it
@@ -135,6 +189,30 @@ def end(token: int, snapshot: Snapshot, keep_dir: Path) -> tuple[list[dict[str, 
         shared = _overlapped.pop(token, set())
     seen = {c["file"] for c in changed}
     return changed + [f for f in found if f["file"] not in seen], shared
+
+
+def _entries(root: Path) -> list[str]:
+    try:
+        return [entry.name for entry in os.scandir(root)]
+    except OSError:
+        return []
+
+
+def shadows_a_module(name: str, root: Path) -> bool:
+    """A directory entry that Python would import in place of a module found elsewhere (or a .pth hook):
+    the stdlib, what this process imported, or what its path outside `root` provides."""
+    if name.endswith(".pth") or name.startswith("."):
+        return name.endswith(".pth")
+    stem = name[:-3] if name.endswith(".py") else name.split(".")[0] if name.endswith((".so", ".pyc")) else name
+    if not stem.isidentifier() or stem in ("sitecustomize", "usercustomize"):
+        return stem in ("sitecustomize", "usercustomize")
+    if stem in sys.stdlib_module_names or stem in sys.modules:
+        return True
+    elsewhere = [p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(root)]
+    try:
+        return importlib.machinery.PathFinder.find_spec(stem, elsewhere) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _read(path: Path) -> bytes | None:

@@ -320,6 +320,7 @@ def run_child(
     sandbox = sandbox_wanted(limits)
     if sandbox and shutil.which("bwrap") is None:
         return failure("error", "the sandbox needs bubblewrap (bwrap), which is not installed: apt-get install bubblewrap")
+    spec = guard.with_sibling_modules(spec)
     token, snapshot = guard.begin(spec)
     spec = guard.with_reference_source(spec, snapshot)
     started = time.monotonic()
@@ -343,13 +344,21 @@ def run_child(
     result = _result(done, timeout_s, log_path, handle, time.monotonic() - started)
     changed, shared = guard.end(token, snapshot, log_path.with_name(log_path.name + ".changed"))
     if changed:
-        names = ", ".join(Path(c["file"]).name for c in changed)
-        maybe = (" (another job of this problem ran at the same time: either may have written it)"
-                 if any(Path(c["file"]) in shared for c in changed) else "")
-        result = failure("error", f"{names} changed while the job ran{maybe}; restored from the copy taken "
-                         "before the job (what was written is kept beside the log)", result.get("log_tail", ""),
+        result = failure("error", _tamper_message(changed, shared), result.get("log_tail", ""),
                          restored=changed, containment=result.get("containment"))
     return result
+
+
+def _tamper_message(changed: list[dict[str, str]], shared: set[Path]) -> str:
+    planted = [Path(c["file"]).name for c in changed if c["how"].startswith("created")]
+    names = ", ".join(Path(c["file"]).name for c in changed if not c["how"].startswith("created"))
+    maybe = (" (another job of this problem ran at the same time: either may have written it)"
+             if any(Path(c["file"]) in shared for c in changed) else "")
+    parts = [f"{names} changed while the job ran{maybe}; restored from the copy taken before the job"] if names else []
+    if planted:
+        parts.append(f"{', '.join(planted)} created in the problem directory while the job ran, under the name of "
+                     "a module the checker or a baseline may import; taken away")
+    return "; ".join(parts) + " (what was written is kept beside the log)"
 
 
 def _wait(supervised: Supervised, deadline: float, on_progress) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from trialtui.core.profilers import source_of
 from trialtui.core.text import compile_summary, trial_summary
 from trialtui.core.verdicts import profile_policy
 from trialtui.engine import events as ev
+from trialtui.engine import guard
 from trialtui.engine.bench import BENCH_MODULE, child_env, problem_spec
 from trialtui.engine.jobs import ChildHandle
 from trialtui.engine.lanes import Job, Lane
@@ -81,7 +82,7 @@ class TrialJobs:
         async def run(_: Lane) -> None:
             if any(j.owner is self for j in self.lanes.queue):
                 return
-            spec = problem_spec(self.problem, self.device)
+            spec = guard.with_sibling_modules(problem_spec(self.problem, self.device))  # as run_child's
             await asyncio.to_thread(self._warm.prepare, BENCH_MODULE, env, spec, self.problem.config.bench_timeout_s)
 
         self.lanes.submit(Job("", "", run, lane.name, owner=self, on_error=lambda job, exc: self._fail(None, exc, "preparing")))

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from trialtui.runner import constants
+from trialtui.runner.known_good import trusted_imports
 from trialtui.runner.forms import runner_form
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -100,7 +101,7 @@ class Reference:
         self.emulated = self.device.type == "cpu" and self.dtype == torch.bfloat16 and interpreted()
         if self.emulated:
             self.dtype = torch.float32
-        self.importable(spec["reference"], spec.get("support_files", []))
+        trusted_imports(spec)  # the checker imports nothing from a folder a candidate can write
         # the engine's known-good text of it when the spec has one: a job running beside this one may
         # have changed or removed the file (engine/guard.py puts it back, but not before this reads it)
         self.module = load_module(spec["reference"], "trialtui_reference", source=spec.get("reference_source"))
@@ -110,9 +111,9 @@ class Reference:
 
     @staticmethod
     def importable(reference: str | Path, support_files: list[str]) -> None:
-        """The problem directory and the folders of its support files (GPU MODE's `files:`, e.g.
-        `../utils.py`) go first on sys.path, so `from task import input_t` and `from utils import
-        ...` work in the reference and the candidate alike (each process calls this)."""
+        """In a process that runs the candidate (never the checker: runner/known_good.py): the problem
+        directory and the folders of its support files (GPU MODE's `files:`, e.g. `../utils.py`) go
+        first on sys.path, so the candidate's `from task import input_t` and `from utils import ...` work."""
         folders = [str(Path(reference).resolve().parent)]
         folders += [str(Path(p).parent) for p in support_files]
         for folder in reversed(list(dict.fromkeys(folders))):

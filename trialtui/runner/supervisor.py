@@ -239,7 +239,8 @@ class Supervisor:
             if os.getppid() == 1:  # the stub died before the prctl
                 os._exit(1)
 
-        command = [sys.executable, "-m", launch["module"], *([WARM_FLAG] if launch.get("warm") else [])]
+        # -P: the job's folder is not put on its import path (the checker imports nothing a candidate can plant)
+        command = [sys.executable, "-P", "-m", launch["module"], *([WARM_FLAG] if launch.get("warm") else [])]
         if launch.get("sandbox"):
             command = sandbox_command(command, self.scratch, launch.get("binds") or [])
         env = {**os.environ, **(launch.get("env") or {}), "PYTHONUNBUFFERED": "1"}

@@ -51,8 +51,10 @@ def _fail(message: str, code: int = 2) -> None:
               help="Where the sample problems are (default: sample_kernels/ of trialtui's checkout).")
 @click.option("--progress", is_flag=True, help="With --headless: also print progress and queue events.")
 @click.option("--theme", default=None, help="TUI theme.")
+@click.option("--agent", is_flag=True, help="A scripted coding agent plays the story through `trialtui mcp` "
+                                            "(open the TUI on the directory to watch it live).")
 def demo(problems, every, into, speed, headless, replay, record_dir, recordings, baselines, profile_when, gpus, jobs,
-         finalize, samples, progress, theme) -> None:
+         finalize, samples, progress, theme, agent) -> None:
     """Play a sample problem's story through the real loop: saves, trials, a failure and its fix,
     a regression and a branch back to the best, a plateau, a new approach, a win, a report card.
 
@@ -101,6 +103,8 @@ def demo(problems, every, into, speed, headless, replay, record_dir, recordings,
                                 recordings=rec if mode == "replay" else None))
     except (ds.DemoError, OSError) as exc:
         _fail(str(exc))
+    if agent:
+        sys.exit(_agent(d, plans[0], mode))
     if headless:
         at_once = min(jobs or len(lanes), len(lanes)) if mode == "live" else (jobs or 1)
         sys.exit(_headless(d, plans, mode, parent_dir, speed=speed, finalize=finalize, record_dir=record_dir,
@@ -154,6 +158,16 @@ def _shown(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+def _agent(d, plan, mode) -> int:
+    """--agent: the SDK's client, scripted, plays the story through `trialtui mcp` (trialtui/agent/script.py)."""
+    from trialtui.agent.script import play
+
+    click.echo(f"trialtui demo --agent: {plan.story.problem} in {_shown(plan.root)}")
+    click.echo(f"  {d.describe_mode(mode)}")
+    click.echo(f"  watch it live from another terminal: trialtui {_shown(plan.root)}")
+    return asyncio.run(play(plan.story, plan.root, recordings=plan.recordings))
 
 
 def _tui(d, plan, mode, *, speed, finalize, theme) -> None:

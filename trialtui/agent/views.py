@@ -14,6 +14,7 @@ from trialtui.core.forms import get_form
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
 from trialtui.core.text import label, trial_summary
+from trialtui.engine.demo_replay import recorded_label
 
 RULES = (
     "Only write kernel files: submit(name, source, strategy) saves a candidate *.py in the problem directory; "
@@ -77,7 +78,8 @@ def numbers(trial: Trial, baseline: str) -> dict[str, Any] | None:
         "device": env.get("device"),
         "dtype": result.get("dtype"),
         "shape": result.get("sizes"),
-        "date": result.get("measured_at") or result.get("recorded"),
+        "date": result.get("measured_at") or (result.get("recorded") or {}).get("date"),
+        "replayed": recorded_label(result),  # not measured here: a recording of the same source, on its GPU
         "median_us": timing.get("median_us"),
         "timing_label": timing.get("label"),
         "baseline": baseline,

@@ -433,18 +433,23 @@ def test_command_palette_goes_to_a_trial(story):
     run(body())
 
 
-def test_command_palette_offers_branch_export_finalize_and_themes(story):
+def test_command_palette_offers_branch_export_finalize_and_themes_built_in_and_the_users(story, tmp_path,
+                                                                                        monkeypatch):
     problem, store, engine = story
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    (tmp_path / "config" / "trialtui" / "themes").mkdir(parents=True)
+    (tmp_path / "config" / "trialtui" / "themes" / "mine.toml").write_text('name = "mine"\nprimary = "#ff00ff"\n')
 
     async def body():
-        app = TrialApp(problem, engine)
+        app = TrialApp(problem, engine, theme="mine")  # what `trialtui --theme mine` opens
         async with app.run_test(size=SIZE) as pilot:
             from trialtui.tui.commands import TrialCommands
 
+            assert app.theme == "mine" and app.theme_problems == []
             names = [name for name, _, _ in TrialCommands(app.screen)._commands()]
             assert "Branch from trial t3" in names and "Finalize best t8" in names
             assert "Export trials as markdown" in names
-            assert {"Switch theme: trialtui-light", "Switch theme: trialtui-contrast"} <= set(names)
+            assert {"Switch theme: trialtui-light", "Switch theme: trialtui-contrast", "Switch theme: mine"} <= set(names)
             app.export("md")
             assert "| **t8** |" in (problem.root / "trials.md").read_text()
             app.switch_theme("trialtui-light")

@@ -40,7 +40,8 @@ def cli() -> None:
 
 @cli.command(name="open")
 @click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--theme", default=None, help="Theme name (trialtui, trialtui-light, trialtui-contrast).")
+@click.option("--theme", default=None, help="Theme name: trialtui, trialtui-light, trialtui-contrast, "
+              "or one of your own in ~/.config/trialtui/themes/.")
 def open_(directory: Path | None, theme: str | None) -> None:
     """Open the TUI on DIRECTORY (default: the current directory)."""
     from trialtui.core.store import StoreError

@@ -32,7 +32,8 @@ def serve_command(directory: Path, theme: str | None) -> str:
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on. Anything but loopback lets others drive your TUI.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
-@click.option("--theme", default=None, help="Theme name (trialtui, trialtui-light, trialtui-contrast).")
+@click.option("--theme", default=None, help="Theme name: trialtui, trialtui-light, trialtui-contrast, "
+              "or one of your own in ~/.config/trialtui/themes/.")
 def serve(directory: Path | None, host: str, port: int, theme: str | None) -> None:
     """Serve the TUI on DIRECTORY (default: the current one) to a browser at http://HOST:PORT."""
     root = (directory or Path.cwd()).resolve()

@@ -250,6 +250,9 @@ def judge(version: Version, trial: Trial, trials: list[Trial], config: Config) -
     if claim.gain:
         tree = Tree(trials, trial, baseline)
         prev = tree.prev_correct(trial)
+        if prev is not None and prev.gpu_timing is None:
+            return Judgement(None, f"{claim.says} is not judged: {prev.id}, the trial before it, has no GPU speed "
+                                   f"here; {said}")
         change = tree.compare(trial, prev) if prev is not None else None
         if change is None or change.outcome != "faster":
             misses.append("gain")

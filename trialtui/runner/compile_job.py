@@ -73,6 +73,19 @@ def resource_usage(cubin: bytes, tool: str | None) -> dict[str, dict[str, int]]:
     }
 
 
+def sass_facts(cubin: bytes, tool: str | None) -> dict[str, Any]:
+    """What the SASS says of a GEMM (core.languages.cuda_text.sass_mma_facts); nothing without cuobjdump."""
+    from trialtui.core.languages.cuda_text import sass_mma_facts
+
+    if tool is None:
+        return {}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as fh:
+        fh.write(cubin)
+        fh.flush()
+        proc = subprocess.run([tool, "--dump-sass", fh.name], capture_output=True, text=True, timeout=60)
+    return sass_mma_facts(proc.stdout) if proc.returncode == 0 else {}
+
+
 def ptx_facts(ptx: str) -> dict[str, Any]:
     """Tensor-core instructions present, and the widest global load per thread in bits."""
     ops = {m.group(1) for m in _TENSOR_OP.finditer(ptx)}
@@ -211,6 +224,7 @@ def compile_launch(module, launch: dict[str, Any], arch: str, tool: str | None) 
         # Triton's shared memory is dynamic (metadata); cuobjdump sees only static shared
         "shared_bytes": max(kernel.metadata.shared, usage.get("shared", 0)),
         **ptx_facts(kernel.asm["ptx"]),
+        **sass_facts(cubin, tool),
         "num_warps": kernel.metadata.num_warps,
         "num_stages": kernel.metadata.num_stages,
         "constexprs": launch["constexprs"],

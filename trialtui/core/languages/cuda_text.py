@@ -10,6 +10,7 @@ are the source's own; errors are trusted only where they cannot come from the bl
 from __future__ import annotations
 
 import re
+from typing import Any
 from dataclasses import dataclass, field
 
 # Headers of the host side of an extension: dropped with the code that needs them.
@@ -253,3 +254,27 @@ def sass_tensor_op(sass: str) -> tuple[str | None, str | None]:
         if op in present:
             return family, op
     return None, None
+
+
+_SASS_MMA = re.compile(r"\b(HGMMA|HMMA)\.(\w+)")
+_SASS_TMA = re.compile(r"\bUTMALDG\b")
+
+
+def sass_mma_facts(sass: str) -> dict[str, Any]:
+    """A GEMM engineer's first look at the SASS: wgmma (HGMMA) or mma.sync (HMMA) instructions and how
+    many, the widest wgmma tile (`64x256x16`: M×N×K per warpgroup instruction), and TMA tile loads.
+
+    `sass_hgmma`/`sass_hmma` count the instructions in the listing (static, not executed, counts).
+    """
+    hgmma = hmma = 0
+    widest: tuple[int, str] | None = None
+    for op, shape in _SASS_MMA.findall(sass):
+        if op == "HMMA":
+            hmma += 1
+            continue
+        hgmma += 1
+        dims = shape.split("x")
+        if len(dims) == 3 and all(d.isdigit() for d in dims) and (widest is None or int(dims[1]) > widest[0]):
+            widest = (int(dims[1]), shape)
+    return {"sass_hgmma": hgmma, "sass_hmma": hmma, "wgmma_shape": widest[1] if widest else None,
+            "sass_tma": bool(_SASS_TMA.search(sass))}

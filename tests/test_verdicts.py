@@ -41,6 +41,7 @@ NAMES = {
     "load_use": "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
     "spills": "sass__inst_executed_register_spilling",
     "gmma": "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_elapsed",
+    "hmma_inst": "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_elapsed",
     "alu": "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_elapsed",
     "alu_cycles": "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "lsu": "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed",
@@ -147,8 +148,9 @@ def test_tensor_cores_quiet_when_wgmma_runs_or_the_problem_is_not_a_matmul():
 
 
 def test_hopper_matmul_on_mma_sync_only_is_told_to_reach_wgmma():
-    (v,) = fired("tensor_cores_idle", changed(DOT, gmma=0), Context(matmul_like=True))
-    assert v.severity == "info" and "mma.sync" in v.title
+    (v,) = fired("mma_sync_on_hopper", changed(DOT, gmma=0, hmma_inst=5.0), Context(matmul_like=True))
+    assert v.title == "Tensor cores used without wgmma on Hopper" and "wgmma instructions 0" in v.evidence
+    assert not fired("mma_sync_on_hopper", DOT["metrics"], Context(matmul_like=True))  # the real one issues wgmma
 
 
 def test_low_occupancy_names_registers_when_issue_slots_are_idle():

@@ -79,6 +79,18 @@ CATALOG: tuple[Strategy, ...] = (
         r"tl\.dot|tensor.?core|\bwgmma\b|\bmma\b",
     ),
     Strategy(
+        "warpgroup tiles",
+        "give tl.dot wgmma's shape on Hopper: 64 rows of the tile per warpgroup (BLOCK_M 64 on 4 warps, 128 on "
+        "8), BLOCK_N and BLOCK_K multiples of 16, bf16/fp16 operands, so the SASS shows HGMMA instead of HMMA",
+        r"warpgroup|hgmma",
+    ),
+    Strategy(
+        "deeper pipeline",
+        "raise num_stages while one more stage of operand tiles fits in shared memory, so the loads of "
+        "later K steps overlap the current wgmma",
+        r"(more|deeper|raise|increase).{0,12}(stages|pipelin)|num_stages",
+    ),
+    Strategy(
         "cheaper math",
         "cut the instruction count: exp2 instead of exp, multiply by a reciprocal, hoist "
         "loop-invariant math",

@@ -30,6 +30,12 @@ class VerdictId(StrEnum):
     DOMINANT_KERNEL = "dominant_kernel"
     NO_OWN_KERNEL = "no_own_kernel"
     COUNTERS_UNAVAILABLE = "counters_unavailable"
+    MMA_SYNC_ON_HOPPER = "mma_sync_on_hopper"
+    GEMM_BELOW_ROOF = "gemm_below_roof"
+    NARROW_MMA_TILE = "narrow_mma_tile"
+    SHALLOW_PIPELINE = "shallow_pipeline"
+    NO_TMA = "no_tma"
+    GEMM_L2_REUSE = "gemm_l2_reuse"
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,13 @@ THRESHOLDS: dict[str, Threshold] = {t.name: t for t in (
               "the call waits on the host (launches, Python, synchronisation)"),
     Threshold("DOMINANT", 0.8, "fraction of GPU time", "project choice: one kernel with four fifths of the time "
               "is where every change should go"),
+    Threshold("WIDE_MMA_N", 128.0, "columns per wgmma instruction", "project choice: a warpgroup's wgmma "
+              "under 64×128 re-reads its A tile from shared memory for every 64 columns; 64×128 to 64×256 is "
+              "what Hopper GEMMs (cuBLAS, CUTLASS, Triton's tutorials) run"),
+    Threshold("SMEM_PER_BLOCK", 232448.0, "bytes of shared memory per block", "NVIDIA CUDA C++ Programming Guide, "
+              "compute capability 9.0: 227 KB of shared memory per block (opt-in) on sm_90"),
+    Threshold("DEEP_STAGES", 4.0, "pipeline stages", "project choice: 3-4 stages keep Hopper's wgmma fed; a "
+              "pipeline shallower than this with a stage still fitting in shared memory leaves latency exposed"),
     Threshold("OWN_TIME", 0.1, "fraction of GPU time", "project choice: under a tenth of the time in kernels the "
               "reference does not launch means library kernels (cuBLAS, ATen) do the work"),
 )}
@@ -185,6 +198,41 @@ VERDICTS: dict[VerdictId, VerdictKind] = {k.id: k for k in (
           ("OWN_TIME",), ("fuse passes",), ("Triton", "fuse passes"),
           "Write the hot path as a kernel of your own; calling the same library kernels cannot beat the reference.",
           "project rule over CUPTI kernel records of the candidate and the reference"),
+    _kind(V.MMA_SYNC_ON_HOPPER, "on sm_90, a kernel whose tensor-core work runs on mma.sync: HMMA and no HGMMA "
+          "in the compile stage's SASS, or wgmma at 0 % with mma.sync issued (counters)",
+          ("SOL_TARGET",), ("warpgroup tiles",), ("warpgroup tiles", "Triton with TMA descriptors or warp specialization"),
+          "Give Triton wgmma's shape: tl.dot on 64-row tiles per warpgroup, num_warps 4 or 8, bf16/fp16 operands.",
+          "project rule over the compile stage's SASS (HGMMA / HMMA) and sm__inst_executed_pipe_tensor_op_gmma"),
+    _kind(V.GEMM_BELOW_ROOF, "a matmul-like kernel on tensor cores, compute-bound by the roofline, below "
+          "SOL_TARGET of its floor (the tensor pipe's utilisation beside it where counters exist); it replaces "
+          "compute_bound, whose advice (cheaper math) is not a GEMM's",
+          ("SOL_TARGET",), ("autotune configs", "persistent kernel"),
+          ("Triton with TMA descriptors or warp specialization", "CUDA C++ with CUTLASS/CuTe"),
+          "A GEMM under its roof is fed too slowly: wider wgmma tiles, a deeper pipeline, TMA loads, persistent "
+          "programs in grouped order; the verdicts beside this one name which, from the SASS and the counters.",
+          "project rule over the roofline, the compile stage's SASS and sm__pipe_tensor_cycles_active"),
+    _kind(V.NARROW_MMA_TILE, "a GEMM below SOL_TARGET whose widest wgmma (SASS HGMMA.64xNx16) has N under WIDE_MMA_N",
+          ("WIDE_MMA_N", "SOL_TARGET"), ("larger tiles",), ("larger tiles", "persistent kernel"),
+          "Raise BLOCK_N (and BLOCK_M with num_warps 8: two warpgroups) so each wgmma is 64×128 to 64×256.",
+          "project rule over the compile stage's SASS (HGMMA shape)"),
+    _kind(V.SHALLOW_PIPELINE, "a GEMM below SOL_TARGET with fewer than DEEP_STAGES stages while one more stage of "
+          "its operand tiles still fits in SMEM_PER_BLOCK",
+          ("DEEP_STAGES", "SMEM_PER_BLOCK", "SOL_TARGET"), ("deeper pipeline",), ("deeper pipeline",
+                                                                                    "persistent kernel"),
+          "Raise num_stages while the operand tiles fit in shared memory, so loads run further ahead of wgmma.",
+          "project rule over the compile stage's num_stages, shared memory and BLOCK constexprs"),
+    _kind(V.NO_TMA, "on sm_90, a GEMM below SOL_TARGET whose operand tiles are loaded by the threads: no "
+          "cp.async.bulk.tensor in the PTX, no UTMALDG in the SASS",
+          ("SOL_TARGET",), ("Triton with TMA descriptors or warp specialization",),
+          ("Triton with TMA descriptors or warp specialization", "persistent kernel"),
+          "Load the tiles with TMA descriptors: the copy engine moves them, the registers stay for the accumulator.",
+          "project rule over the compile stage's PTX and SASS"),
+    _kind(V.GEMM_L2_REUSE, "a compute-bound matmul-like kernel that moves EXTRA_BYTES × the minimum DRAM bytes: "
+          "tiles re-read from DRAM instead of L2",
+          ("EXTRA_BYTES",), ("tile for reuse",), ("tile for reuse", "persistent kernel"),
+          "Launch the tiles in grouped order (GROUP_M rows of tiles per column sweep) so programs running "
+          "together share their x and W tiles in L2.",
+          "project rule: dram__bytes_read.sum + dram__bytes_write.sum against the analytic minimum"),
     _kind(V.COUNTERS_UNAVAILABLE, "the preferred profiler could not read what it needs (ncu: ERR_NVGPUCTRPERM, "
           "no ncu, a timeout); the reason is the evidence, and the verdicts come from the next profiler",
           (), (), (),

@@ -19,6 +19,9 @@ from trialtui.core.verdict_registry import threshold
 
 THEORETICAL_OCCUPANCY, TINY_US = threshold("THEORETICAL_OCCUPANCY"), threshold("TINY_US")
 LOW_SOL, VECTOR_BITS = threshold("LOW_SOL"), threshold("VECTOR_BITS")
+WIDE_MMA_N, SMEM_PER_BLOCK, DEEP_STAGES = threshold("WIDE_MMA_N"), threshold("SMEM_PER_BLOCK"), threshold("DEEP_STAGES")
+_BLOCK_NAMES = {"m": ("BLOCK_M", "BLOCK_SIZE_M", "BM"), "n": ("BLOCK_N", "BLOCK_SIZE_N", "BN"),
+                "k": ("BLOCK_K", "BLOCK_SIZE_K", "BK")}
 
 _SEVERITY_ORDER = {Severity.ERROR.value: 0, Severity.WARNING.value: 1, Severity.INFO.value: 2}
 
@@ -151,11 +154,18 @@ def verdicts_from_analytic(context: Context, facts: dict[str, Any] | None = None
         add(V.MEMORY_LOW_BW, Severity.WARNING, "Memory-bound at low bandwidth",
             [sol_text(context, sol), f"the minimum bytes move at {useful:.0%} of {roof.hbm_gbps:,.0f} GB/s"],
             "Raise useful bandwidth: coalesced, vectorized loads, one pass over the data, fused neighbours.")
+    elif sol is not None and sol < context.sol_target and gemm_on_tensor_cores(context, facts):
+        found.extend(gemm_triage(context, facts, sol, source))
     elif sol is not None and sol < LOW_SOL and roof.bound == "compute":
         add(V.COMPUTE_BOUND, Severity.INFO, "Compute-bound below the roof",
             [sol_text(context, sol), f"{roof.flops / (measured * 1e-6) / 1e12:.0f} of "
              f"{roof.peak_tflops:.0f} TFLOP/s ({roof.compute_dtype})"],
             "Use tensor cores (tl.dot) at full tile sizes; cut non-MMA instructions in the inner loop.")
+    if arch == "90" and facts.get("sass_hmma") and not facts.get("sass_hgmma"):
+        add(V.MMA_SYNC_ON_HOPPER, Severity.WARNING, "Tensor cores used without wgmma on Hopper",
+            [f"SASS on sm_90: {facts['sass_hmma']} HMMA (mma.sync), no HGMMA (wgmma)"],
+            "Give Triton wgmma's shape: tl.dot on 64-row tiles per warpgroup (BLOCK_M 64 on 4 warps, 128 on 8), "
+            "bf16/fp16 operands; Hopper's full tensor rate needs wgmma.")
     if context.matmul_like and facts.get("tensor_cores") is False:
         add(V.TENSOR_CORES_IDLE, Severity.WARNING, "Tensor cores idle on a matmul-like kernel",
             ["no wgmma/mma instruction in the compiled kernel"],
@@ -186,6 +196,67 @@ def verdicts_from_analytic(context: Context, facts: dict[str, Any] | None = None
             [f"widest global load {bits // 8} bytes (16-byte vector loads move the most per instruction)"],
             "Keep BLOCK contiguous and aligned (tl.multiple_of / max_contiguous hints) so loads vectorize.")
     return ordered(found)
+
+
+def gemm_on_tensor_cores(context: Context, facts: dict[str, Any]) -> bool:
+    """A matmul-like problem, compute-bound by the roofline, whose kernel runs tensor-core instructions."""
+    roof = context.roofline
+    return bool(context.matmul_like and roof is not None and roof.bound == "compute" and facts.get("tensor_cores"))
+
+
+def _block(facts: dict[str, Any], dim: str) -> int | None:
+    constexprs = facts.get("constexprs") or {}
+    value = next((constexprs[n] for n in _BLOCK_NAMES[dim] if isinstance(constexprs.get(n), int)), None)
+    return value
+
+
+def gemm_triage(context: Context, facts: dict[str, Any], sol: float, source: str) -> list[Verdict]:
+    """A GEMM on tensor cores below its roof: the headline, then what the compile stage's SASS, PTX and
+    resources say is holding it back, each verdict with the evidence it came from."""
+    roof = context.roofline
+    arch = str(facts.get("arch") or "").lower().removeprefix("sm_").rstrip("a")
+    found: list[Verdict] = []
+
+    def add(id: str, severity: Severity, title: str, evidence: list[str], hint: str) -> None:
+        found.append(make_verdict(id, severity, title, evidence, hint, source))
+
+    rate = (f"{roof.flops / (context.measured_us * 1e-6) / 1e12:.0f} of {roof.peak_tflops:.0f} TFLOP/s "
+            f"({roof.compute_dtype})" if context.measured_us and roof.peak_tflops else "")
+    op = facts.get("wgmma_shape") and f"HGMMA.{facts['wgmma_shape']}" or facts.get("tensor_core_op") or ""
+    add(V.GEMM_BELOW_ROOF, Severity.INFO, "GEMM below its tensor-core roof",
+        [sol_text(context, sol), rate, f"tensor cores: {op}" if op else ""],
+        "Feed the tensor cores faster: the verdicts beside this one name the lever (tile per warpgroup, "
+        "pipeline depth, TMA loads, launch order); autotune the survivors at the bench size.")
+    shape = str(facts.get("wgmma_shape") or "").split("x")
+    if len(shape) == 3 and shape[1].isdigit() and int(shape[1]) < WIDE_MMA_N:
+        add(V.NARROW_MMA_TILE, Severity.WARNING, "Narrow wgmma tile per warpgroup",
+            [f"SASS HGMMA.{facts['wgmma_shape']}: each warpgroup multiplies 64×{shape[1]} per instruction "
+             f"(under 64×{WIDE_MMA_N:.0f})", _tiles_text(facts)],
+            f"Raise BLOCK_N to 128-256 (and BLOCK_M to 128 on num_warps 8, two warpgroups) so each wgmma is "
+            f"64×128 or wider and the A tile in shared memory is read once per {WIDE_MMA_N:.0f}+ columns.")
+    stages, shared = facts.get("num_stages"), facts.get("shared_bytes")
+    bm, bn, bk = (_block(facts, d) for d in "mnk")
+    if stages and shared and bm and bn and bk and stages < DEEP_STAGES:
+        stage = (bm + bn) * bk * 2  # bf16/fp16 operand tiles of one K step
+        if shared + stage <= SMEM_PER_BLOCK:
+            add(V.SHALLOW_PIPELINE, Severity.INFO, "Pipeline shallower than shared memory allows",
+                [f"num_stages {stages}, {shared / 1024:.0f} KB of {SMEM_PER_BLOCK / 1024:.0f} KB shared memory per "
+                 f"block; one more stage of {bm}×{bk} + {bn}×{bk} tiles is {stage / 1024:.0f} KB and fits"],
+                f"Try num_stages {stages + 1} (autotune it): loads of later K steps then overlap the current wgmma.")
+    if arch == "90" and facts.get("tma") is False and not facts.get("sass_tma"):
+        add(V.NO_TMA, Severity.INFO, "Operand tiles loaded without TMA on Hopper",
+            ["no cp.async.bulk.tensor in the PTX" + (", no UTMALDG in the SASS" if "sass_tma" in facts else "")
+             + f"; widest thread load {facts.get('widest_load') or 'unknown'}"],
+            "Load x and W tiles through TMA descriptors (TensorDescriptor / tl.make_tensor_descriptor): the copy "
+            "engine moves whole tiles and the registers stay for the accumulator.")
+    return found  # spills: the general rule below names them for every kernel
+
+
+def _tiles_text(facts: dict[str, Any]) -> str:
+    bm, bn, bk = (_block(facts, d) for d in "mnk")
+    if not (bm and bn):
+        return ""
+    return f"tile {bm}×{bn}" + (f"×{bk}" if bk else "") + f" on {facts.get('num_warps') or '?'} warps"
 
 
 PROFILE_EVENTS = ("first_correct", "new_best", "plateau", "request", "correct")

@@ -228,11 +228,20 @@ def uncoalesced_access(c: Counters, ctx: Context) -> Verdict | None:
                         "dimension, transpose through shared memory, or load tiles with block pointers/TMA.", "ncu")
 
 
+def _gemm_on_tensor_pipe(c: Counters, ctx: Context) -> bool:
+    """A matmul-like problem whose busiest pipe is the tensor pipe: a GEMM, triaged as one."""
+    if not ctx.matmul_like or not c.pipes:
+        return False
+    return max(c.pipes.items(), key=lambda item: item[1])[0].startswith("tensor")
+
+
 def compute_bound(c: Counters, ctx: Context) -> Verdict | None:
     roof_compute = ctx.roofline is not None and ctx.roofline.bound == "compute"
     sm_leads = c.sm is not None and c.mem is not None and c.sm >= c.mem
     if not (_compute_bound_counters(c) or (roof_compute and sm_leads)) or not c.pipes:
         return None
+    if _gemm_on_tensor_pipe(c, ctx):
+        return None  # gemm_below_roof speaks for it
     pipe, pct = max(c.pipes.items(), key=lambda item: item[1])
     name = _PIPE_NAMES.get(pipe, pipe)
     level = ("the bottleneck" if pct >= PIPE_BOTTLENECK else "high" if pct >= PIPE_HIGH else "not saturated")
@@ -255,13 +264,40 @@ def tensor_cores_idle(c: Counters, ctx: Context) -> Verdict | None:
         return make_verdict(V.TENSOR_CORES_IDLE, Severity.WARNING, title, evidence,
                             "Use tl.dot on bf16/fp16 (or tf32) tiles with dims that are multiples of 16; on Hopper "
                             "Triton then emits wgmma.", "ncu")
-    hopper = c.capability is not None and c.capability >= 90 and c.capability < 100
-    if hopper and c.gmma is not None and c.gmma == 0 and (c.hmma_inst or 0) > 0:
-        evidence = [f"tensor pipe {c.tensor:.1f}%", f"wgmma instructions 0, mma.sync {c.hmma_inst:.1f}%"]
-        return make_verdict(V.TENSOR_CORES_IDLE, Severity.INFO, "Tensor cores on the older mma.sync path", evidence,
-                            "Hopper's full rate needs wgmma: tl.dot with BLOCK_M ≥ 64, num_warps a multiple of 4 "
-                            "and operands staged through shared memory (Triton picks wgmma on sm_90).", "ncu")
     return None
+
+
+def mma_sync_on_hopper(c: Counters, ctx: Context) -> Verdict | None:
+    hopper = c.capability is not None and 90 <= c.capability < 100
+    if not hopper or c.gmma is None or c.gmma != 0 or not (c.hmma_inst or 0) > 0:
+        return None
+    evidence = [f"tensor pipe {c.tensor:.1f}%" if c.tensor is not None else "",
+                f"wgmma instructions 0, mma.sync {c.hmma_inst:.1f}% (sm__inst_executed_pipe_tensor_op_gmma / _hmma)"]
+    return make_verdict(V.MMA_SYNC_ON_HOPPER, Severity.WARNING, "Tensor cores used without wgmma on Hopper", evidence,
+                        "Hopper's full rate needs wgmma: tl.dot with 64-row tiles per warpgroup, num_warps 4 or 8 "
+                        "and operands staged through shared memory (Triton picks wgmma on sm_90).", "ncu")
+
+
+def gemm_below_roof(c: Counters, ctx: Context) -> Verdict | None:
+    sol = ctx.sol(c.duration_us)
+    if not _gemm_on_tensor_pipe(c, ctx) or sol is None or sol >= ctx.sol_target:
+        return None
+    evidence = [sol_text(ctx, sol), f"tensor pipe {c.tensor:.1f}% of peak" if c.tensor is not None else "",
+                f"wgmma issue {c.gmma:.1f}%" if c.gmma else "", _units(c)]
+    return make_verdict(V.GEMM_BELOW_ROOF, Severity.INFO, "GEMM below its tensor-core roof", evidence,
+                        "Feed the tensor cores faster: wider wgmma tiles, a deeper pipeline, TMA loads, persistent "
+                        "programs in grouped order; the compile stage's SASS names which.", "ncu")
+
+
+def gemm_l2_reuse(c: Counters, ctx: Context) -> Verdict | None:
+    ratio = _extra_ratio(c, ctx)
+    if ratio is None or not _gemm_on_tensor_pipe(c, ctx) or (ctx.sol(c.duration_us) or 0) >= ctx.sol_target:
+        return None
+    evidence = [f"DRAM moved {fmt_bytes(c.dram_bytes)}, {ratio:.1f}× the {fmt_bytes(ctx.roofline.min_bytes)} "
+                "minimum: x and W tiles re-read from DRAM", f"DRAM {c.dram:.0f}% of peak" if c.dram is not None else ""]
+    return make_verdict(V.GEMM_L2_REUSE, Severity.INFO, "GEMM tiles re-read from DRAM", evidence,
+                        "Launch tiles in grouped order (GROUP_M rows of tiles per sweep of the columns) so programs "
+                        "running together share x and W in L2.", "ncu")
 
 
 def low_occupancy(c: Counters, ctx: Context) -> Verdict | None:
@@ -351,7 +387,7 @@ def register_spills(c: Counters, ctx: Context) -> Verdict | None:
 
 NCU_RULES: tuple[Callable[[Counters, Context], Verdict | None], ...] = (
     at_speed_of_light, memory_bound_low_bandwidth, extra_dram_traffic, uncoalesced_access, compute_bound,
-    tensor_cores_idle, low_occupancy, small_grid, launch_bound, latency_bound, register_spills,
+    tensor_cores_idle, mma_sync_on_hopper, gemm_below_roof, gemm_l2_reuse, low_occupancy, small_grid, launch_bound, latency_bound, register_spills,
 )
 
 

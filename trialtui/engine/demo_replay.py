@@ -131,6 +131,7 @@ def recording_for(problem: str, version: Version, trial: Trial) -> dict[str, Any
         "sol": trial.sol,
         "verdicts": trial.verdicts,
         "profile": trial.profile,
+        "decision": trial.decision,
     }
 
 

@@ -3,7 +3,6 @@ traceback or a hang; and the rules that turn compile facts into findings."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -63,13 +62,11 @@ def test_non_utf8_bytes_are_an_error_with_their_line(tmp_path):
     assert r["errors"][0]["line"] == GOOD.count("\n") + 2
 
 
-def test_five_megabyte_file_is_refused_quickly(tmp_path):
+def test_five_megabyte_file_is_refused_before_any_child_process(tmp_path):
     root, path = candidate(tmp_path, GOOD + "# padding\n" * 500_000)
     assert path.stat().st_size > 5_000_000
-    started = time.perf_counter()
     r = validate_file(root, path)
-    assert time.perf_counter() - started < 1.0
-    assert_static_only(r)
+    assert_static_only(r)  # refused on its size by the static stage (benches/validate.py times that stage)
     assert codes(r) == ["too-large"]
 
 
@@ -121,12 +118,25 @@ def test_archs_parse_from_the_cli_spelling():
 
 @pytest.mark.slow
 def test_infinite_loop_at_top_level_times_out_and_says_where(tmp_path):
+    """The budget runs out inside the candidate's import, so the message must name that phase. The job
+    is a warm one (torch imported before the clock starts, as in the engine), so a busy machine's slow
+    torch import cannot spend the budget first and make the message name another phase."""
+    from procs import warm_job_waiting
+    from trialtui.engine.jobs import WarmChildren
+    from trialtui.core.languages import language_of_file
+    from trialtui.engine.validate import compile_env
+
     root, path = candidate(tmp_path, after_imports("while True:\n    pass"))
-    started = time.perf_counter()
-    r = validate_file(root, path, timeout_s=4)
-    assert time.perf_counter() - started < 12
-    assert codes(r) == ["timeout"]
-    assert "importing the candidate" in r["errors"][0]["message"] and "4 s" in r["errors"][0]["message"]
+    warm = WarmChildren()
+    try:
+        language = language_of_file(path)
+        warm.prime(language.compile_job, compile_env(language))
+        warm_job_waiting(warm, language.compile_job)
+        r = validate_file(root, path, timeout_s=8, warm=warm)
+    finally:
+        warm.close()
+    assert codes(r) == ["timeout"]  # a normal return, not a hang
+    assert "importing the candidate" in r["errors"][0]["message"] and "8 s" in r["errors"][0]["message"]
     assert r["preview"]["correct"] is None
 
 

@@ -10,6 +10,12 @@ Headers (tests/corpus.py reads the first line):
     # why: ...                    why the expectation holds, where it is not obvious
 
 The corpus is the spec: a failure here is a verdict trialtui gets wrong, not a case to relax.
+
+Both paths share one checker (the benchmark job), so every candidate's verdict, flags and absent
+texts are checked through `watch --once` (one CLI run per problem scores all of its candidates; the
+flags come from the trial store it leaves), and `bench` (one CLI run per candidate) on a
+representative subset: one candidate of each verdict class in each form, flagged ones first, which
+covers every exit status.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import pytest
 
 import corpus
 from trialtui.core.problem_dir import load_problem
+from trialtui.core.store import Store
 
 CORPUS = Path(__file__).resolve().parent / "trust"
 CASES = corpus.cases(CORPUS)
@@ -55,34 +62,59 @@ def test_the_corpus_covers_both_forms_three_dtypes_and_every_state():
         assert ("correct",) in states and any("correct" not in s for s in states), f"{name}: needs right and wrong"
 
 
+def flag_and_text_mismatches(case: corpus.Case, path: Path, result: dict) -> list[str]:
+    """What a result lacks of the header's `# flags:` codes, or shows of its `# absent:` texts."""
+    flags, absent = extras(path)
+    codes = {f.get("code") for f in result.get("flags") or [] if isinstance(f, dict)}
+    wrong = [f"{case.id}: flag {code} missing (has {sorted(codes)})" for code in flags
+             if not set(code.split("|")) & codes]
+    message = str(result.get("message") or "")
+    return wrong + [f"{case.id}: the message says {text!r}: {message[:200]}" for text in absent if text in message]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("problem", PROBLEMS)
-def test_watch_once_gives_every_candidate_its_verdict(problem, tmp_path):
+def test_watch_once_gives_every_candidate_its_verdict_and_flags(problem, tmp_path):
     root = corpus.copy_problem(CORPUS, problem, tmp_path)
     final, _, returncode = corpus.run_watch(root)
     assert returncode == 0, final.get("__cli__")
-    wrong = [corpus.mismatch(case, final.get(case.file)) for case in CASES if case.problem == problem]
+    with Store.open(root, writer=False) as store:
+        results = {t.file: t.result or {} for t in store.trials()}
+    wrong = []
+    for case in (c for c in CASES if c.problem == problem):
+        wrong.append(corpus.mismatch(case, final.get(case.file)))
+        wrong += flag_and_text_mismatches(case, root / case.file, results.get(case.file, {}))
     assert not [w for w in wrong if w], "\n".join(w for w in wrong if w)
 
 
+def bench_subset(cases: list[corpus.Case]) -> list[corpus.Case]:
+    """One candidate per (form, verdict class), preferring one whose header names flags or absent texts."""
+    forms = {name: load_problem(CORPUS / name).form for name in PROBLEMS}
+    chosen: dict[tuple[str, str], corpus.Case] = {}
+    for case in sorted(cases, key=lambda c: (not any(extras(CORPUS / c.problem / c.file)), c.id)):
+        chosen.setdefault((forms[case.problem], case.states[0]), case)
+    return sorted(chosen.values(), key=lambda c: c.id)
+
+
+def test_the_bench_subset_covers_every_verdict_class_and_exit_status():
+    subset = bench_subset(CASES)
+    assert {c.states[0] for c in subset} == set(corpus.STATES)
+    assert {BENCH_EXIT.get(c.states[0], 2) for c in subset} == {0, 1, 2}
+    assert any(extras(CORPUS / c.problem / c.file)[0] for c in subset), "no flagged candidate in the subset"
+    assert len(subset) <= 12
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("problem", PROBLEMS)
-def test_bench_gives_every_candidate_its_verdict_flags_and_exit_status(problem, tmp_path):
+def test_bench_gives_its_verdict_flags_and_exit_status_to_a_representative_subset(tmp_path):
     def one(case: corpus.Case) -> list[str]:
         root = corpus.copy_problem(CORPUS, case.problem, tmp_path / case.file.removesuffix(".py"))
         result, _ = corpus.run_bench(root / case.file)
-        wrong = [corpus.mismatch(case, result)]
-        flags, absent = extras(root / case.file)
-        codes = {f.get("code") for f in result.get("flags") or []}
-        wrong += [f"{case.id}: flag {code} missing (has {sorted(codes)})" for code in flags
-                  if not set(code.split("|")) & codes]
-        message = str(result.get("message") or "")
-        wrong += [f"{case.id}: the message says {text!r}: {message[:200]}" for text in absent if text in message]
+        wrong = [corpus.mismatch(case, result)] + flag_and_text_mismatches(case, root / case.file, result)
         status = BENCH_EXIT.get(result.get("state"), 2)
         if result.get("state") in corpus.STATES and result["cli_returncode"] != status:
             wrong.append(f"{case.id}: bench exited {result['cli_returncode']} for {result['state']}, not {status}")
         return [w for w in wrong if w]
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        wrong = [w for found in pool.map(one, [c for c in CASES if c.problem == problem]) for w in found]
+        wrong = [w for found in pool.map(one, bench_subset(CASES)) for w in found]
     assert not wrong, "\n".join(wrong)

@@ -525,10 +525,24 @@ def test_demo_headless_plays_every_story_on_the_cpu(tmp_path, names):
 
 @pytest.mark.slow
 def test_record_mode_writes_what_replay_reads(tmp_path, monkeypatch):
-    """--record on a (pretend) GPU: per-version recordings, report card, summary; replay reads them back."""
+    """--record on a (pretend) GPU: per-version recordings, report card, summary; replay reads them back.
+
+    Validation is the static stage only: its CPU interpreter run is checked by the headless play
+    below, and is not what --record writes (it cost a minute of this test)."""
     import trialtui.engine.bench as bench_mod
     import trialtui.engine.lanes as lanes_mod
+    import trialtui.engine.loop as loop_mod
     from trialtui.cli_demo import demo
+    from trialtui.engine.validate import validate_file
+
+    def static_only(problem, path, compile=True, **kw):
+        return validate_file(problem, path, compile=False, **kw)
+
+    class StaticEngine(loop_mod.Engine):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **{"validate": static_only, **kwargs})
+
+    monkeypatch.setattr(loop_mod, "Engine", StaticEngine)
 
     story = ds.load_story(SAMPLES / "softmax")
     by_sha = {sha256_of(story.source(v)): v.stem for v in story.versions}

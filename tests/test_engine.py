@@ -61,8 +61,17 @@ def collect(engine: Engine) -> list[ev.Event]:
     return seen
 
 
+async def until(condition, what: str, timeout_s: float = 120.0) -> None:
+    """Wait for a state of the engine (a generous deadline: a loaded machine is slow, never wrong)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up after {timeout_s:g} s waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
 async def run_for(engine: Engine, body, settle: float = 0.6):
     task = asyncio.create_task(engine.run())
+    await until(lambda: engine._watching or task.done(), "the engine to record the startup files and start watching")
     await asyncio.sleep(0.4)  # the watcher is up
     await body()
     await asyncio.sleep(settle)
@@ -232,7 +241,7 @@ def test_restart_policy_cancels_the_running_job_of_that_file(root):
     engine = make_engine(root, bench=FakeBench(seconds=3.0), config="[watch]\nbusy = 'restart'\nquiet_ms = 50\n")
 
     async def body():
-        await asyncio.sleep(0.5)  # t1 (startup) is running
+        await until(lambda: states(engine).get("t1") == "benchmarking", "t1 (startup) to be benchmarking")
         write_atomic(root / "kernel.py", KB_GOOD + "\n# v2\n")
         await asyncio.sleep(0.5)
 

@@ -93,7 +93,10 @@ def test_a_watching_engine_prepares_its_idle_lane_and_the_next_save_uses_it(tmp_
 
     async def main():
         task = asyncio.create_task(engine.run())
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 300  # generous: a loaded machine is slow, never wrong
+        while not engine._watching:  # the startup is done and the lane's prepare job is asked for
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
         await asyncio.sleep(0.5)
         while not engine.lanes.idle:  # the prepare job holds the lane until the checker is ready
             assert time.monotonic() < deadline
@@ -134,6 +137,7 @@ def test_a_watching_engine_prepares_its_idle_lane_and_the_next_save_uses_it(tmp_
 
 def test_the_compile_stage_takes_a_warm_compile_job_that_did_not_import_triton(tmp_path):
     from trialtui.core.languages import DEFAULT, get_language
+    from procs import warm_job_waiting
     from trialtui.engine.validate import compile_env, validate_file
 
     root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
@@ -143,7 +147,7 @@ def test_the_compile_stage_takes_a_warm_compile_job_that_did_not_import_triton(t
         warm.prime(triton.compile_job, compile_env(triton))
         key = warm._key(triton.compile_job, compile_env(triton))
         first = warm._ready[key]
-        time.sleep(3)  # it imports while "the user edits"
+        warm_job_waiting(warm, triton.compile_job)  # it imported while "the user edits"
         report = validate_file(load_problem(root), root / "kernel.py", warm=warm)
         assert warm._ready[key] is not first  # taken by this job, and the next one primed
         # the trace forked inside it ran interpreted: triton was not imported before the fork

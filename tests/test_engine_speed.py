@@ -177,16 +177,16 @@ def test_the_status_bar_and_tree_show_the_preliminary_median_until_the_job_ends(
         async with app.run_test(size=SIZE) as pilot:
             for event in running_events(store):
                 engine.emit(event)
-            await wait_for(pilot, lambda: "t9" in app.status.activity.started, timeout=5)
+            await wait_for(pilot, lambda: "t9" in app.status.activity.started)
             engine.emit(ev.Preliminary("t9", 140.0, 138.0, 144.0, 40, {"eager": 1.61}))
-            await wait_for(pilot, lambda: "t9" in app.status.activity.preliminary, timeout=5)
+            await wait_for(pilot, lambda: "t9" in app.status.activity.preliminary)
             await pilot.pause(0.3)
             app.status.refresh()
             await pilot.pause()
             text = screen_text(app)
             assert "≈140.00 µs ±2.1% 1.61× eager, preliminary" in text
             engine.emit(ev.QueueChanged(lanes={"gpu0": None}, queued=[]))
-            await wait_for(pilot, lambda: "t9" not in app.status.activity.preliminary, timeout=5)
+            await wait_for(pilot, lambda: "t9" not in app.status.activity.preliminary)
 
     asyncio.run(body())
     store.close()

@@ -182,12 +182,11 @@ def test_running_job_shows_elapsed_time_and_progress_in_the_status_bar(story):
         async with app.run_test(size=SIZE) as pilot:
             for event in running_events(store):
                 engine.emit(event)
-            await wait_for(pilot, lambda: "t9" in app.status.activity.started, timeout=5)
+            await wait_for(pilot, lambda: "t9" in app.status.activity.started)
             now[0] = 104.0
             for i in range(1, 5):  # a burst: the unhandled ones coalesce
                 engine.emit(ev.Progress("t9", "timing", None, None, i * 40))
-            await wait_for(pilot, lambda: getattr(app.status.activity.progress.get("t9"), "runs", 0) == 160,
-                           timeout=5)
+            await wait_for(pilot, lambda: getattr(app.status.activity.progress.get("t9"), "runs", 0) == 160)
             app.status.refresh()
             await pilot.pause()
             text = screen_text(app)
@@ -213,7 +212,7 @@ def test_a_burst_of_progress_events_coalesces_into_few_repaints(story):
         async with app.run_test(size=SIZE) as pilot:
             for runs in range(1, 201):
                 engine.emit(ev.Progress("t8", "timing", None, None, runs))
-            await wait_for(pilot, lambda: handled and handled[-1] == 200, timeout=5)
+            await wait_for(pilot, lambda: handled and handled[-1] == 200)
             assert len(handled) < 20  # the rest were replaced before they were handled
 
     run(body())
@@ -287,7 +286,7 @@ def test_F_asks_before_finalizing_and_runs_it_off_the_ui_thread(story, monkeypat
             await pilot.press("F")
             await pilot.pause()
             await pilot.press("y")
-            await wait_for(pilot, lambda: calls, timeout=10)
+            await wait_for(pilot, lambda: calls)
             await pilot.pause(0.3)
             assert calls == [("t8", "cuda")]
             assert not engine.paused  # watching resumes afterwards
@@ -426,9 +425,9 @@ def test_command_palette_goes_to_a_trial(story):
             await pilot.pause()
             assert isinstance(app.screen, CommandPalette)
             await pilot.press(*"go to trial t3")
-            await wait_for(pilot, lambda: "Go to trial t3" in screen_text(app), timeout=5)
+            await wait_for(pilot, lambda: "Go to trial t3" in screen_text(app))
             await pilot.press("enter")
-            await wait_for(pilot, lambda: app.tree.cursor_id == "t3", timeout=5)
+            await wait_for(pilot, lambda: app.tree.cursor_id == "t3")
 
     run(body())
 
@@ -516,7 +515,7 @@ def test_demo_plays_against_the_running_engine(story):
     async def body():
         app = make_app(problem, engine=engine, demo=Demo())
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: played, timeout=5)
+            await wait_for(pilot, lambda: played)
             await pilot.pause()
             assert played == [engine]
             assert any("demo: saving version 2" in n.message for n in app._notifications)
@@ -536,8 +535,8 @@ def test_live_updates_from_the_real_engine_on_the_cpu(tmp_path):
     async def body():
         app = make_app(load_problem(root), device="cpu")
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: "t1" in app.trials, timeout=10)
-            await wait_for(pilot, lambda: app.trials["t1"].decision is not None, timeout=90)
+            await wait_for(pilot, lambda: "t1" in app.trials)
+            await wait_for(pilot, lambda: app.trials["t1"].decision is not None, timeout=300)
             await pilot.pause(0.2)
             text = screen_text(app)
             assert "correct (CPU)" in app.tree.plain_lines()[0]
@@ -545,7 +544,7 @@ def test_live_updates_from_the_real_engine_on_the_cpu(tmp_path):
             assert "CPU · Triton interpreter" in text
             assert "×" not in app.tree.plain_lines()[0]  # a CPU run is never a speed
             (root / "kernel.py").write_text(textwrap.dedent(BAD))
-            await wait_for(pilot, lambda: "t2" in app.trials and app.trials["t2"].decision is not None, timeout=90)
+            await wait_for(pilot, lambda: "t2" in app.trials and app.trials["t2"].decision is not None, timeout=300)
             await pilot.pause(0.2)
             assert app.trials["t2"].parent == "t1"
             assert app.tree.cursor_id == "t2"  # followed
@@ -566,16 +565,16 @@ def test_branch_to_best_with_the_real_engine_then_the_next_save_is_a_child_of_be
         app = make_app(problem, device="cpu")
         engine = app.engine
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: engine.store.heads.get("kernel.py") == "t4", timeout=10)
+            await wait_for(pilot, lambda: engine.store.heads.get("kernel.py") == "t4")
             await pilot.pause(0.5)  # the watcher is up
             await pilot.press("b")
             await pilot.pause()
             assert (problem.root / "kernel.py").read_text() == version(8, STORY[7][0])
             assert engine.store.heads["kernel.py"] == "t8"
             (problem.root / "kernel.py").write_text(version(9, "wider rows per program"))
-            await wait_for(pilot, lambda: "t9" in app.trials, timeout=20)
+            await wait_for(pilot, lambda: "t9" in app.trials, timeout=300)
             assert app.trials["t9"].parent == "t8"
-            await wait_for(pilot, lambda: app.trials["t9"].state_enum.is_final, timeout=90)
+            await wait_for(pilot, lambda: app.trials["t9"].state_enum.is_final, timeout=300)
             await pilot.press("q")
 
     run(body())
@@ -589,7 +588,7 @@ def test_status_bar_shows_every_lane_when_there_are_several_gpus(story):
         app = TrialApp(problem, engine)
         async with app.run_test(size=SIZE) as pilot:
             engine.emit(ev.QueueChanged(lanes={"gpu0": "t9", "gpu1": None}, queued=["t10"]))
-            await wait_for(pilot, lambda: "gpu1" in app.status.activity.lanes, timeout=5)
+            await wait_for(pilot, lambda: "gpu1" in app.status.activity.lanes)
             app.status.refresh()
             await pilot.pause()
             text = screen_text(app)

@@ -11,10 +11,10 @@ charged to the jobs that were running.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.machinery
 import os
+import re
 import shutil
 import sys
 import threading
@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 _lock = threading.Lock()
+# Import lines, read as text: the ast module is not safe in two threads at once on CPython 3.11, and lanes are threads.
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([A-Za-z_]\w*)[\w.]*[ \t]+import\b", re.M)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([A-Za-z_][\w., \t]*)", re.M)
 _guarding: dict[int, set[Path]] = {}  # a running job's token: the files its snapshot covers
 _overlapped: dict[int, set[Path]] = {}  # a running job's token: those another job also covered meanwhile
 _found: dict[int, list[dict[str, str]]] = {}  # a running job's token: its files another job found changed
@@ -145,12 +148,11 @@ def with_sibling_modules(spec: dict[str, Any]) -> dict[str, Any]:
     if reference is None or not reference.is_file():
         return spec
     try:
-        tree = ast.parse(reference.read_text(encoding="utf-8"))
-    except (SyntaxError, ValueError, OSError, UnicodeDecodeError):
+        text = reference.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return spec  # the job's own load says what is wrong with it
-    names = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    names |= {node.module.split(".")[0] for node in ast.walk(tree)
-              if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    names = {m.group(1) for m in _FROM_IMPORT.finditer(text)}
+    names |= {part.strip().split(".")[0].split()[0] for m in _IMPORT.finditer(text) for part in m.group(1).split(",") if part.strip()}
     siblings = [reference.parent / f"{name}.py" for name in sorted(names)]
     known = set(spec.get("support_files", []))
     extra = [str(p) for p in siblings if p.is_file() and p != reference and str(p) not in known

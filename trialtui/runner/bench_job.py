@@ -24,6 +24,8 @@ from trialtui.runner.child import serve
 from trialtui.runner.prepared import Prepared, prepare, problem_key
 
 SUSPICIOUS_SPEEDUP = 10.0
+# On the CPU one request holds the three calls and its reply: the samples stand unless under a tenth of the checker's figure (a busy machine stretches the reply, never the calls).
+CPU_CONFIRM_TOL = 0.9
 
 
 class Progress:
@@ -277,31 +279,48 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
             fns = {name: [timing.cuda_graph_call(c) for c in calls] for name, calls in fns.items()}
         flush_us = bencher.flush_cost_us()
 
+        expected = [ref_fn(s) for s in sets]  # what a timed call must return, set by set
+        out_bytes = max(_bytes(e) for e in expected)
+
         def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
             t0 = time.perf_counter()
-            reply, _ = link.request("time", timeout_s=deadline.left(), into="cuda", start=start, n=n)
+            reply, outputs = link.request("time", timeout_s=deadline.left(), into="cuda", start=start, n=n,
+                                          max_bytes=2 * 64 * out_bytes + 2**20)
             wall_us = (time.perf_counter() - t0) * 1e6
             facts.see(reply)
             samples = reply.get("samples")
             if not isinstance(samples, list) or len(samples) != n or not all(isinstance(x, (int, float)) and x >= 0 for x in samples):
                 raise CandidateFailed("the candidate's process sent malformed timing samples")
+            calls = sorted({start, start + n - 1})
+            if not isinstance(outputs, list) or len(outputs) != len(calls):
+                raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
+            for call, output in zip(calls, outputs):
+                where = f"timed call {call + 1} (input set {call % len(sets) + 1})"
+                check_timed(spec, reference, expected[call % len(sets)], output, sets[call % len(sets)], where)
             return [float(x) for x in samples], wall_us
+
+        def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
+            progress(**timing.preliminary(so_far, walls_so_far, flush_us))
 
         samples, walls = timing.time_alternating(
             bencher, candidate_batch, fns, on_run=lambda r: progress(phase="timing", runs=r),
-            time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S),
+            time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S), on_preliminary=first_number,
         )
+        del expected
         stats = {name: timing.summarize(s) for name, s in samples.items()}
         progress(phase="kernel_time")
         reply, _ = link.request("kernel_time", timeout_s=deadline.left(), into="cuda")
         facts.see(reply)
-    cand = stats.pop("candidate")
+    cand = timing.confirmed_stats(stats.pop("candidate"), walls, flush_us)
     cand["kernel_us"] = _number(reply.get("kernel_us"))
     cand["host_wall_us"] = _number(reply.get("host_wall_us"))
     cand["cuda_graph"] = use_graph
-    cand["label"] = "GPU, CUDA events, L2 flushed, median"
+    cand["label"] = ("GPU, CUDA events, L2 flushed, median" if cand["confirmed"] else
+                     "GPU, the checker's clock per call, L2 flushed, median (the candidate's own events were not confirmed)")
     cand["peak_mem_bytes"] = _number(reply.get("peak_mem_bytes"))
     cand["checker_wall_us_per_call"] = timing.wall_per_call(walls)
+    cand["checker_us_per_call"] = timing.checker_per_call_us(walls)
+    cand["flush_us"] = flush_us
     kernel_us = cand["kernel_us"]
     if kernel_us and kernel_us > 1.5 * cand["median_us"] + 5.0:
         flags.append(
@@ -311,13 +330,30 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
                 f"{cand['median_us']:.1f} µs: work escapes the timed stream (side stream?)",
             )
         )
-    mismatch = timing.wall_mismatch(walls, cand["median_us"], flush_us)
+    mismatch = timing.wall_mismatch(walls, (cand.get("claimed") or cand)["median_us"], flush_us)
     if mismatch:
         flags.append(flag("timing-mismatch", mismatch))
     baselines = {kind: {**s, "cached": False} for kind, s in stats.items()}
     for kind, s in given.items():
         baselines[kind] = {**s, "cached": False}
     return cand, baselines, flags
+
+
+def check_timed(spec, reference, expected, output, inputs, where: str) -> None:
+    """A timed call's output against the reference's for the same input: a candidate that computes
+    something else when it is timed is incorrect, whatever its untimed calls returned."""
+    from trialtui.runner.compare import compare
+    from trialtui.runner.loader import clone
+
+    atol, rtol = _tolerance(spec, reference.kind)
+    result = compare(expected, output, atol, rtol)
+    own = reference.check(clone(inputs), output) if result.passed else None
+    if own is not None and not own[0]:
+        result.fail(f"check_implementation: {own[1]}")
+    if not result.passed:
+        raise CandidateFailed(f"{where} differs from the reference's output for the same input, though its "
+                              f"untimed calls passed: it computes something else when timed ({result.message})",
+                              state="incorrect")
 
 
 def _number(value: Any) -> float | None:
@@ -461,7 +497,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             result["flags"] += more
             phase("timing")
         else:
-            result["timing"] = _cpu_timing(reference, link, cases[0], deadline, facts)
+            result["timing"] = _cpu_timing(spec, reference, link, cases[0], deadline, facts)
         result["state"] = "correct"
         return result
     except CandidateFailed as exc:
@@ -526,15 +562,35 @@ class MemoryLedger:
         result["peak_mem_bytes"] = peak
 
 
-def _cpu_timing(reference, link: CandidateProcess, case, deadline, facts: Facts) -> dict[str, Any]:
-    """Three host-timed calls in the candidate's process: a CPU figure, labelled as such, never a GPU number."""
-    from trialtui.runner.timing import summarize
+def _cpu_timing(spec, reference, link: CandidateProcess, case, deadline, facts: Facts) -> dict[str, Any]:
+    """Three host-timed calls in the candidate's process: a CPU figure, labelled as such, never a GPU number.
 
-    payload: dict[str, Any] = {"inputs": reference.make_inputs(case, 0), "seed": 0, **reference.call(case, 0).payload}
-    reply, _ = link.request("cpu_time", payload, timeout_s=deadline.left())
+    Its samples are claims: they stand only where the checker's own clock around the request bears
+    them out (runner/timing.py, confirmed_stats); the timed calls' outputs are checked.
+    """
+    import torch
+
+    from trialtui.runner.loader import clone
+    from trialtui.runner.timing import confirmed_stats, summarize
+
+    inputs = reference.make_inputs(case, 0)
+    call = reference.call(case, 0)
+    with torch.no_grad():
+        expected = call.fn(clone(inputs))
+    payload: dict[str, Any] = {"inputs": inputs, "seed": 0, **call.payload}
+    reply, _ = link.request("cpu_prepare", payload, timeout_s=deadline.left())
     facts.see(reply)
-    samples = [float(x) for x in reply.get("samples") or [] if isinstance(x, (int, float))] or [0.0]
-    return {**summarize(samples), "kernel_us": None, "label": CPU_TIMING_LABEL}
+    t0 = time.perf_counter()
+    reply, outputs = link.request("cpu_time", timeout_s=deadline.left(), max_bytes=2 * 64 * _bytes(expected) + 2**20)
+    wall_us = (time.perf_counter() - t0) * 1e6
+    facts.see(reply)
+    if not isinstance(outputs, list) or len(outputs) != 2:
+        raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
+    for where, output in zip(("the first timed call", "the last timed call"), outputs):
+        check_timed(spec, reference, expected, output, inputs, where)
+    samples = [float(x) for x in reply.get("samples") or [] if isinstance(x, (int, float)) and x >= 0][:3] or [0.0]
+    stats = confirmed_stats(summarize(samples), [(wall_us, len(samples), samples)], 0.0, tol=CPU_CONFIRM_TOL)
+    return {**stats, "kernel_us": None, "label": CPU_TIMING_LABEL}
 
 
 _READY: list[CandidateProcess] = []

@@ -8,7 +8,6 @@ job's minus trialtui's own variables, its descriptors are the two protocol pipes
 from __future__ import annotations
 
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core.prctl import drop_ptrace_now, prepare_candidate_child
-from trialtui.runner.wire import Channel, ChannelClosed, WireError, exchange_dirs
+from trialtui.runner.wire import Channel, ChannelClosed, ChannelTimeout, WireError, exchange_dirs
 
 class CandidateFailed(Exception):
     """The candidate's process failed a request: it raised, died, hung or sent something malformed."""
@@ -52,7 +51,7 @@ class CandidateProcess:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, cwd=self.scratch,
                 env=child_env, close_fds=True, preexec_fn=prepare_candidate_child,
             )
-        self.channel = Channel(self.process.stdout, self.process.stdin, self.exchange, "chk")
+        self.channel = Channel(self.process.stdout, self.process.stdin, self.exchange, "chk", isolate=True)
 
     def request(self, op: str, payload: Any = None, *, timeout_s: float, into: str = "cpu",
                 max_bytes: int | None = None, **header: Any) -> tuple[dict[str, Any], Any]:
@@ -61,12 +60,11 @@ class CandidateProcess:
             self.channel.send({"op": op, **header}, payload)
         except ChannelClosed:
             raise CandidateFailed(self._death(f"before {op}")) from None
-        ready, _, _ = select.select([self.process.stdout], [], [], max(0.0, timeout_s))
-        if not ready:
-            self.kill()
-            raise CandidateFailed(f"the candidate did not answer {op!r} in time; its process was killed", state="timeout")
         try:
-            reply, out = self.channel.recv(device=into, max_bytes=max_bytes)
+            reply, out = self.channel.recv(device=into, max_bytes=max_bytes, deadline=time.monotonic() + max(0.0, timeout_s))
+        except ChannelTimeout:
+            self.kill()
+            raise CandidateFailed(f"the candidate did not answer {op!r} in time; its process was killed", state="timeout") from None
         except ChannelClosed:
             raise CandidateFailed(self._death(f"during {op}")) from None
         except WireError as exc:

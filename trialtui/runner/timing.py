@@ -25,6 +25,9 @@ KERNEL_TIME_RUNS = 20
 WALL_ALLOWANCE_US = 60.0
 WALL_ALLOWANCE_FRAC = 0.3
 CALL_RANGE = "trialtui_call"
+# The candidate's events stand as the headline only this close to what the checker's own clock saw.
+CONFIRM_TOL = 0.05
+CONFIRM_SLACK_US = 2.0
 
 
 @dataclass
@@ -51,11 +54,12 @@ class Bencher:
         end.synchronize()
         return start.elapsed_time(end) * 1000.0 / runs
 
-    def time_round(self, calls: list[Callable[[], Any]]) -> list[tuple[Any, Any]]:
+    def time_round(self, calls: list[Callable[[], Any]], outputs: list | None = None) -> list[tuple[Any, Any]]:
         """Enqueue one cold-L2, event-bracketed call of each function; read the events after a sync.
 
         Nothing synchronizes between calls, so the GPU never idles waiting for the host to launch
-        (as in do_bench): the events measure GPU time, not Python's launch latency.
+        (as in do_bench): the events measure GPU time, not Python's launch latency. With `outputs`,
+        what each call returned is kept there (timed calls are checked like the others).
         """
         pairs = []
         for fn in calls:
@@ -63,8 +67,10 @@ class Bencher:
             end = torch.cuda.Event(enable_timing=True)
             self.flush.zero_()
             start.record()
-            fn()
+            out = fn()
             end.record()
+            if outputs is not None:
+                outputs.append(out)
             pairs.append((start, end))
         return pairs
 
@@ -105,7 +111,7 @@ def time_alternating(
     *,
     on_run: Callable[[int], None] | None = None,
     time_cap_s: float = TIME_CAP_S,
-    on_preliminary: Callable[[dict[str, list[float]]], None] | None = None,
+    on_preliminary: Callable[[dict[str, list[float]], list], None] | None = None,
 ) -> tuple[dict[str, list[float]], list[tuple[float, int, list[float]]]]:
     """The candidate's batch (in its own process), then each baseline's batch here, until all are stable.
 
@@ -120,17 +126,18 @@ def time_alternating(
     started = time.monotonic()
     run = 0
     while True:
-        batch, wall_us = candidate_batch(run, BATCH)
+        size = BATCH * (1 + len(walls) % 2)  # two batch sizes: the checker's per-call time is their slope
+        batch, wall_us = candidate_batch(run, size)
         samples["candidate"] += batch
-        walls.append((wall_us, BATCH, batch))
+        walls.append((wall_us, size, batch))
         pending = []
-        for i in range(BATCH):
+        for i in range(size):
             pending.append(bencher.time_round([fns[name][(run + i) % len(fns[name])] for name in names]))
         torch.cuda.synchronize()
         for pairs in pending:
             for name, (start, end) in zip(names, pairs):
                 samples[name].append(start.elapsed_time(end) * 1000.0)
-        run += BATCH
+        run += size
         if on_run is not None:
             on_run(run)
         if run >= MIN_RUNS and all(rse(s) < TARGET_RSE for s in samples.values()):
@@ -138,14 +145,14 @@ def time_alternating(
         if run >= MAX_RUNS or time.monotonic() - started > time_cap_s:
             break
         if on_preliminary is not None and run >= MIN_RUNS and time.monotonic() - started >= PRELIMINARY_S:
-            on_preliminary({name: list(s) for name, s in samples.items()})
+            on_preliminary({name: list(s) for name, s in samples.items()}, list(walls))
             on_preliminary = None
     return samples, walls
 
 
-def preliminary(samples: dict[str, list[float]]) -> dict[str, Any]:
-    """The progress line of a first median: the candidate's median and spread, and its speedups so far."""
-    cand = summarize(samples["candidate"])
+def preliminary(samples: dict[str, list[float]], walls: list, flush_us: float) -> dict[str, Any]:
+    """The progress line of a first median: the candidate's confirmed median and spread, and its speedups so far."""
+    cand = confirmed_stats(summarize(samples["candidate"]), walls, flush_us)
     speedup = {name: statistics.median(s) / cand["median_us"] for name, s in samples.items()
                if name != "candidate" and s and cand["median_us"] > 0}
     return {"phase": "preliminary", "median_us": cand["median_us"], "p20_us": cand["p20_us"],
@@ -156,6 +163,60 @@ def wall_per_call(walls: list[tuple[float, int, list[float]]]) -> float | None:
     """Median wall time per call of the candidate's batches, as the checker's clock saw them."""
     per_call = [wall / n for wall, n, _ in walls if n]
     return statistics.median(per_call) if per_call else None
+
+
+def checker_per_call_us(walls: list[tuple[float, int, list[float]]]) -> float | None:
+    """The checker's own clock per timed call: the slope of batch wall time over batch size.
+
+    A batch's wall time holds a fixed cost (the request's round trip, the final sync) and n calls;
+    two sizes separate them. With one size only, the whole wall time over n (an upper bound).
+    """
+    by_size: dict[int, list[float]] = {}
+    for wall, n, _ in walls:
+        if n:
+            by_size.setdefault(n, []).append(wall)
+    if len(by_size) < 2:
+        return wall_per_call(walls)
+    (small, ws), (large, wl) = sorted(by_size.items())[0], sorted(by_size.items())[-1]
+    slope = (statistics.median(wl) - statistics.median(ws)) / (large - small)
+    return slope if slope > 0 else wall_per_call(walls)
+
+
+def confirmed_stats(claimed: dict[str, Any], walls: list[tuple[float, int, list[float]]], flush_us: float,
+                    tol: float | None = None) -> dict[str, Any]:
+    """The candidate's figures as the headline may hold them: its own where the checker's clock confirms
+    the median, else the checker's per-call times (one per batch, the batch's fixed cost taken out), with
+    the candidate's under `claimed`."""
+    per_call = checker_per_call_us(walls)
+    _, confirmed = confirm(claimed["median_us"], per_call, flush_us, CONFIRM_TOL if tol is None else tol)
+    if confirmed:
+        return {**claimed, "confirmed": True}
+    fixed = _fixed_cost_us(walls, per_call)
+    seen = [max(0.0, (wall - fixed) / n - flush_us) for wall, n, _ in walls if n]
+    return {**summarize(seen), "confirmed": False, "claimed": claimed}
+
+
+def _fixed_cost_us(walls: list[tuple[float, int, list[float]]], per_call: float | None) -> float:
+    if per_call is None:
+        return 0.0
+    costs = [wall - per_call * n for wall, n, _ in walls if n]
+    return max(0.0, statistics.median(costs)) if costs else 0.0
+
+
+def confirm(claimed_us: float, per_call_us: float | None, flush_us: float, tol: float = CONFIRM_TOL) -> tuple[float, bool]:
+    """The headline: the candidate's event median where the checker's clock bears it out, else the checker's.
+
+    Each timed call is an L2 flush and the call; so the checker's per-call time less the flush is
+    what the call took as the checker saw it. The candidate's events are confirmed when they are no
+    better than that by more than CONFIRM_TOL (+ CONFIRM_SLACK_US); otherwise the checker's figure is
+    the number (a launch-bound kernel's includes its launch cost: time it under a CUDA graph).
+    """
+    if per_call_us is None:
+        return claimed_us, False
+    seen = max(0.0, per_call_us - flush_us)
+    if claimed_us >= seen * (1 - tol) - CONFIRM_SLACK_US:
+        return claimed_us, True
+    return seen, False
 
 
 def wall_mismatch(walls: list[tuple[float, int, list[float]]], median_us: float, flush_us: float) -> str | None:

@@ -1,7 +1,8 @@
 """Values across the checker/candidate boundary as plain data, never as objects either side must trust.
 
 A message is one JSON line on a pipe; the tensors it carries are raw bytes in files of an exchange
-directory (shared memory where there is room), described in the line by dtype and shape. Nested
+directory (shared memory where there is room), described in the line by dtype and shape, or, for
+CUDA tensors, CUDA IPC handles (runner/cuda_ipc.py) that the receiver copies from at once. Nested
 tuples, lists and dicts of tensors and JSON scalars cross as they are; anything else crosses as an
 `Opaque` naming its type, so a candidate that returns an object gets a clear structural verdict.
 Everything received is checked (dtypes, sizes, file names) before it becomes a tensor.
@@ -15,14 +16,18 @@ import json
 import math
 import os
 import resource
+import select
 import shutil
 import stat
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import torch
+
+from trialtui.runner import cuda_ipc
 
 DTYPES = {
     str(dtype).removeprefix("torch."): dtype
@@ -54,6 +59,10 @@ class ChannelClosed(WireError):
     """The other side went away (exited, crashed, or closed its end)."""
 
 
+class ChannelTimeout(WireError):
+    """The other side started no reply, or stopped halfway through one, before the deadline."""
+
+
 @dataclass(frozen=True)
 class Opaque:
     """A value the sender could not express as data; only its type name crossed."""
@@ -77,12 +86,40 @@ def exchange_dirs() -> list[Path]:
 class Channel:
     """One side of the protocol: JSON lines on `rfile`/`wfile`, tensor bytes in `directories` (in order)."""
 
-    def __init__(self, rfile: IO[bytes], wfile: IO[bytes], directories: list[Path], name: str):
+    def __init__(self, rfile: IO[bytes], wfile: IO[bytes], directories: list[Path], name: str, *, isolate: bool = False):
         self.rfile = rfile
         self.wfile = wfile
         self.directories = [Path(d) for d in directories]
         self.name = name  # file prefix, so both sides never pick the same file name
+        self.isolate = isolate  # CUDA tensors are shared from allocations of their own (the checker's side)
         self._ids = itertools.count()
+        self._fd = rfile.fileno() if rfile is not None else -1  # a send-only end has none
+        self._buffer = b""
+        self._shared: list[Any] = []  # what the other side may still be copying from, until it answers
+
+    def _release(self) -> None:
+        for item in self._shared:
+            if isinstance(item, cuda_ipc.Isolated):
+                item.free()
+        self._shared = []
+
+    def _readline(self, deadline: float | None) -> bytes:
+        """One line, read straight from the descriptor: a sender that stops halfway cannot hang us past the deadline."""
+        while b"\n" not in self._buffer:
+            if len(self._buffer) > MAX_LINE:
+                raise WireError("a message line over the size limit")
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                raise ChannelTimeout("no whole message before the deadline")
+            ready, _, _ = select.select([self._fd], [], [], wait)
+            if not ready:
+                continue
+            data = os.read(self._fd, 1 << 20)
+            if not data:
+                raise ChannelClosed("the other process closed the channel")
+            self._buffer += data
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line + b"\n"
 
     def send(self, header: dict[str, Any], payload: Any = None) -> None:
         tensors: list[dict[str, Any]] = []
@@ -94,11 +131,11 @@ class Channel:
         except (BrokenPipeError, ValueError, OSError) as exc:
             raise ChannelClosed(f"the other process is gone ({exc})") from exc
 
-    def recv(self, device: torch.device | str = "cpu", max_bytes: int | None = None) -> tuple[dict[str, Any], Any]:
-        line = self.rfile.readline(MAX_LINE + 1)
-        if not line:
-            raise ChannelClosed("the other process closed the channel")
-        if len(line) > MAX_LINE or not line.endswith(b"\n"):
+    def recv(self, device: torch.device | str = "cpu", max_bytes: int | None = None,
+             deadline: float | None = None) -> tuple[dict[str, Any], Any]:
+        line = self._readline(deadline)
+        self._release()  # the other side answered: it has copied what we shared
+        if len(line) > MAX_LINE:
             raise WireError("a message line over the size limit")
         try:
             message = json.loads(line)
@@ -178,6 +215,18 @@ class Channel:
             raise WireError(f"dtype {tensor.dtype} cannot cross the boundary")
         meta: dict[str, Any] = {"dtype": dtype, "shape": list(tensor.shape), "device": tensor.device.type}
         meta["files"] = []
+        if tensor.is_cuda and tensor.numel() and cuda_ipc.available():
+            try:
+                if self.isolate:
+                    shared = cuda_ipc.Isolated(tensor)
+                    meta.update(shared.meta())
+                else:
+                    shared = tensor.contiguous()
+                    meta.update(cuda_ipc.export(shared))
+                self._shared.append(shared)
+                return meta
+            except cuda_ipc.IpcError:
+                pass  # e.g. expandable segments: this tensor goes by file
         if tensor.numel():
             flat = tensor.contiguous().reshape(-1).view(torch.uint8)
             step = chunk_bytes()
@@ -219,6 +268,15 @@ class Channel:
         nbytes = numel * torch.empty((), dtype=dtype).element_size()
         if numel == 0:
             return torch.empty(shape, dtype=dtype, device=device)
+        if "ipc" in meta:
+            if not cuda_ipc.available(receiving=True):
+                raise WireError("a CUDA IPC handle sent to a process without CUDA")
+            try:
+                buffer = cuda_ipc.copy_in(meta, nbytes, device)  # into our own memory before anything reads it
+            except cuda_ipc.IpcError as exc:
+                raise WireError(str(exc)) from None
+            tensor = buffer.view(dtype).reshape(shape)
+            return tensor if torch.device(device).type == "cuda" else tensor.to(device)
         files = meta.get("files")
         if not isinstance(files, list) or not files or len(files) > MAX_LEAVES:
             raise WireError("a tensor needs its list of files")

@@ -151,6 +151,8 @@ class Channel:
         tensors = []
         for meta in metas:
             tensor = self._read_tensor(meta, device)
+            # where the sender's tensor lived (a structural fact: a CUDA kernel's output left on the CPU)
+            tensor.sent_from_device = str(meta.get("device") or "")[:16] or tensor.device.type
             total += tensor.numel() * tensor.element_size()
             if max_bytes is not None and total > max_bytes:
                 raise WireError(f"more than {max_bytes} bytes of tensors in one message")

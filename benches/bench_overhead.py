@@ -18,7 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from trialtui.core.problem import load_problem  # noqa: E402
+from trialtui.core.problem_dir import load_problem  # noqa: E402
 from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env  # noqa: E402
 from trialtui.engine.jobs import WarmChildren  # noqa: E402
 

@@ -56,7 +56,7 @@ def get_init_inputs():
 
 def watcher(root: Path, once: bool) -> None:
     """The child: the real engine on `root` with fast fake jobs, printing JSON event lines."""
-    from trialtui.core.problem import load_problem
+    from trialtui.core.problem_dir import load_problem
     from trialtui.engine.headless import HeadlessPrinter
     from trialtui.engine.lanes import Lanes
     from trialtui.engine.loop import Engine

@@ -17,7 +17,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from trialtui.core.problem import load_problem  # noqa: E402
+from trialtui.core.problem_dir import load_problem  # noqa: E402
 from trialtui.engine.bench import bench_file  # noqa: E402
 
 PROBLEMS = ["axpy", "rowsoftmax", "matmul"]

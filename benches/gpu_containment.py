@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import corpus  # noqa: E402
-from trialtui.core.problem import load_problem  # noqa: E402
+from trialtui.core.problem_dir import load_problem  # noqa: E402
 from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env  # noqa: E402
 from trialtui.engine.jobs import WarmChildren  # noqa: E402
 

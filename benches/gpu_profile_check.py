@@ -329,7 +329,7 @@ def profile_kernels(check: Check, ceilings) -> None:
 
 def timing(check: Check) -> None:
     """trialtui's profile step against a bare ncu command on the same kernel, interleaved."""
-    from trialtui.core.problem import load_problem
+    from trialtui.core.problem_dir import load_problem
     from trialtui.runner.profile_job import find_ncu, ncu_command, profile
 
     ncu_bin = find_ncu()

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from trialtui.core.model import Trial  # noqa: E402
-from trialtui.core.problem import load_problem  # noqa: E402
+from trialtui.core.problem_dir import load_problem  # noqa: E402
 from trialtui.core.profilers import get_profiler  # noqa: E402
 from trialtui.engine import profile as engine_profile  # noqa: E402
 

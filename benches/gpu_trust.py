@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from trialtui.core import tree  # noqa: E402
 from trialtui.core.flags import DISQUALIFYING  # noqa: E402
-from trialtui.core.problem import load_problem  # noqa: E402
+from trialtui.core.problem_dir import load_problem  # noqa: E402
 from trialtui.core.store import Store  # noqa: E402
 
 TRUST = ROOT / "tests" / "trust"

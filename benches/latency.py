@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trialtui.core.problem import load_problem  # noqa: E402
+from trialtui.core.problem_dir import load_problem  # noqa: E402
 from trialtui.engine import events as ev  # noqa: E402
 from trialtui.engine.lanes import Lane, Lanes  # noqa: E402
 from trialtui.engine.loop import Engine  # noqa: E402

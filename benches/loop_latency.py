@@ -30,7 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from trialtui.core.problem import load_problem  # noqa: E402
+from trialtui.core.problem_dir import load_problem  # noqa: E402
 from trialtui.engine import events as ev  # noqa: E402
 from trialtui.engine.lanes import Lanes  # noqa: E402
 from trialtui.engine.loop import Engine  # noqa: E402

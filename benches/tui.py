@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from trialtui.core.model import Trial, TrialState
-from trialtui.core.problem import load_problem
+from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import DB_NAME, META, META_ID, STATE_DIR, TRIALS, JournaledStorage
 from trialtui.engine import events as ev
 from trialtui.engine.lanes import Lane, Lanes

@@ -25,7 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from trialtui.core.problem import ProblemError, load_problem  # noqa: E402
+from trialtui.core.problem import ProblemError  # noqa: E402
+from trialtui.core.problem_dir import load_problem  # noqa: E402
 from trialtui.engine.validate import validate_file  # noqa: E402
 
 STATIC_TARGET_MS = 20.0

@@ -53,8 +53,8 @@ def _check(code: int, what: str) -> None:
 
 def available(receiving: bool = False) -> bool:
     """CUDA in use here (or, `receiving`, usable: its context is made now) and the driver library found."""
-    if os.environ.get(DISABLE_ENV) == "1" or not torch.cuda.is_available():
-        return False
+    if (os.environ.get(DISABLE_ENV) == "1" and not receiving) or not torch.cuda.is_available():
+        return False  # the switch is the sender's: a receiver takes what comes
     if not torch.cuda.is_initialized():
         if not receiving:
             return False

@@ -26,8 +26,10 @@ WALL_ALLOWANCE_US = 60.0
 WALL_ALLOWANCE_FRAC = 0.3
 CALL_RANGE = "trialtui_call"
 # The candidate's events stand as the headline only this close to what the checker's own clock saw.
+# Slack: the gaps between calls the harness itself adds (two event records and a flush launch per call);
+# 19 µs on the H200 for a 133 µs softmax, 2026-12-01.
 CONFIRM_TOL = 0.05
-CONFIRM_SLACK_US = 2.0
+CONFIRM_SLACK_US = 25.0
 
 
 @dataclass
@@ -208,13 +210,13 @@ def confirm(claimed_us: float, per_call_us: float | None, flush_us: float, tol: 
 
     Each timed call is an L2 flush and the call; so the checker's per-call time less the flush is
     what the call took as the checker saw it. The candidate's events are confirmed when they are no
-    better than that by more than CONFIRM_TOL (+ CONFIRM_SLACK_US); otherwise the checker's figure is
+    better than that (less CONFIRM_SLACK_US) by more than CONFIRM_TOL; otherwise the checker's figure is
     the number (a launch-bound kernel's includes its launch cost: time it under a CUDA graph).
     """
     if per_call_us is None:
         return claimed_us, False
     seen = max(0.0, per_call_us - flush_us)
-    if claimed_us >= seen * (1 - tol) - CONFIRM_SLACK_US:
+    if claimed_us >= (seen - CONFIRM_SLACK_US) * (1 - tol):
         return claimed_us, True
     return seen, False
 
@@ -226,14 +228,11 @@ def wall_mismatch(walls: list[tuple[float, int, list[float]]], median_us: float,
     the event time and never much more than event time + flush + launch: a candidate reporting
     less GPU time than its batches took is lying or timing the wrong thing.
     """
-    excess = []
-    for wall, n, batch in walls:
-        reported = sum(batch) / n
-        excess.append(wall / n - flush_us - WALL_ALLOWANCE_US - (1 + WALL_ALLOWANCE_FRAC) * reported)
-    if not excess or statistics.median(excess) <= 0:
+    per_call = checker_per_call_us(walls)  # the batches' fixed cost (the request, the outputs' copy) taken out
+    if per_call is None or per_call - flush_us - WALL_ALLOWANCE_US - (1 + WALL_ALLOWANCE_FRAC) * median_us <= 0:
         return None
     return (
-        f"the checker's clock saw {wall_per_call(walls):.1f} µs per timed call but the candidate's events say "
+        f"the checker's clock saw {per_call:.1f} µs per timed call but the candidate's events say "
         f"{median_us:.1f} µs (L2 flush {flush_us:.1f} µs, allowance {WALL_ALLOWANCE_US:g} µs + "
         f"{WALL_ALLOWANCE_FRAC:.0%}): its timing does not match the work it did"
     )

@@ -9,7 +9,7 @@ import pytest
 
 
 SAMPLES = Path(__file__).parents[1] / "sample_kernels"
-COMMANDS = {"open", "validate", "bench", "init", "watch", "analyze", "profile", "calibrate", "trials", "demo", "serve"}
+COMMANDS = {"open", "validate", "bench", "init", "watch", "analyze", "profile", "calibrate", "trials", "demo", "serve", "mcp"}
 
 
 def trialtui(*args: str) -> subprocess.CompletedProcess:

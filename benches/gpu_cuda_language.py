@@ -104,6 +104,8 @@ def problems(work: Path) -> dict[str, Path]:
     (add / "trialtui.toml").write_text(f"bench_timeout_s = {BUILD_TIMEOUT_S}\n{config}\n{NO_PROFILE}")
     vec = Path(shutil.copytree(GPUMODE, work / "vectoradd", ignore=shutil.ignore_patterns("solutions", "submission.py")))
     shutil.copyfile(GPUMODE / "solutions" / "correct" / "submission_cuda_inline.py", vec / "cuda_inline.py")
+    for shared in ("utils.py", "eval.py"):  # task.yml's ../utils.py and ../eval.py, as GPU MODE lays them out
+        shutil.copyfile(GPUMODE.parent / shared, work / shared)
     (vec / "trialtui.toml").write_text(f"bench_timeout_s = {BUILD_TIMEOUT_S}\n{NO_PROFILE}")
     return {"rmsnorm": rms, "kb_cuda_add": add, "vectoradd": vec}
 

@@ -203,3 +203,15 @@ def test_upstream_candidates_score_on_the_cpu(tmp_path, name, candidate, state):
     assert result["state"] == state, result["message"]
     if state == "incorrect":
         assert "mismatch" in result["message"] or "values" in result["message"]
+
+
+def test_a_support_file_the_reference_imports_but_task_yml_points_nowhere_is_named(tmp_path):
+    """GPU MODE's `../utils.py` left behind when a task folder is copied alone: the problem says which file."""
+    from trialtui.core.problem import ProblemError
+
+    src = Path(__file__).parent / "fixtures" / "gpumode" / "problems" / "pmpp_v2" / "vectoradd_py"
+    shutil.copytree(src, tmp_path / "vectoradd", ignore=shutil.ignore_patterns("solutions"))
+    with pytest.raises(ProblemError, match=r"lists \.\./utils\.py \(the reference imports it as utils\)"):
+        load_problem(tmp_path / "vectoradd")
+    shutil.copyfile(src.parent / "utils.py", tmp_path / "utils.py")
+    assert (tmp_path / "utils.py").resolve() in load_problem(tmp_path / "vectoradd").support_files

@@ -43,7 +43,13 @@ def _task_cases(task: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[s
 SUBMISSION_SOURCE = "@SUBMISSION@"
 
 
-def _task_files(task: dict[str, Any], root: Path) -> tuple[list[Path], set[str]]:
+def _imported(tree: ast.Module) -> set[str]:
+    """Top-level module names the reference imports."""
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    return names | {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+
+
+def _task_files(task: dict[str, Any], root: Path, imported: set[str] = frozenset()) -> tuple[list[Path], set[str]]:
     """GPU MODE's `files:` (support modules such as `../utils.py`, which the reference and the
     candidate import) and the names beside the reference that are not candidates (those files,
     `templates:`). The submission entry is the candidate itself."""
@@ -65,6 +71,9 @@ def _task_files(task: dict[str, Any], root: Path) -> tuple[list[Path], set[str]]
         not_candidates.update({name, path.name} if path.parent == root else {name})
         if path.suffix == ".py" and path.name != REFERENCE_NAME and path.is_file():
             support.append(path)
+        elif path.suffix == ".py" and path.stem in imported:
+            raise ProblemError(f"{TASK_NAME} lists {source} (the reference imports it as {path.stem}), "
+                               f"but there is no {path}: copy it beside the task as GPU MODE lays it out")
     for source in templates.values():
         if isinstance(source, str) and (root / source).resolve().parent == root:
             not_candidates.add(Path(source).name)
@@ -95,7 +104,7 @@ class GpuMode(ProblemForm):
     def load(self, problem: Problem, tree: ast.Module) -> None:
         spec = _read_task(problem.root / TASK_NAME)
         tests, benches = _task_cases(spec)
-        problem.support_files, listed = _task_files(spec, problem.root)
+        problem.support_files, listed = _task_files(spec, problem.root, _imported(tree))
         problem.not_candidates |= listed
         problem.test_cases = problem.config.test_sizes or tests
         problem.bench_cases = problem.config.bench_sizes or benches

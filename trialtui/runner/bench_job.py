@@ -28,6 +28,24 @@ SUSPICIOUS_SPEEDUP = 10.0
 CPU_CONFIRM_TOL = 0.9
 
 
+class Splits:
+    """Seconds per step of a phase, summed over cases and seeds (`phases_s`): where a save's time goes."""
+
+    def __init__(self, sync: bool):
+        self.sync = sync  # on a GPU the marks wait for the queued work, so each step is charged its own
+        self.started = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        if self.sync:
+            import torch
+
+            torch.cuda.synchronize()
+        now = time.perf_counter()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self.started, 3)
+        self.started = now
+
+
 class Progress:
     """Progress lines for the parent (seed i/n, timing runs), one JSON object per line."""
 
@@ -114,7 +132,7 @@ def _tolerance(spec: dict[str, Any], kind) -> tuple[float | None, float | None]:
 
 
 def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, progress, deadline, facts,
-                      prepared=None) -> dict[str, Any]:
+                      prepared=None, splits: Splits | None = None) -> dict[str, Any]:
     """Every case under every seed: inputs made here, the candidate's outputs received as data and judged here.
 
     A (case, seed) the warm checker prepared (runner/prepared.py) comes with its inputs, outputs and
@@ -137,6 +155,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
     }
     trivial = True
     total = len(cases) * len(seeds)
+    splits = splits or Splits(sync=False)
     for ci, case in enumerate(cases):
         for si, seed in enumerate(seeds):
             progress(phase="correctness", i=ci * len(seeds) + si + 1, n=total)
@@ -154,8 +173,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
                 with torch.no_grad():
                     expected = call.fn(clone(inputs))
                 del call
-            if device == "cuda":
-                torch.cuda.synchronize()
+            splits.mark("correctness.inputs_and_reference")
             out_bytes = _bytes(expected)
             report["case_bytes"] = max(report["case_bytes"], _bytes(inputs) + out_bytes)
             reply, output = link.request(
@@ -163,6 +181,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
                 check_inputs=reference.kind.checks_input_mutation, case=case,
             )
             del payload
+            splits.mark("correctness.candidate_and_transfer")
             facts.see(reply)
             report["launches"] += int(reply.get("launches") or 0)
             truth = ready.truth if ready is not None else None
@@ -177,6 +196,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
                 if note not in report["warnings"]:
                     report["warnings"].append(note)
             del ref_model
+            splits.mark("correctness.truth")
             trivial = trivial and is_trivial(expected)
             if reply.get("input_changed"):
                 return _fail(report, f"{where}: the candidate modified its input {reply['input_changed']}")
@@ -194,6 +214,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
                 report["normwise_bound"] = norm.bound if report["normwise_bound"] is None else min(report["normwise_bound"], norm.bound)
                 if not norm.passed:
                     result.fail(norm.message())
+            splits.mark("correctness.compare")
             report["max_abs_err"] = max(report["max_abs_err"], result.max_abs_err)
             report["max_rel_err"] = max(report["max_rel_err"], result.max_rel_err)
             report["mismatch_frac"] = max(report["mismatch_frac"], result.mismatch_frac)
@@ -243,7 +264,8 @@ class Facts:
         return flags
 
 
-def time_all(spec, reference, link: CandidateProcess, case, device, progress, deadline, facts) -> tuple[dict, dict, list]:
+def time_all(spec, reference, link: CandidateProcess, case, device, progress, deadline, facts,
+             splits: Splits | None = None) -> tuple[dict, dict, list]:
     """Candidate (in its process) and baselines (here) timed in alternating batches, same method, same inputs.
 
     The baselines never run where the candidate can reach them; the candidate's own event times are
@@ -254,6 +276,7 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
     from trialtui.runner import timing
 
     flags = []
+    splits = splits or Splits(sync=True)
     inputs = reference.make_inputs(case, 0)
     props = torch.cuda.get_device_properties(device)
     sets = [inputs]
@@ -307,15 +330,18 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
         def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
             progress(**timing.preliminary(so_far, walls_so_far, flush_us))
 
+        splits.mark("timing.prepare")
         samples, walls = timing.time_alternating(
             bencher, candidate_batch, fns, on_run=lambda r: progress(phase="timing", runs=r),
             time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S), on_preliminary=first_number,
         )
         del expected
+        splits.mark("timing.loop")
         stats = {name: timing.summarize(s) for name, s in samples.items()}
         progress(phase="kernel_time")
         reply, _ = link.request("kernel_time", timeout_s=deadline.left(), into="cuda")
         facts.see(reply)
+        splits.mark("timing.kernel_time")
     cand = timing.confirmed_stats(stats.pop("candidate"), walls, flush_us)
     cand["kernel_us"] = _number(reply.get("kernel_us"))
     cand["host_wall_us"] = _number(reply.get("host_wall_us"))
@@ -475,7 +501,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         facts.see(reply)
         phase("load")
         stage = "checking correctness"
-        correctness = check_correctness(spec, reference, link, cases, seeds, progress, deadline, facts, prepared)
+        splits = Splits(sync=on_gpu)
+        correctness = check_correctness(spec, reference, link, cases, seeds, progress, deadline, facts, prepared, splits)
         del prepared
         phase("correctness")
         result["correctness"] = correctness
@@ -494,7 +521,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         ledger.close_phase(stage, link, deadline)
         stage = "timing"
         if on_gpu:
-            cand, baselines, flags = time_all(spec, reference, link, spec["bench_cases"][0], device, progress, deadline, facts)
+            splits.started = time.perf_counter()
+            cand, baselines, flags = time_all(spec, reference, link, spec["bench_cases"][0], device, progress, deadline,
+                                              facts, splits)
             result["timing"] = cand
             result["baselines"] = baselines
             result["flags"] += flags
@@ -504,6 +533,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         else:
             result["timing"] = _cpu_timing(spec, reference, link, cases[0], deadline, facts)
         result["state"] = "correct"
+        phases.update(splits.seconds)
         return result
     except CandidateFailed as exc:
         result["state"] = exc.state

@@ -76,6 +76,7 @@ def test_gpumode_submission_with_a_dispatched_template_kernel_gets_its_registers
     one float specialization is built so the facts are real."""
     fixture = Path(__file__).parent / "fixtures" / "gpumode" / "problems" / "pmpp_v2" / "vectoradd_py"
     root = Path(shutil.copytree(fixture, tmp_path / "vectoradd", ignore=shutil.ignore_patterns("solutions")))
+    shutil.copyfile(fixture.parent / "utils.py", tmp_path / "utils.py")  # task.yml's ../utils.py
     path = root / "cuda_inline.py"
     shutil.copyfile(fixture / "solutions" / "correct" / "submission_cuda_inline.py", path)
     report = validate_file(root, path)

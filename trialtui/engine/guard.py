@@ -80,7 +80,7 @@ class Snapshot:
         if self.root is None:
             return planted
         for name in sorted(set(_entries(self.root)) - self.listing):
-            if not shadows_a_module(name, self.root):
+            if not shadows_a_module(name, self.root) or _namespace_only(self.root / name):
                 continue
             path = self.root / name
             keep_dir.mkdir(parents=True, exist_ok=True)
@@ -212,9 +212,15 @@ def shadows_a_module(name: str, root: Path) -> bool:
         return True
     elsewhere = [p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(root)]
     try:
-        return importlib.machinery.PathFinder.find_spec(stem, elsewhere) is not None
+        spec = importlib.machinery.PathFinder.find_spec(stem, elsewhere)
     except (ImportError, ValueError):
         return False
+    return spec is not None and spec.origin is not None  # a namespace portion elsewhere is no module to shadow
+
+
+def _namespace_only(path: Path) -> bool:
+    """A folder without __init__.py (e.g. __pycache__): a namespace portion, which never wins over a module."""
+    return path.is_dir() and not path.is_symlink() and not (path / "__init__.py").exists()
 
 
 def _read(path: Path) -> bytes | None:

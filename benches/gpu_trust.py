@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -43,7 +44,7 @@ from trialtui.core.store import Store  # noqa: E402
 
 TRUST = ROOT / "tests" / "trust"
 OUT = Path(os.environ.get("OUT") or "gpu_trust_out")
-WATCH_TIMEOUT_S = 390  # with the bench sample, inside one 8-minute device call
+WATCH_TIMEOUT_S = float(os.environ.get("TRUST_WATCH_S", 390))  # with the bench sample, inside one 8-minute device call
 SAMPLE = 8
 GPU_TIMEOUT_S = 20
 BENCH_EXIT = {"correct": 0, "incorrect": 1}  # anything else: 2
@@ -120,14 +121,37 @@ def row(problem: str, name: str, want: dict, state: str, message: str, flags: li
     }
 
 
+def stream_watch(cmd: list[str], work: Path, limit_s: float) -> tuple[str, str]:
+    """Run the watch, printing each result as it lands (a run cut short still says how far it got)."""
+    names: dict[tuple[str, str], str] = {}
+    lines: list[str] = []
+    started = time.monotonic()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=work) as proc:
+        timer = threading.Timer(limit_s, proc.kill)
+        timer.start()
+        try:
+            for line in proc.stdout:
+                lines.append(line)
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                key = (str(event.get("problem")), str(event.get("trial_id")))
+                if event.get("event") == "trial_created":
+                    names[key] = str(event.get("file"))
+                elif event.get("event") == "result":
+                    print(f"{time.monotonic() - started:6.1f}s {key[0]:<18} {names.get(key, key[1]):<26} "
+                          f"{event.get('state')}: {str(event.get('summary'))[:90]}", flush=True)
+        finally:
+            timer.cancel()
+    note = f"exit {proc.returncode}" if time.monotonic() - started < limit_s else f"killed after {limit_s:g} s"
+    return "".join(lines), note
+
+
 def watch(work: Path) -> tuple[list[dict], dict, float]:
     started = time.monotonic()
     cmd = [sys.executable, "-m", "trialtui", "watch", str(work), "--once", "--headless", "--json", "--device", "cuda"]
-    try:
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=WATCH_TIMEOUT_S, cwd=work)
-        log, note = run.stdout + run.stderr, f"exit {run.returncode}"
-    except subprocess.TimeoutExpired as exc:
-        log, note = (exc.stdout or b"").decode(errors="replace"), f"killed after {WATCH_TIMEOUT_S} s"
+    log, note = stream_watch(cmd, work, WATCH_TIMEOUT_S)
     (OUT / "watch.jsonl").write_text(log)
     rows, bests = [], {}
     for root in sorted(p for p in work.iterdir() if (p / "reference.py").exists()):

@@ -44,3 +44,21 @@ def test_an_error_beyond_the_rounding_floor_is_still_rejected(dtype):
     one_off = one_off.clone()
     one_off.view(-1)[7] += 1.0  # one value moved: the rest at the floor does not excuse it
     assert not within_rounding_floor(eager, one_off, truth, atol, rtol)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_timed_calls_are_judged_by_the_same_rules(dtype):
+    """A kernel at the rounding floor is not 'incorrect when timed'; one beyond it is."""
+    from types import SimpleNamespace
+
+    from trialtui.runner.bench_job import check_timed
+    from trialtui.runner.candidate_link import CandidateFailed
+
+    tol = 1e-2 if dtype == torch.bfloat16 else 1e-3
+    spec = {"atol": tol, "rtol": tol}
+    reference = SimpleNamespace(kind=SimpleNamespace(judges_values=False), check=lambda data, out: None)
+    eager, fused, truth = chain(dtype, "none")
+    check_timed(spec, reference, eager, fused, [], truth, "timed call 1")
+    eager, wrong, truth = chain(dtype, "none", rel_error=1.5e-2)
+    with pytest.raises(CandidateFailed, match="when timed"):
+        check_timed(spec, reference, eager, wrong, [], truth, "timed call 1")

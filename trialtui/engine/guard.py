@@ -203,11 +203,11 @@ def _entries(root: Path) -> list[str]:
 def shadows_a_module(name: str, root: Path) -> bool:
     """A directory entry that Python would import in place of a module found elsewhere (or a .pth hook):
     the stdlib, what this process imported, or what its path outside `root` provides."""
-    if name.endswith(".pth") or name.startswith("."):
-        return name.endswith(".pth")
-    stem = name[:-3] if name.endswith(".py") else name.split(".")[0] if name.endswith((".so", ".pyc")) else name
-    if not stem.isidentifier() or stem in ("sitecustomize", "usercustomize"):
-        return stem in ("sitecustomize", "usercustomize")
+    stem = name.removesuffix(".py") if name.endswith(".py") else name.split(".")[0]
+    if name.endswith(".pth") or stem in ("sitecustomize", "usercustomize"):
+        return True  # hooks the interpreter runs at start
+    if name.startswith(".") or not stem.isidentifier():
+        return False
     if stem in sys.stdlib_module_names or stem in sys.modules:
         return True
     elsewhere = [p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(root)]

@@ -141,7 +141,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
     """
     import torch
 
-    from trialtui.runner.compare import Comparison, compare, is_trivial, looks_like_tf32, normwise, within_rounding_floor
+    from trialtui.runner.compare import is_trivial, looks_like_tf32, normwise
     from trialtui.runner.loader import DTYPES, clone
 
     atol, rtol = _tolerance(spec, reference.kind)
@@ -200,14 +200,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
             trivial = trivial and is_trivial(expected)
             if reply.get("input_changed"):
                 return _fail(report, f"{where}: the candidate modified its input {reply['input_changed']}")
-            result = compare(expected, output, atol, rtol)
-            if not result.passed and atol is not None and truth is not None and within_rounding_floor(expected, output, truth, atol, rtol):
-                # every value off eager is no farther from the truth than eager is, plus a rounding step
-                report["rounding_floor"].append(f"{where}: {result.message}")
-                result = Comparison()
-            own = reference.check(clone(inputs), output) if result.passed else None
-            if own is not None and not own[0]:
-                result.fail(f"check_implementation: {own[1]}")
+            result = judge(spec, reference, expected, output, inputs, truth, report["rounding_floor"], where)
             norm = normwise(expected, output, truth, spec.get("allow_tf32", False), declared) if truth is not None and result.passed else None
             if norm is not None:
                 report["normwise_err"] = max(report["normwise_err"] or 0.0, norm.err)
@@ -308,6 +301,7 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
         flush_us = bencher.flush_cost_us()
 
         expected = [ref_fn(s) for s in sets]  # what a timed call must return, set by set
+        truths = [_timing_truth(reference, ref_call, s) for s in sets]
         out_bytes = max(_bytes(e) for e in expected)
 
         def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
@@ -324,7 +318,8 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
                 raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
             for call, output in zip(calls, outputs):
                 where = f"timed call {call + 1} (input set {call % len(sets) + 1})"
-                check_timed(spec, reference, expected[call % len(sets)], output, sets[call % len(sets)], where)
+                k = call % len(sets)
+                check_timed(spec, reference, expected[k], output, sets[k], truths[k], where)
             return [float(x) for x in samples], wall_us
 
         def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
@@ -335,7 +330,7 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
             bencher, candidate_batch, fns, on_run=lambda r: progress(phase="timing", runs=r),
             time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S), on_preliminary=first_number,
         )
-        del expected
+        del expected, truths
         splits.mark("timing.loop")
         stats = {name: timing.summarize(s) for name, s in samples.items()}
         progress(phase="kernel_time")
@@ -370,21 +365,42 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
     return cand, baselines, flags
 
 
-def check_timed(spec, reference, expected, output, inputs, where: str) -> None:
-    """A timed call's output against the reference's for the same input: a candidate that computes
-    something else when it is timed is incorrect, whatever its untimed calls returned."""
-    from trialtui.runner.compare import compare
+def judge(spec, reference, expected, output, inputs, truth, floor_notes: list[str] | None = None, where: str = ""):
+    """One output against the reference's, by the same rules for untimed and timed calls: the tolerance,
+    the dtype's rounding floor against the higher-precision truth, the problem's own check."""
+    from trialtui.runner.compare import Comparison, compare, within_rounding_floor
     from trialtui.runner.loader import clone
 
     atol, rtol = _tolerance(spec, reference.kind)
     result = compare(expected, output, atol, rtol)
+    if not result.passed and atol is not None and truth is not None and within_rounding_floor(expected, output, truth, atol, rtol):
+        if floor_notes is not None:  # every value off eager is no farther from the truth than eager is, plus a step
+            floor_notes.append(f"{where}: {result.message}")
+        result = Comparison()
     own = reference.check(clone(inputs), output) if result.passed else None
     if own is not None and not own[0]:
         result.fail(f"check_implementation: {own[1]}")
+    return result
+
+
+def check_timed(spec, reference, expected, output, inputs, truth, where: str) -> None:
+    """A timed call's output against the reference's for the same input: a candidate that computes
+    something else when it is timed is incorrect, whatever its untimed calls returned."""
+    result = judge(spec, reference, expected, output, inputs, truth)
     if not result.passed:
         raise CandidateFailed(f"{where} differs from the reference's output for the same input, though its "
                               f"untimed calls passed: it computes something else when timed ({result.message})",
                               state="incorrect")
+
+
+def _timing_truth(reference, call, inputs):
+    """The higher-precision run for a timing input set (KernelBench's module), or None (GPU MODE, no float64 kernel)."""
+    if call.model is None:
+        return None
+    try:
+        return _higher_precision(reference, call.model, list(inputs))  # a copy of the list: it is emptied
+    except Exception:  # noqa: BLE001 - the timed check then holds to the tolerance alone
+        return None
 
 
 def _number(value: Any) -> float | None:
@@ -621,8 +637,9 @@ def _cpu_timing(spec, reference, link: CandidateProcess, case, deadline, facts: 
     facts.see(reply)
     if not isinstance(outputs, list) or len(outputs) != 2:
         raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
+    truth = _timing_truth(reference, call, inputs)
     for where, output in zip(("the first timed call", "the last timed call"), outputs):
-        check_timed(spec, reference, expected, output, inputs, where)
+        check_timed(spec, reference, expected, output, inputs, truth, where)
     samples = [float(x) for x in reply.get("samples") or [] if isinstance(x, (int, float)) and x >= 0][:3] or [0.0]
     stats = confirmed_stats(summarize(samples), [(wall_us, len(samples), samples)], 0.0, tol=CPU_CONFIRM_TOL)
     return {**stats, "kernel_us": None, "label": CPU_TIMING_LABEL}

@@ -62,3 +62,9 @@ def test_timed_calls_are_judged_by_the_same_rules(dtype):
     eager, wrong, truth = chain(dtype, "none", rel_error=1.5e-2)
     with pytest.raises(CandidateFailed, match="when timed"):
         check_timed(spec, reference, eager, wrong, [], truth, "timed call 1")
+
+
+def test_the_floor_excuses_values_never_structure_or_dtype():
+    eager, fused, truth = chain(torch.bfloat16, "none")
+    assert not within_rounding_floor(eager, [fused], truth, 1e-2, 1e-2)  # a list where a tensor is expected
+    assert not within_rounding_floor(eager, fused.float(), truth, 1e-2, 1e-2)  # the wrong dtype

@@ -30,6 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from trialtui.core.phases import breakdown_lines  # noqa: E402
 from trialtui.core.problem_dir import load_problem  # noqa: E402
 from trialtui.engine import events as ev  # noqa: E402
 from trialtui.engine.lanes import Lanes  # noqa: E402
@@ -95,14 +96,35 @@ async def engine_saves(root: Path, device: str, saves: int) -> list[dict[str, fl
             prelim = next((t for t, e in after if isinstance(e, ev.Preliminary)), final)
             assert result.state == "correct", result.summary
             trial = engine.store.get(result.trial_id)
-            rows.append({"preliminary_s": prelim - saved, "final_s": final - saved,
-                         "prepared": (trial.result or {}).get("prepared", 0),
-                         "phases_s": (trial.result or {}).get("phases_s")})
+            row = {"preliminary_s": prelim - saved, "final_s": final - saved,
+                   "prepared": (trial.result or {}).get("prepared", 0),
+                   "timeline_s": timeline(after, saved), "phases_s": (trial.result or {}).get("phases_s")}
+            rows.append(row)
+            print(f"save {i + 1}: preliminary {row['preliminary_s']:.2f} s, final {row['final_s']:.2f} s, "
+                  f"prepared {row['prepared']}; engine " + ", ".join(f"{k} {v:.2f}" for k, v in row["timeline_s"].items()),
+                  flush=True)
+            for line in breakdown_lines(row["phases_s"]):
+                print("   ", line, flush=True)
     finally:
         engine.stop()
         await task
         engine.close()
     return rows
+
+
+def timeline(after: list[tuple[float, ev.Event]], saved: float) -> dict[str, float]:
+    """When the engine reached each step of one save, seconds from the write: where the queue and the
+    validation sit between the save and the job."""
+    marks: dict[str, float] = {}
+    for t, e in after:
+        name = {ev.TrialCreated: "created", ev.Preliminary: "preliminary", ev.ResultReady: "result"}.get(type(e))
+        if isinstance(e, ev.StateChanged):
+            name = e.state
+        elif isinstance(e, ev.Progress):
+            name = f"job:{e.phase}"
+        if name and name not in marks:
+            marks[name] = round(t - saved, 3)
+    return marks
 
 
 async def _until(predicate, timeout_s: float) -> None:
@@ -144,7 +166,9 @@ def main() -> None:
         root = Path(tempfile.mkdtemp()) / name
         shutil.copytree(HERE / "problems" / name, root)
         cold = [bare_cold(root, args.device) for _ in range(args.saves)]
+        print(f"{name}: bare cold script {', '.join(f'{c:.2f}' for c in cold)} s", flush=True)
         warm = bare_warm(root, args.device, args.saves)
+        print(f"{name}: bare warm loop {', '.join(f'{w:.2f}' for w in warm)} s", flush=True)
         ours = asyncio.run(engine_saves(root, args.device, args.saves))
         row = {
             "bare_cold_s": statistics.median(cold), "bare_warm_s": statistics.median(warm),

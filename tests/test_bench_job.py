@@ -36,6 +36,9 @@ def test_correct_candidate_passes_with_cpu_label_and_no_speedup(tmp_path):
     assert r["timing"]["label"] == CPU_TIMING_LABEL
     assert r["speedup"] is None
     assert not [f for f in r["flags"] if f["code"] == "no-custom-kernel"]
+    phases = r["phases_s"]  # where the seconds went, step by step, the candidate's own clock apart
+    assert {"load", "correctness", "correctness.compare", "candidate.run", "candidate.load", "exchange.mb"} <= set(phases)
+    assert phases["exchange.mb"] > 0
 
 
 def test_wrong_values_are_incorrect_with_numbers(tmp_path):

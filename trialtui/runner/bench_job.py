@@ -496,6 +496,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         mark = now
 
     facts = Facts()
+    splits: Splits | None = None
     ledger = MemoryLedger(device)
     prepared = _PREPARED.pop() if _PREPARED else None
     if prepared is not None and prepared.key != problem_key(spec):
@@ -549,7 +550,6 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         else:
             result["timing"] = _cpu_timing(spec, reference, link, cases[0], deadline, facts)
         result["state"] = "correct"
-        phases.update(splits.seconds)
         return result
     except CandidateFailed as exc:
         result["state"] = exc.state
@@ -571,6 +571,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         return result
     finally:
         result["flags"] += facts.flags()
+        if splits is not None:
+            phases.update(splits.seconds)
+        phases.update(link.breakdown())
         ledger.close_phase(stage, link, deadline)
         ledger.record(result)
         link.close()

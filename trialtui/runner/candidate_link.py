@@ -52,6 +52,7 @@ class CandidateProcess:
                 env=child_env, close_fds=True, preexec_fn=prepare_candidate_child,
             )
         self.channel = Channel(self.process.stdout, self.process.stdin, self.exchange, "chk", isolate=True)
+        self.op_s: dict[str, float] = {}
 
     def request(self, op: str, payload: Any = None, *, timeout_s: float, into: str = "cpu",
                 max_bytes: int | None = None, **header: Any) -> tuple[dict[str, Any], Any]:
@@ -71,7 +72,20 @@ class CandidateProcess:
             raise CandidateFailed(f"the candidate's process sent a malformed reply: {exc}") from None
         if reply.get("ok") is not True:
             raise CandidateFailed(str(reply.get("error") or "failed")[:2000], traceback=str(reply.get("traceback") or "")[:4000])
+        took = reply.get("op_s")
+        if isinstance(took, (int, float)) and 0 <= took < 1e6:
+            self.op_s[op] = self.op_s.get(op, 0.0) + float(took)
         return reply, out
+
+    def breakdown(self) -> dict[str, float]:
+        """Seconds per step as `phases_s` shows them: each op as the candidate's process timed it (a claim,
+        for diagnosis only), and this side's tensor exchange, which overlaps the splits it happened in."""
+        stats = self.channel.stats
+        steps = {f"candidate.{op}": round(s, 3) for op, s in self.op_s.items()}
+        steps["exchange.send"] = round(stats["send_s"], 3)
+        steps["exchange.recv"] = round(stats["recv_s"], 3)
+        steps["exchange.mb"] = round((stats["send_bytes"] + stats["recv_bytes"]) / 2**20, 3)
+        return steps
 
     def _death(self, when: str) -> str:
         try:

@@ -96,6 +96,7 @@ class Channel:
         self._fd = rfile.fileno() if rfile is not None else -1  # a send-only end has none
         self._buffer = b""
         self._shared: list[Any] = []  # what the other side may still be copying from, until it answers
+        self.stats = {"send_s": 0.0, "send_bytes": 0, "recv_s": 0.0, "recv_bytes": 0}  # tensor bytes and their time
 
     def _release(self) -> None:
         for item in self._shared:
@@ -123,7 +124,9 @@ class Channel:
 
     def send(self, header: dict[str, Any], payload: Any = None) -> None:
         tensors: list[dict[str, Any]] = []
+        started = time.perf_counter()
         tree = self._encode(payload, tensors)
+        self.stats["send_s"] += time.perf_counter() - started
         line = json.dumps({**header, "payload": tree, "tensors": tensors}) + "\n"
         try:
             self.wfile.write(line.encode())
@@ -149,6 +152,7 @@ class Channel:
             raise WireError("tensors must be a list of at most %d entries" % MAX_LEAVES)
         total = 0
         tensors = []
+        started = time.perf_counter()
         for meta in metas:
             tensor = self._read_tensor(meta, device)
             # where the sender's tensor lived (a structural fact: a CUDA kernel's output left on the CPU)
@@ -157,6 +161,8 @@ class Channel:
             if max_bytes is not None and total > max_bytes:
                 raise WireError(f"more than {max_bytes} bytes of tensors in one message")
             tensors.append(tensor)
+        self.stats["recv_s"] += time.perf_counter() - started
+        self.stats["recv_bytes"] += total
         return message, self._decode(tree, tensors, depth=0)
 
     def _encode(self, value: Any, tensors: list[dict[str, Any]]) -> Any:
@@ -216,6 +222,7 @@ class Channel:
         if dtype not in DTYPES:
             raise WireError(f"dtype {tensor.dtype} cannot cross the boundary")
         meta: dict[str, Any] = {"dtype": dtype, "shape": list(tensor.shape), "device": tensor.device.type}
+        self.stats["send_bytes"] += tensor.numel() * tensor.element_size()
         meta["files"] = []
         if tensor.is_cuda and tensor.numel() and cuda_ipc.available():
             try:

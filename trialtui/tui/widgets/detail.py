@@ -23,6 +23,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 from trialtui.core import tree
 from trialtui.core.config import Config
 from trialtui.core.model import Trial, TrialState
+from trialtui.core.phases import breakdown_lines
 from trialtui.core.profilers import get_profiler, source_of
 from trialtui.core.store import Store
 from trialtui.core.text import fmt_us
@@ -493,4 +494,6 @@ class TrialDetail(Themed, Vertical):
                      Style(bold=True))
         if size > LOG_TAIL_BYTES:
             title.append(f"  (last {LOG_TAIL_BYTES // 1024} KiB of {size // 1024} KiB)", self.color("trial-muted"))
-        return Group(title, Text(data.rstrip() or "(empty)"))
+        phases = breakdown_lines((trial.result or {}).get("phases_s"))
+        timeline = Text("\n".join(["Where the seconds went", *phases]) + "\n", self.color("trial-muted")) if phases else Text()
+        return Group(timeline, title, Text(data.rstrip() or "(empty)"))

@@ -1,0 +1,20 @@
+"""The phase breakdown a person reads in the log tab: whole phases, their steps, the candidate's own clock apart."""
+
+from __future__ import annotations
+
+from trialtui.core.phases import breakdown_lines
+
+
+def test_breakdown_names_each_phase_its_steps_and_the_exchange():
+    lines = breakdown_lines({"load": 0.1, "correctness": 3.7, "timing": 1.2, "correctness.compare": 0.4,
+                             "correctness.candidate_and_transfer": 3.1, "timing.loop": 1.0, "candidate.run": 2.9,
+                             "exchange.send": 0.2, "exchange.recv": 0.3, "exchange.mb": 1536.0})
+    assert lines[0] == "job 5.00 s: load 0.10, correctness 3.70, timing 1.20"
+    assert "  correctness: compare 0.40, candidate and transfer 3.10" in lines
+    assert "  timing: loop 1.00" in lines
+    assert any(line.startswith("  candidate's process (its own clock): run 2.90") for line in lines)
+    assert lines[-1] == "  tensors exchanged: 1536 MB, sending 0.20 s, receiving 0.30 s"
+
+
+def test_no_phases_no_lines():
+    assert breakdown_lines(None) == [] and breakdown_lines({}) == []

@@ -29,6 +29,7 @@ from trialtui.core.prctl import seal, start_ticks
 from trialtui.core.config import ConfigError, Limits, load_config
 from trialtui.core.result import RESULT_VERSION, ResultError, check_result
 from trialtui.engine import guard
+from trialtui.engine.runner_deps import missing_runner
 
 LOG_TAIL_BYTES = 4000
 SUPERVISOR = "trialtui.runner.supervisor"
@@ -236,7 +237,7 @@ class WarmChildren:
         return (module, tuple(sorted(env.items())))
 
     def prime(self, module: str, env: dict[str, str]) -> None:
-        if os.environ.get(SANDBOX_ENV) == "1":
+        if os.environ.get(SANDBOX_ENV) == "1" or missing_runner():
             return  # sandboxed jobs start cold: bubblewrap wraps the job process from its start
         key = self._key(module, env)
         with self._lock:
@@ -313,6 +314,8 @@ def run_child(
     pair takes the job if one is ready, and the next one is primed. `limits` default to the problem's.
     """
     seal()  # a job's processes cannot open this process's pipes or memory through /proc
+    if missing_runner():  # a laptop install: say so, rather than a job that dies importing torch
+        return failure("error", missing_runner())
     log_path = Path(log_path)
     env = env or {}
     limits = limits or job_limits(spec)

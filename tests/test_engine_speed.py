@@ -137,17 +137,22 @@ def test_time_alternating_sends_one_preliminary_after_its_window_and_none_when_i
 
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
     monkeypatch.setattr(timing, "PRELIMINARY_S", 0.05)
+    clock = FakeClock()
+    monkeypatch.setattr(timing, "time", clock)
 
     class Bencher:
+        def __init__(self, round_s):
+            self.round_s = round_s
+
         def time_round(self, calls):
-            time.sleep(0.002)
-            return [(FakeEvent(time.monotonic), FakeEvent(time.monotonic)) for _ in calls]
+            clock.now += self.round_s  # the GPU's time, on a clock no busy machine can stretch
+            return [(FakeEvent(clock.monotonic), FakeEvent(clock.monotonic)) for _ in calls]
 
     def noisy_batch(start, n):  # never stable: the run goes to its time cap
         return [100.0 + (i % 7) * 5 for i in range(n)], n * 200.0
 
     sent = []
-    samples, _ = timing.time_alternating(Bencher(), noisy_batch, {"eager": [lambda: None]}, time_cap_s=0.4,
+    samples, _ = timing.time_alternating(Bencher(0.002), noisy_batch, {"eager": [lambda: None]}, time_cap_s=0.4,
                                          on_preliminary=lambda s, w: sent.append((s, w)))
     assert len(sent) == 1
     assert len(sent[0][0]["candidate"]) < len(samples["candidate"])  # a first look, not the final samples
@@ -158,9 +163,28 @@ def test_time_alternating_sends_one_preliminary_after_its_window_and_none_when_i
     assert ev.Preliminary.of("t1", line).median_us == line["median_us"]  # what the engine accepts
 
     sent.clear()
-    timing.time_alternating(Bencher(), lambda s, n: ([100.0] * n, n * 200.0), {"eager": [lambda: None]},
-                            on_preliminary=lambda s, w: sent.append(s))
+    samples, walls = timing.time_alternating(Bencher(0.0001), lambda s, n: ([100.0] * n, n * 200.0),
+                                             {"eager": [lambda: None]}, on_preliminary=lambda s, w: sent.append(s))
     assert sent == []  # stable at once: the final number is the first one
+    assert len(walls) == timing.MIN_BATCHES  # ... at its noise bound, with both batch sizes seen for the slope
+    assert {n for _, n, _ in walls} == set(timing.BATCHES)
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+
+def test_the_median_noise_bound_ignores_a_few_slow_outliers():
+    from trialtui.runner import timing
+
+    steady = [100.0 + (i % 5) * 0.2 for i in range(100)]
+    assert timing.median_rse(steady) < timing.TARGET_RSE
+    assert timing.median_rse(steady + [400.0] * 3) < timing.TARGET_RSE  # a clock ramp's first calls
+    assert timing.median_rse([100.0 + (i % 2) * 40 for i in range(100)]) > timing.TARGET_RSE  # bimodal: keep timing
 
 
 def test_the_status_bar_and_tree_show_the_preliminary_median_until_the_job_ends(tmp_path):

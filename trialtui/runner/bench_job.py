@@ -303,6 +303,7 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
         expected = [ref_fn(s) for s in sets]  # what a timed call must return, set by set
         truths = [_timing_truth(reference, ref_call, s) for s in sets]
         out_bytes = max(_bytes(e) for e in expected)
+        accepted: list[Any] = [None] * len(sets)  # per input set, a timed output that passed the full check
 
         def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
             t0 = time.perf_counter()
@@ -317,9 +318,12 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
             if not isinstance(outputs, list) or len(outputs) != len(calls):
                 raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
             for call, output in zip(calls, outputs):
-                where = f"timed call {call + 1} (input set {call % len(sets) + 1})"
                 k = call % len(sets)
+                if accepted[k] is not None and same_bits(output, accepted[k]):
+                    continue  # bit for bit what already passed for this input: the same verdict, in a fraction of the time
+                where = f"timed call {call + 1} (input set {k + 1})"
                 check_timed(spec, reference, expected[k], output, sets[k], truths[k], where)
+                accepted[k] = output
             return [float(x) for x in samples], wall_us
 
         def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
@@ -330,7 +334,7 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
             bencher, candidate_batch, fns, on_run=lambda r: progress(phase="timing", runs=r),
             time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S), on_preliminary=first_number,
         )
-        del expected, truths
+        del expected, truths, accepted
         splits.mark("timing.loop")
         stats = {name: timing.summarize(s) for name, s in samples.items()}
         progress(phase="kernel_time")
@@ -391,6 +395,21 @@ def check_timed(spec, reference, expected, output, inputs, truth, where: str) ->
         raise CandidateFailed(f"{where} differs from the reference's output for the same input, though its "
                               f"untimed calls passed: it computes something else when timed ({result.message})",
                               state="incorrect")
+
+
+def same_bits(a: Any, b: Any) -> bool:
+    """Equal structure, dtypes, shapes, devices and values (NaN never equal: such an output gets the full check)."""
+    import torch
+
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype
+                and a.shape == b.shape and a.device == b.device
+                and getattr(a, "sent_from_device", None) == getattr(b, "sent_from_device", None) and torch.equal(a, b))
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(same_bits(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) or isinstance(b, dict):
+        return type(a) is type(b) and a.keys() == b.keys() and all(same_bits(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
 
 
 def _timing_truth(reference, call, inputs):

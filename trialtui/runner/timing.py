@@ -15,11 +15,12 @@ from typing import Any, Callable
 import torch
 
 MIN_RUNS = 10
-TARGET_RSE = 0.005
+TARGET_RSE = 0.005  # the median's relative standard error (from the IQR) the loop stops at
 MAX_RUNS = 500
 TIME_CAP_S = 3.0
 PRELIMINARY_S = 0.25  # a first median is sent once this much timing has run (and MIN_RUNS rounds)
-BATCH = 10
+BATCHES = (10, 40)  # the candidate's batch sizes, alternating: the checker's per-call time is their slope
+MIN_BATCHES = 8  # four of each size: the slope's medians shrug off one slow round trip
 KERNEL_TIME_RUNS = 20
 # Wall-clock cross-check of the candidate's own timing: launch and round-trip allowance per call.
 WALL_ALLOWANCE_US = 60.0
@@ -99,13 +100,6 @@ def summarize(samples: list[float]) -> dict[str, Any]:
     }
 
 
-def rse(samples: list[float]) -> float:
-    if len(samples) < 2:
-        return float("inf")
-    mean = statistics.fmean(samples)
-    return statistics.stdev(samples) / len(samples) ** 0.5 / mean if mean > 0 else float("inf")
-
-
 def time_alternating(
     bencher: Bencher,
     candidate_batch: Callable[[int, int], tuple[list[float], float]],
@@ -121,6 +115,8 @@ def time_alternating(
     the baselines stay out of the candidate's reach. Returns the samples per name and, per candidate
     batch, (wall µs seen from here, runs, its samples) for the cross-check. `on_preliminary` gets the
     samples so far once, after PRELIMINARY_S, unless the stopping rule ends the loop at that round.
+    The loop stops at its noise bound: every median known to TARGET_RSE (robustly, from the IQR) and
+    MIN_BATCHES candidate batches seen.
     """
     names = list(fns)
     samples: dict[str, list[float]] = {"candidate": [], **{name: [] for name in names}}
@@ -128,7 +124,7 @@ def time_alternating(
     started = time.monotonic()
     run = 0
     while True:
-        size = BATCH * (1 + len(walls) % 2)  # two batch sizes: the checker's per-call time is their slope
+        size = BATCHES[len(walls) % len(BATCHES)]
         batch, wall_us = candidate_batch(run, size)
         samples["candidate"] += batch
         walls.append((wall_us, size, batch))
@@ -142,7 +138,7 @@ def time_alternating(
         run += size
         if on_run is not None:
             on_run(run)
-        if run >= MIN_RUNS and all(rse(s) < TARGET_RSE for s in samples.values()):
+        if run >= MIN_RUNS and len(walls) >= MIN_BATCHES and all(median_rse(s) < TARGET_RSE for s in samples.values()):
             break
         if run >= MAX_RUNS or time.monotonic() - started > time_cap_s:
             break
@@ -150,6 +146,18 @@ def time_alternating(
             on_preliminary({name: list(s) for name, s in samples.items()}, list(walls))
             on_preliminary = None
     return samples, walls
+
+
+def median_rse(samples: list[float]) -> float:
+    """The median's relative standard error, from the IQR: a few slow outliers (a clock ramp, a
+    preempted launch) do not keep a stable kernel timing to the cap, as the mean's error would."""
+    n = len(samples)
+    if n < 4:
+        return float("inf")
+    ordered = sorted(samples)
+    iqr = ordered[(3 * (n - 1)) // 4] - ordered[(n - 1) // 4]
+    median = statistics.median(ordered)
+    return 1.2533 * (iqr / 1.349) / n**0.5 / median if median > 0 else float("inf")
 
 
 def preliminary(samples: dict[str, list[float]], walls: list, flush_us: float) -> dict[str, Any]:

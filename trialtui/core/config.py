@@ -38,6 +38,29 @@ class Limits:
     sandbox: bool = False
 
 
+EXECUTOR_KEYS = ("url", "python", "workdir", "identity", "known_hosts", "models", "connect_timeout_s")
+EXECUTOR_MODELS = ("any", "every")
+
+
+@dataclass
+class ExecutorSettings:
+    """`[executor]`: where jobs run (docs/SCALING.md). `--executor` on the command line wins over `url`.
+
+    `python` is the interpreter on an SSH host (with trialtui and its runner installed there);
+    `workdir` the folder under which that host keeps job directories (a temporary one by default,
+    removed when the connection ends); `identity` and `known_hosts` override OpenSSH's defaults.
+    `models = "every"` benchmarks each trial on every GPU model of a Ray cluster.
+    """
+
+    url: str = "local"
+    python: str = "python3"
+    workdir: str = ""
+    identity: str = ""
+    known_hosts: str = ""
+    models: str = "any"
+    connect_timeout_s: float = 30.0
+
+
 class ConfigError(ValueError):
     """A trialtui.toml that cannot be used; the message names the key."""
 
@@ -65,6 +88,7 @@ class Config:
     busy: str = "queue"
     rerun_interrupted: bool = True  # on start, trials a dead session interrupted run again
     limits: Limits = field(default_factory=Limits)
+    executor: ExecutorSettings = field(default_factory=ExecutorSettings)
 
     @property
     def tolerance(self) -> tuple[float, float]:
@@ -103,6 +127,7 @@ def parse_config(data: dict[str, Any]) -> Config:
     profile = data.pop("profile", {}) or {}
     watch = data.pop("watch", {}) or {}
     cfg.limits = parse_limits(data.pop("limits", {}) or {})
+    cfg.executor = parse_executor(data.pop("executor", {}) or {})
     if "when" in profile:
         cfg.profile_when = profile.pop("when")
     if profile:
@@ -142,6 +167,24 @@ def parse_limits(table: Any) -> Limits:
     if not isinstance(limits.sandbox, bool):
         raise ConfigError(f"limits.sandbox must be true or false, got {limits.sandbox!r}")
     return limits
+
+
+def parse_executor(table: Any) -> ExecutorSettings:
+    if not isinstance(table, dict):
+        raise ConfigError(f"[executor] must be a table, got {table!r}")
+    unknown = sorted(set(table) - set(EXECUTOR_KEYS))
+    if unknown:
+        raise ConfigError(f"unknown key(s) in [executor]: {', '.join(unknown)} (known: {', '.join(EXECUTOR_KEYS)})")
+    settings = ExecutorSettings(**table)
+    for key in EXECUTOR_KEYS[:-2]:
+        if not isinstance(getattr(settings, key), str):
+            raise ConfigError(f"executor.{key} must be a string, got {getattr(settings, key)!r}")
+    if settings.models not in EXECUTOR_MODELS:
+        raise ConfigError(f"executor.models must be one of {', '.join(EXECUTOR_MODELS)}, got {settings.models!r}")
+    timeout = settings.connect_timeout_s
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ConfigError(f"executor.connect_timeout_s must be a positive number, got {timeout!r}")
+    return settings
 
 
 def _check(cfg: Config) -> None:

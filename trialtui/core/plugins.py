@@ -1,4 +1,4 @@
-"""The plug-in registry: where forms, languages and profilers are found by name.
+"""The plug-in registry: where forms, languages, profilers and executors are found by name.
 
 Built-ins call `register` when their package is imported; third parties declare entry points in the
 same groups (`[project.entry-points."trialtui.forms"]` in their pyproject). Entry points are loaded
@@ -13,7 +13,7 @@ from typing import Any
 
 from importlib import metadata
 
-GROUPS = ("trialtui.forms", "trialtui.languages", "trialtui.profilers")
+GROUPS = ("trialtui.forms", "trialtui.languages", "trialtui.profilers", "trialtui.executors")
 
 _builtin: dict[str, dict[str, object]] = {g: {} for g in GROUPS}
 _external: dict[str, dict[str, object]] = {}  # group -> name -> object, filled once per group

@@ -33,23 +33,37 @@ _MACHINE_WIDE: dict[str, str] = {}
 
 def analyze(problem: Problem, *, gpu: str | None = None, driver: str | None = None, use_cache: bool = True) -> dict[str, Any]:
     """The reference's ops, FLOPs, minimum bytes, fusion chances and roofline (no GPU needed)."""
-    key = {"ref": reference_hash(problem.reference), "sizes": problem.bench_cases[0], "dtype": problem.config.dtype}
-    cache = problem.state_dir / ANALYSIS_NAME
-    if use_cache:
-        try:
-            cached = json.loads(cache.read_text())
-            if cached.get("key") == key:
-                return cached["analysis"]
-        except (OSError, ValueError, KeyError):
-            pass
+    cached = cached_analysis(problem) if use_cache else None
+    if cached is not None:
+        return cached
     spec = problem.job_spec(gpu=gpu, driver=driver, case=0)
     log = problem.state_dir / "logs" / "analyze.log"
     result = run_child("trialtui.runner.analyze_job", spec, timeout_s=ANALYZE_TIMEOUT_S, log_path=log,
                        env={"CUDA_VISIBLE_DEVICES": ""})
     if result.get("state") == "ok":
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"key": key, "analysis": result}, default=str))
+        store_analysis(problem, result)
     return result
+
+
+def _analysis_key(problem: Problem) -> dict[str, Any]:
+    return {"ref": reference_hash(problem.reference), "sizes": problem.bench_cases[0], "dtype": problem.config.dtype}
+
+
+def cached_analysis(problem: Problem) -> dict[str, Any] | None:
+    """The analysis of this reference at these sizes, if one was computed (here or by a remote executor)."""
+    try:
+        cached = json.loads((problem.state_dir / ANALYSIS_NAME).read_text())
+        if cached.get("key") == _analysis_key(problem):
+            return cached["analysis"]
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    return None
+
+
+def store_analysis(problem: Problem, result: dict[str, Any]) -> None:
+    cache = problem.state_dir / ANALYSIS_NAME
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"key": _analysis_key(problem), "analysis": result}, default=str))
 
 
 def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str] | None = None,

@@ -1,0 +1,197 @@
+"""The executor seam: where a problem's jobs run (this machine's lanes, a GPU box over SSH, a Ray cluster).
+
+The engine asks an `Executor` for its slots (one lane each, one job at a time) and hands it jobs in the
+shape `bench_file`, `validate_file`, `profile_file` and `analyze` have, so the loop is the same wherever
+jobs run. Off this machine a job travels as `JobData` (what it needs, as bytes: no shared file system)
+and its outcome comes back as data. Implementations live in `trialtui.engine.executors`, one module
+each, registered under `trialtui.executors` (third parties through entry points of that group).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from trialtui.core.config import ExecutorSettings
+from trialtui.core.problem import Problem
+
+GROUP = "trialtui.executors"
+JOB_VERSION = 1
+JOB_KINDS = ("bench", "validate", "profile", "analyze")
+
+
+class ExecutorError(RuntimeError):
+    """An executor that cannot be used (unknown, unreachable, missing its package); the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """`--executor` or `[executor] url`: `local`, `ssh://user@host[:port]`, `ray://ADDRESS`."""
+
+    scheme: str
+    address: str = ""
+    user: str | None = None
+    host: str | None = None
+    port: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.scheme}://{self.address}" if self.address else self.scheme
+
+
+def parse_target(text: str | None) -> Target:
+    """A Target, or ExecutorError naming what is wrong; no text means this machine."""
+    text = (text or "local").strip()
+    if "://" not in text:
+        if text == "local":
+            return Target("local")
+        raise ExecutorError(f"executor {text!r}: expected local, ssh://user@host[:port] or ray://ADDRESS")
+    scheme, address = text.split("://", 1)
+    if scheme != "ssh":
+        if not address:
+            raise ExecutorError(f"executor {text!r} names no address")
+        return Target(scheme, address)
+    parts = urlsplit(text)
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise ExecutorError(f"executor {text!r}: {exc}") from exc
+    if not parts.hostname or parts.path not in ("", "/") or parts.password:
+        raise ExecutorError(f"executor {text!r}: expected ssh://user@host[:port] (no password: keys or an agent)")
+    return Target("ssh", address.rstrip("/"), parts.username, parts.hostname, port)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where one job at a time runs: a GPU (or the CPU) of a host; the engine makes a lane of each."""
+
+    name: str  # the lane's name, as the status bar shows it
+    gpu: str | None  # the CUDA_VISIBLE_DEVICES value its jobs get on their host; None for a CPU slot
+    host: str = ""
+    model: str | None = None  # the GPU's model, when the executor knows it before the first result
+
+
+class Executor(ABC):
+    """Runs a problem's jobs somewhere, behind the same supervisor, limits and checker/candidate split.
+
+    `open` connects and says where the lanes are; the job methods block (the engine calls them from
+    threads), take a cancel handle (anything with `cancelled`) and return what the local functions of
+    the same name return, with files (logs, profile reports) already written under the problem's
+    `.trialtui/`. A remote result's `env` names its `host` and `executor`.
+    """
+
+    scheme: ClassVar[str]
+
+    def __init__(self, target: Target, settings: ExecutorSettings, device: str | None = None) -> None:
+        self.target = target
+        self.settings = settings
+        self.requested_device = device
+        self.device = device or "cpu"
+        self.slots: list[Slot] = []  # what `open` found
+
+    @abstractmethod
+    def open(self) -> list[Slot]:
+        """Connect (or look at this machine), set `device` and `slots`, and return the slots; raises ExecutorError."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Where jobs run, in a few words for the status bar: `this machine`, `ssh alice@gpu-box`."""
+
+    @abstractmethod
+    def bench(self, problem: Problem, path: Path | str, **options: Any) -> dict[str, Any]:
+        """Check and time one candidate (`engine.bench.bench_file`'s options)."""
+
+    @abstractmethod
+    def validate(self, problem: Problem, path: Path | str, **options: Any) -> dict[str, Any]:
+        """Static checks, then the compile stage (`engine.validate.validate_file`'s options)."""
+
+    @abstractmethod
+    def profile(self, problem: Problem, path: Path | str, **options: Any) -> dict[str, Any]:
+        """The candidate under the best profiler that runs there (`engine.profile.profile_file`'s options)."""
+
+    @abstractmethod
+    def analyze(self, problem: Problem, **options: Any) -> dict[str, Any]:
+        """The reference's FLOPs, bytes and roofline (`engine.profile.analyze`'s options)."""
+
+    def close(self) -> None:
+        """Hang up; jobs still running there are cancelled and swept."""
+
+
+def encode(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def decode(text: str) -> bytes:
+    return base64.b64decode(text.encode("ascii"), validate=True)
+
+
+@dataclass
+class JobData:
+    """One job as it travels: the problem's files (paths relative to its root, `../` allowed for files a
+    GPU MODE task keeps beside it), the candidate, state files that seed the far side's `.trialtui/`
+    (the baseline cache), and the options of the job function. Bytes are base64 in the JSON."""
+
+    kind: str
+    problem: str  # the problem directory's name
+    files: dict[str, bytes] = field(default_factory=dict)
+    candidate: str | None = None  # its path relative to the root (a snapshot under .trialtui/snapshots/)
+    state: dict[str, bytes] = field(default_factory=dict)  # relative to .trialtui/
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def digest(self) -> str:
+        """Of the problem's files only: jobs of one problem share a directory on the far side."""
+        h = hashlib.sha256(self.problem.encode())
+        for name in sorted(self.files):
+            if name != self.candidate:
+                h.update(name.encode() + b"\0" + hashlib.sha256(self.files[name]).digest())
+        return h.hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": JOB_VERSION, "kind": self.kind, "problem": self.problem,
+                "files": {k: encode(v) for k, v in self.files.items()}, "candidate": self.candidate,
+                "state": {k: encode(v) for k, v in self.state.items()}, "options": self.options}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> JobData:
+        """Checked on read, like a job's result: a ValueError says what is wrong."""
+        if not isinstance(data, dict) or data.get("version") != JOB_VERSION:
+            raise ValueError(f"not a job of version {JOB_VERSION}")
+        if data.get("kind") not in JOB_KINDS:
+            raise ValueError(f"unknown job kind {data.get('kind')!r}")
+        files, state = data.get("files"), data.get("state")
+        if not isinstance(files, dict) or not isinstance(state, dict) or not isinstance(data.get("options"), dict):
+            raise ValueError("files, state and options must be objects")
+        name = data.get("problem")
+        if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+            raise ValueError(f"bad problem name {name!r}")
+        for path in [*files, *state]:
+            if not relative_path_ok(path):
+                raise ValueError(f"bad path {path!r}")
+        return cls(data["kind"], name, {k: decode(v) for k, v in files.items()}, data.get("candidate"),
+                   {k: decode(v) for k, v in state.items()}, data["options"])
+
+
+def relative_path_ok(path: str, *, ups: bool = True) -> bool:
+    """A path a job may carry: relative, no empty or `.` parts, `..` only leading (and only if `ups`)."""
+    if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path or "\0" in path:
+        return False
+    parts = path.split("/")
+    leading = 0
+    while leading < len(parts) and parts[leading] == "..":
+        leading += 1
+    rest = parts[leading:]
+    return bool(rest) and (ups or leading == 0) and all(p not in ("", ".", "..") for p in rest)
+
+
+def ups(path: str) -> int:
+    """How many leading `..` a carried path has."""
+    count = 0
+    for part in path.split("/"):
+        if part != "..":
+            break
+        count += 1
+    return count

@@ -1,0 +1,34 @@
+"""The local executor: this machine's lanes, one per visible GPU (or one `cpu` lane), as trialtui always ran."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trialtui.core.executor import Executor, Slot
+from trialtui.core.problem import Problem
+from trialtui.engine import profile as profile_module
+from trialtui.engine.bench import bench_file, detect_device
+from trialtui.engine.lanes import Lanes
+from trialtui.engine.validate import validate_file
+
+
+class LocalExecutor(Executor):
+    scheme = "local"
+    # The functions themselves, not wrappers: the engine keeps warm job processes for exactly these.
+    bench = staticmethod(bench_file)
+    validate = staticmethod(validate_file)
+
+    def open(self) -> list[Slot]:
+        self.device = self.requested_device or detect_device()
+        self.slots = [Slot(lane.name, lane.gpu) for lane in Lanes.detect(self.device).lanes]
+        return self.slots
+
+    def describe(self) -> str:
+        return "this machine"
+
+    def profile(self, problem: Problem, path: Path | str, **options: Any) -> dict[str, Any]:
+        return profile_module.profile_file(problem, Path(path), **options)
+
+    def analyze(self, problem: Problem, **options: Any) -> dict[str, Any]:
+        return profile_module.analyze(problem, **options)

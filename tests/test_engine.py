@@ -390,7 +390,7 @@ class GpuBench(FakeBench):
 
 
 def test_profile_policy_auto_profiles_first_correct_and_new_best_only(root, monkeypatch):
-    import trialtui.engine.trial_jobs as loop
+    import trialtui.engine.profile as loop  # the local executor's profile and analyze
     from test_planted_verdicts import HERE as PLANTED
     from trialtui.core import ncu
     from trialtui.runner.profile_job import _kernel

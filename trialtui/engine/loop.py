@@ -19,6 +19,7 @@ from typing import Any
 
 from trialtui.core import tree
 from trialtui.core.decide import decide
+from trialtui.core.executor import Executor, parse_target
 from trialtui.core.languages import DEFAULT, get_language
 from trialtui.core.model import Decision, Trial, TrialState
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError
@@ -28,11 +29,12 @@ from trialtui.engine import control
 from trialtui.engine import events as ev
 from trialtui.engine.finalize import FinalizeError
 from trialtui.engine.finalize import finalize as finalize_trial
-from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env, detect_device
+from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env
+from trialtui.engine.executors.local import LocalExecutor
 from trialtui.engine.jobs import ChildHandle, WarmChildren
-from trialtui.engine.lanes import Job, Lanes
+from trialtui.engine.lanes import Job, Lane, Lanes
 from trialtui.engine.trial_jobs import TrialJobs
-from trialtui.engine.validate import compile_env, finding_message, validate_file
+from trialtui.engine.validate import compile_env, finding_message
 from trialtui.engine.watcher import saves
 
 Subscriber = Callable[[ev.Event], None]
@@ -49,14 +51,21 @@ class Engine(TrialJobs):
         lanes: Lanes | None = None,
         store: Store | None = None,
         validate_workers: int = 2,
-        bench: Callable[..., dict[str, Any]] = bench_file,
-        validate: Callable[..., dict[str, Any]] = validate_file,
+        bench: Callable[..., dict[str, Any]] | None = None,
+        validate: Callable[..., dict[str, Any]] | None = None,
+        executor: Executor | None = None,
     ):
+        """`executor` (opened) says where jobs run and gives the lanes; without it, this machine's."""
         self.problem = problem
-        self._bench, self._validate_file = bench, validate
-        self.device = device or detect_device()
+        self._owns_executor = executor is None
+        self.executor = executor or LocalExecutor(parse_target("local"), problem.config.executor, device)
+        if self._owns_executor:
+            self.executor.open()
+        self._bench, self._validate_file = bench or self.executor.bench, validate or self.executor.validate
+        self.device = device or self.executor.device
+        self.where = self.executor.describe()  # the status bar names a remote host
         self.store = store or Store.open(problem.root, writer=True)
-        self.lanes = lanes or Lanes.detect(self.device)
+        self.lanes = lanes or Lanes([Lane(slot.name, slot.gpu) for slot in self.executor.slots])
         self.lanes.listeners.append(self._queue_changed)
         self.paused = False
         self.saves_while_paused = 0
@@ -66,7 +75,8 @@ class Engine(TrialJobs):
         self._handles: dict[str, ChildHandle] = {}
         self._pending: set[asyncio.Task] = set()
         self._stop = asyncio.Event()
-        self._warm = WarmChildren() if bench is bench_file else None
+        self._warm = WarmChildren() if self._bench is bench_file else None
+        self._retried: set[str] = set()  # trials a lost connection interrupted, tried once more
         self._loop: asyncio.AbstractEventLoop | None = None
         self._control: control.Server | None = None
         self._reference_sha = self._reference_hash()
@@ -165,6 +175,8 @@ class Engine(TrialJobs):
     def close(self) -> None:
         if self._warm is not None:
             self._warm.close()
+        if self._owns_executor:
+            self.executor.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
 
@@ -422,7 +434,7 @@ class Engine(TrialJobs):
             if op == "ping":
                 reply: dict[str, Any] = {}
             elif op == "info":  # what an attached viewer shows of the engine it watches
-                reply = {"host": self.host, "device": self.device, "lanes": [lane.name for lane in self.lanes.lanes],
+                reply = {"host": self.host, "where": self.where, "device": self.device, "lanes": [lane.name for lane in self.lanes.lanes],
                          "paused": self.paused, "saves_while_paused": self.saves_while_paused,
                          "idle": self.lanes.idle and not self._pending}
             elif op == "pause":

@@ -19,7 +19,7 @@ from trialtui.engine import guard
 from trialtui.engine.bench import BENCH_MODULE, child_env, problem_spec
 from trialtui.engine.jobs import ChildHandle
 from trialtui.engine.lanes import Job, Lane
-from trialtui.engine.profile import analyze, profile_file, trial_verdicts
+from trialtui.engine.profile import trial_verdicts
 
 
 class TrialJobs:
@@ -66,6 +66,11 @@ class TrialJobs:
             result = await bench
         finally:
             self._handles.pop(trial.id, None)
+        if result.get("state") == TrialState.INTERRUPTED.value and trial.id not in self._retried:
+            self._retried.add(trial.id)  # a connection lost mid-job (a remote executor): said so, tried once more
+            self._set_state(trial.id, TrialState.INTERRUPTED, f"{result.get('message', '')}; trying once more")
+            self.rerun(trial.id, front=True)
+            return
         await self._finish(trial, result, log_rel, lane)
         self._prepare_soon(lane)
 
@@ -138,14 +143,14 @@ class TrialJobs:
         """Verdicts for a correct GPU trial: from the best profiler that runs here when asked for, else analytic."""
         trial = self.store.get(trial_id)
         env = (trial.result or {}).get("env") or {}
-        analysis = await asyncio.to_thread(analyze, self.problem, gpu=env.get("gpu"), driver=env.get("driver"))
+        analysis = await asyncio.to_thread(self.executor.analyze, self.problem, gpu=env.get("gpu"), driver=env.get("driver"))
         profile = None
         if with_counters:
             self._set_state(trial_id, TrialState.PROFILING, f"profiling on {lane.name}")
             handle = ChildHandle()
             self._handles[trial_id] = handle
             try:
-                profile = await asyncio.to_thread(profile_file, self.problem, self.store.snapshot_path(trial.sha256),
+                profile = await asyncio.to_thread(self.executor.profile, self.problem, self.store.snapshot_path(trial.sha256),
                                                   name=trial_id, env=lane.env, handle=handle)
             finally:
                 self._handles.pop(trial_id, None)

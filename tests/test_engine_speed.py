@@ -131,12 +131,11 @@ class FakeEvent:
         return 0.1  # ms
 
 
-def test_time_alternating_sends_one_preliminary_after_its_window_and_none_when_it_stops_first(monkeypatch):
+def test_time_alternating_sends_one_preliminary_once_both_batch_sizes_ran_and_stops_at_its_noise_bound(monkeypatch):
     torch = pytest.importorskip("torch")
     from trialtui.runner import timing
 
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
-    monkeypatch.setattr(timing, "PRELIMINARY_S", 0.05)
     clock = FakeClock()
     monkeypatch.setattr(timing, "time", clock)
 
@@ -155,7 +154,8 @@ def test_time_alternating_sends_one_preliminary_after_its_window_and_none_when_i
     samples, _ = timing.time_alternating(Bencher(0.002), noisy_batch, {"eager": [lambda: None]}, time_cap_s=0.4,
                                          on_preliminary=lambda s, w: sent.append((s, w)))
     assert len(sent) == 1
-    assert len(sent[0][0]["candidate"]) < len(samples["candidate"])  # a first look, not the final samples
+    assert len(sent[0][1]) == len(timing.BATCHES)  # a first look after one batch of each size...
+    assert len(sent[0][0]["candidate"]) < len(samples["candidate"])  # ... not the final samples
     line = timing.preliminary(*sent[0], 0.0)
     assert line["phase"] == "preliminary" and line["n"] == len(sent[0][1])  # the checker's clock: one figure a batch
     assert line["median_us"] == pytest.approx(200.0)  # the fake's events (100-130 µs) are not what its batches took
@@ -165,8 +165,8 @@ def test_time_alternating_sends_one_preliminary_after_its_window_and_none_when_i
     sent.clear()
     samples, walls = timing.time_alternating(Bencher(0.0001), lambda s, n: ([100.0] * n, n * 200.0),
                                              {"eager": [lambda: None]}, on_preliminary=lambda s, w: sent.append(s))
-    assert sent == []  # stable at once: the final number is the first one
-    assert len(walls) == timing.MIN_BATCHES  # ... at its noise bound, with both batch sizes seen for the slope
+    assert len(sent) == 1  # stable at once: the loop stops at its noise bound, MIN_BATCHES batches in
+    assert len(walls) == timing.MIN_BATCHES
     assert {n for _, n, _ in walls} == set(timing.BATCHES)
 
 

@@ -74,3 +74,23 @@ def test_the_checker_forks_only_in_its_own_job_process():
     from trialtui.runner import bench_job
 
     assert bench_job._JOB_PROCESS is False  # imported here (a test runner that ran torch ops): exec, not fork
+
+
+EARLY = textwrap.dedent('''
+    import json, sys
+    from trialtui.runner.candidate_link import CandidateProcess
+    link = CandidateProcess(fork=False)  # a GPU job's: started before this process imports torch
+    before = "torch" in sys.modules
+    link.warm_up()  # sent ahead; its reply is read before the next request's
+    reply, _ = link.request("ready", timeout_s=120, device="cpu")
+    import select
+    stale = bool(link.channel._buffer) or bool(select.select([link.channel._fd], [], [], 1.0)[0])  # a reply left over
+    link.close()
+    print(json.dumps({"torch_before": before, "ops": sorted(link.op_s), "stale": stale, "ok": reply["ok"]}))
+''')
+
+
+def test_a_gpu_jobs_candidate_process_starts_before_torch_and_its_warm_up_reply_is_not_taken_for_the_next():
+    out = subprocess.run([sys.executable, "-c", EARLY], capture_output=True, text=True, timeout=300, check=True)
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen == {"torch_before": False, "ops": ["ready"], "stale": False, "ok": True}

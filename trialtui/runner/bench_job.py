@@ -674,8 +674,17 @@ _JOB_PROCESS = False  # True in `python -m trialtui.runner.bench_job`: nothing b
 
 def prewarm() -> None:
     """A warm checker starts its job's candidate process at once (before any CUDA call or reference:
-    on the CPU it is a fork of this process), so that process's imports are done too."""
-    _READY.append(CandidateProcess(fork=_JOB_PROCESS))
+    on the CPU it is a fork of this process), so that process's imports are done too; on a GPU it
+    makes its CUDA context and starts CUPTI while it waits."""
+    if not _READY:
+        _READY.append(CandidateProcess(fork=_JOB_PROCESS))
+    if _gpu_job() and not _READY[0].op_s and not _READY[0]._owed:
+        _READY[0].warm_up()
+
+
+def _gpu_job() -> bool:
+    """Decided before the spec is read: jobs for the interpreter (the CPU) carry TRITON_INTERPRET=1."""
+    return os.environ.get("TRITON_INTERPRET") != "1"
 
 
 def prepare_problem(message: dict[str, Any]) -> None:
@@ -706,6 +715,9 @@ def prepare_problem(message: dict[str, Any]) -> None:
 def main(argv: list[str]) -> None:
     global _JOB_PROCESS
     _JOB_PROCESS = True
+    seal()  # before any process of the job exists
+    if _gpu_job():  # the candidate's interpreter imports torch beside this one's: 3 s off a cold GPU job
+        _READY.append(CandidateProcess(fork=False))
     serve(run, argv, prewarm=prewarm, prepare=prepare_problem)
 
 

@@ -77,6 +77,19 @@ class Integrity:
         return sorted(name for name, (owner, attr, original) in self.watched.items() if getattr(owner, attr, None) is not original)
 
 
+class Steps:
+    """Seconds per step of one request, sent back with its reply for the phase breakdown."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(now - self.started, 4)
+        self.started = now
+
+
 def describe(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"the candidate called sys.exit({exc.code!r})"
@@ -100,6 +113,7 @@ class Session:
         self.flush = None
         self.imported_reference = False
         self.runs = 0
+        self.cupti_started = False
 
     # -- operations ---------------------------------------------------------------------------
     def op_ready(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
@@ -116,6 +130,7 @@ class Session:
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
                 torch.empty(1, device="cuda").add_(1)
                 torch.cuda.synchronize()
+            self.cupti_started = True
         return {}, None
 
     def op_load(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
@@ -172,20 +187,41 @@ class Session:
         from trialtui.runner.compare import inputs_changed
         from trialtui.runner.loader import map_tensors
 
+        steps = Steps()
         fn = self._build(payload)
         given = payload["inputs"]
-        # the pristine copy waits in host memory: the GPU holds only what the candidate itself needs
-        keep = (lambda t: t.to("cpu", copy=True)) if self.device.type == "cuda" else (lambda t: t.clone())
-        pristine = map_tensors(given, keep) if msg.get("check_inputs") else None
+        pristine = map_tensors(given, self._keeper(given)) if msg.get("check_inputs") else None
+        steps.mark("pristine")
         before = self.counter.count
         with torch.no_grad(), poisoned_allocations():
             output = fn(given)
         if self.device.type == "cuda":
             torch.cuda.synchronize()
+        steps.mark("call" if self.runs else "first_call")
         changed = inputs_changed(pristine, given) if pristine is not None else None
+        del pristine
+        steps.mark("input_check")
         self.runs += 1
         reply = {"launches": self.counter.count - before, "input_changed": changed, **self.facts(scan=self.runs == 1)}
-        return reply, output
+        steps.mark("facts")
+        return {**reply, "steps_s": steps.seconds}, output
+
+    def _keeper(self, given: Any) -> Callable[[Any], Any]:
+        """Where the pristine copy of the inputs waits: beside them on the GPU while it has room for three
+        more copies (a device copy and compare: 1 ms for 256 MB on the H200, against 0.4 s through host
+        memory), else in host memory, so the GPU holds only what the candidate itself needs."""
+        import torch
+
+        from trialtui.runner.loader import map_tensors
+
+        if self.device.type != "cuda":
+            return lambda t: t.clone()
+        held = []
+        map_tensors(given, lambda t: held.append(t.numel() * t.element_size()) or t)
+        free, _ = torch.cuda.mem_get_info(self.device)
+        if free > 3 * sum(held) + 2**30:
+            return lambda t: t.clone()
+        return lambda t: t.to("cpu", copy=True)
 
     def op_prepare_timing(self, msg: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         import torch
@@ -218,12 +254,15 @@ class Session:
         return {"samples": samples, **self.facts()}, kept  # the first and last call's outputs: the checker checks them
 
     def op_kernel_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
+        """CUPTI's kernel time where CUPTI already runs in this process (a warm lane's `ready`); a cold
+        process skips it: CUPTI's first start cost 3.7-5.3 s of a cold bench on the H200 (2026-12-01),
+        and `trialtui profile` measures kernel time in a process the candidate does not control."""
         import torch
 
         from trialtui.runner import timing
 
         with torch.no_grad():
-            kernel_us = timing.kernel_time_us(self.bencher, self.calls)
+            kernel_us = timing.kernel_time_us(self.bencher, self.calls) if self.cupti_started else None
             host_us = timing.host_wall_us(self.calls[0])
         peak = torch.cuda.max_memory_allocated(self.device)
         return {"kernel_us": kernel_us, "host_wall_us": host_us, "peak_mem_bytes": peak, **self.facts(scan=True)}, None

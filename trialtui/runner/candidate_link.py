@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core.prctl import drop_ptrace_now, prepare_candidate_child
-from trialtui.runner.wire import Channel, ChannelClosed, ChannelTimeout, WireError, exchange_dirs
+
+SHM = Path("/dev/shm")
 
 class CandidateFailed(Exception):
     """The candidate's process failed a request: it raised, died, hung or sent something malformed."""
@@ -39,6 +40,7 @@ class CandidateProcess:
     """
 
     def __init__(self, env: dict[str, str] | None = None, *, fork: bool = False):
+        """Starts the process; nothing here imports torch, so a GPU job starts it before its own imports."""
         self.exchange = exchange_dirs()
         self.scratch = Path(tempfile.mkdtemp(prefix="trialtui-cwd-"))
         child_env = {k: v for k, v in (env or os.environ).items() if not k.startswith("TRIALTUI_")}
@@ -51,13 +53,52 @@ class CandidateProcess:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, cwd=self.scratch,
                 env=child_env, close_fds=True, preexec_fn=prepare_candidate_child,
             )
-        self.channel = Channel(self.process.stdout, self.process.stdin, self.exchange, "chk", isolate=True)
+        self._channel = None
         self.op_s: dict[str, float] = {}
+        self._owed = 0  # replies to requests sent ahead (`warm_up`), read before the next request
+
+    @property
+    def channel(self):
+        if self._channel is None:  # torch comes with the wire format: imported by the first request, not the spawn
+            from trialtui.runner.wire import Channel
+
+            self._channel = Channel(self.process.stdout, self.process.stdin, self.exchange, "chk", isolate=True)
+        return self._channel
+
+    def warm_up(self) -> None:
+        """Ask the idle process to make its CUDA context and start CUPTI now, without waiting: a warm
+        lane's candidate process spends those seconds while the user edits, not in the job."""
+        from trialtui.runner.wire import ChannelClosed
+
+        try:
+            self.channel.send({"op": "ready", "device": "cuda"})
+            self._owed += 1
+        except ChannelClosed:
+            pass  # the next request says how it died
+
+    def _settle(self, deadline: float) -> None:
+        from trialtui.runner.wire import ChannelClosed, ChannelTimeout, WireError
+
+        while self._owed:
+            self._owed -= 1
+            try:
+                self.channel.recv(deadline=deadline)  # its outcome is not the job's: a failed warm-up only costs time
+            except ChannelTimeout:
+                self.kill()
+                raise CandidateFailed("the candidate's process did not make its CUDA context in time; it was killed",
+                                      state="timeout") from None
+            except ChannelClosed:
+                raise
+            except WireError:
+                pass
 
     def request(self, op: str, payload: Any = None, *, timeout_s: float, into: str = "cpu",
                 max_bytes: int | None = None, **header: Any) -> tuple[dict[str, Any], Any]:
         """Send one request and wait for its reply; failures become CandidateFailed with a clear message."""
+        from trialtui.runner.wire import ChannelClosed, ChannelTimeout, WireError
+
         try:
+            self._settle(time.monotonic() + max(0.0, timeout_s))
             self.channel.send({"op": op, **header}, payload)
         except ChannelClosed:
             raise CandidateFailed(self._death(f"before {op}")) from None
@@ -72,9 +113,10 @@ class CandidateProcess:
             raise CandidateFailed(f"the candidate's process sent a malformed reply: {exc}") from None
         if reply.get("ok") is not True:
             raise CandidateFailed(str(reply.get("error") or "failed")[:2000], traceback=str(reply.get("traceback") or "")[:4000])
-        took = reply.get("op_s")
-        if isinstance(took, (int, float)) and 0 <= took < 1e6:
-            self.op_s[op] = self.op_s.get(op, 0.0) + float(took)
+        steps = reply.get("steps_s") if isinstance(reply.get("steps_s"), dict) else {}
+        for name, took in [(op, reply.get("op_s")), *((f"{op}.{k}", v) for k, v in list(steps.items())[:16])]:
+            if isinstance(took, (int, float)) and 0 <= took < 1e6 and len(name) < 64:
+                self.op_s[name] = self.op_s.get(name, 0.0) + float(took)
         return reply, out
 
     def breakdown(self) -> dict[str, float]:
@@ -105,14 +147,28 @@ class CandidateProcess:
     def close(self) -> None:
         try:
             if self.process.poll() is None:
-                self.channel.send({"op": "exit"})
+                self.process.stdin.write(b'{"op": "exit", "payload": {"v": null}, "tensors": []}\n')
+                self.process.stdin.flush()
                 self.process.wait(timeout=2)
-        except (ChannelClosed, subprocess.TimeoutExpired):
+        except (OSError, ValueError, subprocess.TimeoutExpired):
             pass
         self.kill()
         for directory in self.exchange:
             shutil.rmtree(directory, ignore_errors=True)
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def exchange_dirs() -> list[Path]:
+    """Private directories for tensor bytes: shared memory first where there is some, then the temp dir
+    for what does not fit there (a container's /dev/shm is often small)."""
+    dirs = []
+    try:
+        if SHM.is_dir() and shutil.disk_usage(SHM).free > 2**26:
+            dirs.append(Path(tempfile.mkdtemp(prefix="trialtui-x-", dir=SHM)))
+    except OSError:
+        pass
+    dirs.append(Path(tempfile.mkdtemp(prefix="trialtui-x-")))
+    return dirs
 
 
 def may_fork() -> bool:

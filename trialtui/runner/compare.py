@@ -313,6 +313,9 @@ def inputs_changed(before: Any, after: Any) -> str | None:
     """Name the first input the candidate modified, or None."""
     for (path, b), (_, a) in zip(_flatten(before, "input"), _flatten(after, "input")):
         if isinstance(b, torch.Tensor) and isinstance(a, torch.Tensor):
-            if b.shape != a.shape or not torch.equal(b.nan_to_num(), a.to(b.device).nan_to_num()):
+            if b.shape != a.shape:
+                return path
+            a = a.to(b.device)
+            if not torch.equal(b, a) and not torch.equal(b.nan_to_num(), a.nan_to_num()):  # NaN inputs compare equal
                 return path
     return None

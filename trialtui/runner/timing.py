@@ -18,7 +18,6 @@ MIN_RUNS = 10
 TARGET_RSE = 0.005  # the median's relative standard error (from the IQR) the loop stops at
 MAX_RUNS = 500
 TIME_CAP_S = 3.0
-PRELIMINARY_S = 0.25  # a first median is sent once this much timing has run (and MIN_RUNS rounds)
 BATCHES = (10, 40)  # the candidate's batch sizes, alternating: the checker's per-call time is their slope
 MIN_BATCHES = 8  # four of each size: the slope's medians shrug off one slow round trip
 KERNEL_TIME_RUNS = 20
@@ -114,7 +113,7 @@ def time_alternating(
     Alternating batches keeps candidate and baselines under the same clocks and thermal state while
     the baselines stay out of the candidate's reach. Returns the samples per name and, per candidate
     batch, (wall µs seen from here, runs, its samples) for the cross-check. `on_preliminary` gets the
-    samples so far once, after PRELIMINARY_S, unless the stopping rule ends the loop at that round.
+    samples so far once, as soon as there is one batch of each size (the checker's slope can confirm it).
     The loop stops at its noise bound: every median known to TARGET_RSE (robustly, from the IQR) and
     MIN_BATCHES candidate batches seen.
     """
@@ -142,7 +141,7 @@ def time_alternating(
             break
         if run >= MAX_RUNS or time.monotonic() - started > time_cap_s:
             break
-        if on_preliminary is not None and run >= MIN_RUNS and time.monotonic() - started >= PRELIMINARY_S:
+        if on_preliminary is not None and run >= MIN_RUNS and len(walls) >= len(BATCHES):
             on_preliminary({name: list(s) for name, s in samples.items()}, list(walls))
             on_preliminary = None
     return samples, walls

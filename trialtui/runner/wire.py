@@ -19,7 +19,6 @@ import resource
 import select
 import shutil
 import stat
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,6 @@ for _name in ("float8_e4m3fn", "float8_e5m2"):
 MAX_LINE = 64 * 2**20
 MAX_LEAVES = 100_000
 CHUNK_BYTES = 256 * 2**20
-SHM = Path("/dev/shm")
 
 
 def chunk_bytes() -> int:
@@ -68,19 +66,6 @@ class Opaque:
     """A value the sender could not express as data; only its type name crossed."""
 
     type_name: str
-
-
-def exchange_dirs() -> list[Path]:
-    """Private directories for tensor bytes: shared memory first where there is some, then the temp dir
-    for what does not fit there (a container's /dev/shm is often small)."""
-    dirs = []
-    try:
-        if SHM.is_dir() and shutil.disk_usage(SHM).free > 2**26:
-            dirs.append(Path(tempfile.mkdtemp(prefix="trialtui-x-", dir=SHM)))
-    except OSError:
-        pass
-    dirs.append(Path(tempfile.mkdtemp(prefix="trialtui-x-")))
-    return dirs
 
 
 class Channel:

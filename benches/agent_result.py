@@ -27,7 +27,9 @@ async def main() -> int:
     for name in ("reference.py", "trialtui.toml"):
         shutil.copy(PROBLEM / name, root / name)
     started = time.monotonic()
-    params = StdioServerParameters(command=sys.executable, args=["-m", "trialtui", "mcp", str(root)])
+    # the SDK gives a server only HOME, PATH and a few more; this one needs the caller's PYTHONPATH too
+    # (on the device, the wheels are a --target folder), as an agent's MCP config would set it
+    params = StdioServerParameters(command=sys.executable, args=["-m", "trialtui", "mcp", str(root)], env=dict(os.environ))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         info = (await session.call_tool("problem", {})).structured_content

@@ -1,6 +1,10 @@
 """Trials in other people's formats: a markdown table for a pull request, JSON lines, and
 trial_manager's directory layout (the HF kernels skills' `state.json`), out and back in.
 
+Every number keeps its origin (core.provenance) through all of them: JSON lines hold whole results,
+the table labels what was not measured here, and a trial_manager record carries it under our key, so
+an import of an export of a replay still says replayed; a record without one is "imported from hf".
+
 The CLI's `trials export`/`import` and the TUI's export share these, so each format has one writer.
 """
 
@@ -11,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trialtui.core import tree
+from trialtui.core import provenance, tree
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.store import Store, sha256_of
 
@@ -35,8 +39,9 @@ def markdown_table(name: str, found: list[Trial], baseline: str) -> str:
     if top:
         result = top.result or {}
         env = result.get("env") or {}
+        origin = provenance.elsewhere(result)
         lines += [
-            f"Best: **{top.id}**, {top.speedup(baseline):.2f}× vs {baseline} "
+            f"Best: **{top.id}**, {top.speedup(baseline):.2f}× vs {baseline}{f', {origin}' if origin else ''} "
             f"({env.get('gpu') or env.get('device') or 'device unknown'}, {result.get('dtype') or 'dtype unknown'}, "
             f"sizes {result.get('sizes') or 'unknown'})",
             "",
@@ -48,9 +53,10 @@ def markdown_table(name: str, found: list[Trial], baseline: str) -> str:
     for trial in found:
         speedup = trial.speedup(baseline)
         ident = f"**{trial.id}**" if top and trial.id == top.id else trial.id
+        origin = provenance.short(trial.result) if speedup is not None else ""
         lines.append(
             f"| {ident} | {trial.parent or '—'} | {trial.file} | {trial.state} | "
-            f"{f'{speedup:.2f}×' if speedup is not None else '—'} | "
+            f"{f'{speedup:.2f}×' if speedup is not None else '—'}{f' ({origin})' if origin else ''} | "
             f"{f'{trial.median_us:.2f} µs' if trial.median_us is not None else '—'} | "
             f"{tree.label(trial).replace('|', chr(92) + '|') or '—'} |"
         )
@@ -93,6 +99,7 @@ def hf_state(name: str, reference: Path, found: list[Trial], baseline: str) -> d
                 "strategy": trial.strategy,
                 "note": trial.note,
                 "created": trial.created,
+                **_numbers_context(trial),
             },
         }
     best_base = records[top.id]["baseline_us"] if top else None
@@ -104,6 +111,21 @@ def hf_state(name: str, reference: Path, found: list[Trial], baseline: str) -> d
         "best_trial": top.id if top else None,
         "next_id": max((tree.id_number(t.id) for t in found), default=0) + 1,
         "baseline_us": [best_base] if best_base is not None else None,
+    }
+
+
+def _numbers_context(trial: Trial) -> dict[str, Any]:
+    """What trial_manager's fields cannot say about a result's numbers: their origin, device, dtype, sizes."""
+    result = trial.result
+    origin = provenance.of_result(result)
+    if not result or origin is None:
+        return {}
+    env = result.get("env") or {}
+    return {
+        provenance.KEY: origin.to_dict(),
+        "env": {k: env.get(k) for k in ("device", "gpu") if env.get(k) is not None},
+        "dtype": result.get("dtype"),
+        "sizes": result.get("sizes"),
     }
 
 
@@ -121,20 +143,35 @@ def _state_from_hf(record: dict[str, Any], ours: str | None) -> TrialState:
     return TrialState.INTERRUPTED  # saved but never measured: nothing is running it any more
 
 
-def _hf_result(record: dict[str, Any], kind: str) -> dict[str, Any]:
-    """The numbers trial_manager kept, in the bench-result shape; it knew no GPU, dtype or sizes."""
+def _hf_result(record: dict[str, Any], kind: str, ours: dict[str, Any],
+               origin: provenance.Provenance) -> dict[str, Any]:
+    """The numbers trial_manager kept, in the bench-result shape, with the origin they came with.
+
+    trial_manager itself knew no GPU, dtype or sizes; a trialtui export adds them under its own key.
+    """
     mine = record.get("triton_us", record.get("kernel_us"))  # cpu-kernels calls it kernel_us
     base, speedup = record.get("baseline_us"), record.get("speedup")
-    return {
+    result: dict[str, Any] = {
         "version": 1,
         "state": TrialState.CORRECT.value,
         "timing": {"median_us": mine} if mine is not None else None,
         "baselines": {kind: {"median_us": base}} if base is not None else {},
         "speedup": {kind: speedup} if speedup is not None else None,
-        "env": {},
+        "env": dict(ours.get("env") or {}),
         "flags": [],
-        "message": "imported from trial_manager's state.json",
+        "message": provenance.HF_IMPORT_MESSAGE,
+        provenance.KEY: origin.to_dict(),
     }
+    for key in ("dtype", "sizes"):
+        if ours.get(key) is not None:
+            result[key] = ours[key]
+    return result
+
+
+def _origin_from_hf(ours: dict[str, Any], directory: Path) -> provenance.Provenance:
+    """The origin a record had (a trialtui export says it), one import further; none said: another tool's."""
+    had = provenance.Provenance.from_dict(ours.get(provenance.KEY)) or provenance.foreign()
+    return had.imported("hf", str(directory.resolve()))
 
 
 def import_hf(store: Store, directory: Path, state: dict[str, Any], baseline: str) -> tuple[dict[str, str], list[str]]:
@@ -167,7 +204,8 @@ def import_hf(store: Store, directory: Path, state: dict[str, Any], baseline: st
             state=trial_state,
             note=ours.get("note"),
             created=ours.get("created") or time.time(),
-            result=_hf_result(record, kind) if trial_state == TrialState.CORRECT else None,
+            result=(_hf_result(record, kind, ours, _origin_from_hf(ours, directory))
+                    if trial_state == TrialState.CORRECT else None),
         )
         mapping[hf_id] = known[key] = trial.id
         added.append(trial.id)

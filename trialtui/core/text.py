@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trialtui.core.provenance import of_result, short
 from trialtui.core.result import CPU_TIMING_LABEL
 
 
@@ -29,11 +30,15 @@ def sizes_label(sizes: Any) -> str:
 
 
 def label(result: dict[str, Any]) -> str:
-    """`H200 · bfloat16 · batch=4096, dim=8192 · 2026-11-29 14:02`: the context every number needs."""
+    """`H200 · bfloat16 · batch=4096, dim=8192 · 2026-11-29 14:02`: the context every number needs;
+    a number not measured here ends with where it came from (`· replayed from a recording on …`)."""
     env = result.get("env") or {}
-    where = env.get("gpu") or "CPU (Triton interpreter)"
-    when = f" · {result['measured_at']}" if result.get("measured_at") and not result.get("recorded") else ""
-    return f"{where} · {result.get('dtype', '?')} · {sizes_label(result.get('sizes'))}{when}"
+    origin = of_result(result)
+    here = origin is None or origin.measured_here
+    where = env.get("gpu") or ("CPU (Triton interpreter)" if here or env.get("device") == "cpu" else "device unknown")
+    when = f" · {result['measured_at']}" if result.get("measured_at") and here else ""
+    elsewhere = f" · {origin.label()}" if origin is not None and not here else ""
+    return f"{where} · {result.get('dtype', '?')} · {sizes_label(result.get('sizes'))}{when}{elsewhere}"
 
 
 def trial_summary(trial, baseline: str = "eager") -> str:
@@ -45,6 +50,9 @@ def trial_summary(trial, baseline: str = "eager") -> str:
             return f"correct on the CPU interpreter ({label(result)}); GPU timing needs a GPU"
         speed = trial.speedup(baseline)
         speed_text = f"{speed:.2f}× vs {baseline}" if speed is not None else "no baseline"
+        origin = short(result)
+        if origin:
+            speed_text += f" ({origin})"
         sol = f", {trial.sol:.0%} of speed-of-light" if trial.sol is not None else ""
         return f"{speed_text}, {fmt_us(timing.get('median_us'))}{sol} [{label(result)}]"
     return result.get("message") or trial.state

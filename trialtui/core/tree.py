@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from trialtui.core.flags import disqualifications
 from trialtui.core.model import FAILED_STATES, Trial, TrialState
+from trialtui.core.provenance import measured_here, short
 
 UNCHANGED, CHECKOUT, NEW = "unchanged", "checkout", "new"
 _STRATEGY = re.compile(r"^[ \t]*#[ \t]*strategy[ \t]*:[ \t]*(.*?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
@@ -79,17 +80,27 @@ def correct_on_cpu(trial: Trial) -> bool:
     return trial.state == TrialState.CORRECT.value and trial.gpu_timing is None
 
 
-def best(trials: Iterable[Trial], baseline: str = "eager") -> Trial | None:
-    """Highest speedup against `baseline` among correct, unflagged trials; a tie goes to the earlier.
+def rank(trial: Trial, baseline: str = "eager") -> tuple[bool, float] | None:
+    """How a trial ranks for best: (measured here, speedup), higher is better; None when it cannot be best.
 
     `Trial.speedup` is None for anything not correct, so an incorrect, invalid or errored trial
-    (or a CPU run, which has no speedup) is never best; nor is a trial whose flags disqualify it.
+    (or a CPU run, which has no speedup) never ranks; nor does a trial whose flags disqualify it.
+    A number replayed from a recording or imported from another tool ranks below every number
+    measured here, whatever its size: it is best only where nothing measured here is.
     """
+    speedup = trial.speedup(baseline)
+    if speedup is None or disqualified(trial):
+        return None
+    return measured_here(trial.result), speedup
+
+
+def best(trials: Iterable[Trial], baseline: str = "eager") -> Trial | None:
+    """The trial of highest `rank` against `baseline`; a tie goes to the earlier."""
     found, top = None, None
     for trial in sorted(trials, key=lambda t: id_number(t.id)):
-        speedup = trial.speedup(baseline)
-        if speedup is not None and (top is None or speedup > top) and not disqualified(trial):
-            found, top = trial, speedup
+        key = rank(trial, baseline)
+        if key is not None and (top is None or key > top):
+            found, top = trial, key
     return found
 
 
@@ -173,7 +184,8 @@ def icon(state: TrialState) -> str:
 def summary(trial: Trial, baseline: str = "eager") -> str:
     """The measurement in a few characters: speedup and times when correct, else the state.
 
-    A CPU-correct trial says so; a flagged one names its disqualifying flags.
+    A CPU-correct trial says so; a flagged one names its disqualifying flags; a number not
+    measured here says where it came from, "2.63x (replayed)".
     """
     if correct_on_cpu(trial):
         return "correct on CPU, not timed"
@@ -181,6 +193,9 @@ def summary(trial: Trial, baseline: str = "eager") -> str:
     if speedup is None:
         return trial.state
     text = f"{speedup:.2f}x"
+    origin = short(trial.result)
+    if origin:
+        text += f" ({origin})"
     base = ((trial.result or {}).get("baselines") or {}).get(baseline) or {}
     if base.get("median_us") is not None and trial.median_us is not None:
         text += f" (bl={base['median_us']:.0f}us, tr={trial.median_us:.0f}us)"

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from trialtui.core import provenance
 from trialtui.core.baselines import BaselineCache, reference_hash
 from trialtui.core.languages import Language, language_of_file
 from trialtui.core.problem import Problem
@@ -77,6 +78,7 @@ def bench_file(
     result.setdefault("dtype", cfg.dtype)
     result.setdefault("sizes", cases)
     result["env"] = {"device": device, **(result.get("env") or {})}  # a killed child's result too: budget counts GPU runs
+    result[provenance.KEY] = provenance.measured(result["env"].get("gpu") or device).to_dict()  # here, now
     if result.get("state") == "correct" and result.get("baselines") and device == "cuda":
         cache.record(key, result.get("env") or {}, result["baselines"])
     return result

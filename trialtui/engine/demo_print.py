@@ -103,6 +103,7 @@ def run_summary(run: ProblemRun) -> dict[str, Any]:
         "dtype": result.get("dtype"),
         "sizes": result.get("sizes"),
         "recorded": result.get("recorded"),
+        "provenance": result.get("provenance"),
         "report": str(run.report) if run.report else None,
         "story": [{"version": o.version.file, "beat": o.version.beat, "trial": o.trial_id, "parent": o.parent,
                    "state": o.state, "expected": o.version.expected, "expected_parent": o.expected_parent,

@@ -9,7 +9,8 @@ Recordings (written by `trialtui demo --record DIR` on a GPU, one file per story
      "sol": 0.81, "verdicts": [...], "profile": null}
 
 Replay indexes every recording of a problem by sha256, so only byte-identical source ever gets
-numbers, whatever its file is called. Every replayed figure says "replayed from a recording on
+numbers, whatever its file is called. Every replayed result carries a replayed `Provenance` (its
+recording, GPU and date; core.provenance) and says "replayed from a recording on
 <GPU>, <date>"; nothing replayed is ever called measured.
 """
 
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trialtui.core import provenance
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.store import sha256_of
@@ -51,11 +53,10 @@ def recorded_date(recording: dict[str, Any]) -> str:
 
 def recorded_label(result: dict[str, Any] | None) -> str | None:
     """'replayed from a recording on NVIDIA H200, 2025-11-29' for a replayed result, else None."""
-    recorded = (result or {}).get("recorded")
-    if not recorded:
+    origin = provenance.of_result(result)
+    if origin is None or origin.origin is not provenance.Origin.REPLAYED:
         return None
-    return (f"replayed from a recording on {recorded.get('gpu') or 'an unknown GPU'}, "
-            f"{recorded.get('date') or 'an unknown date'}")
+    return origin.label()
 
 
 def merge_recording(cpu: dict[str, Any], recording: dict[str, Any]) -> dict[str, Any]:
@@ -68,10 +69,16 @@ def merge_recording(cpu: dict[str, Any], recording: dict[str, Any]) -> dict[str,
     merged["flags"] = list(cpu.get("flags") or []) + [
         {**f, "message": f"{f.get('message', '')} (in the recording)"} for f in gpu.get("flags") or []
     ]
+    timed = provenance.of_result(gpu)  # a recording made by this version names the host that timed it
+    merged[provenance.KEY] = provenance.replayed(
+        recording.get("path"), env.get("gpu"), recording.get("recorded_at"),
+        host=timed.host if timed is not None else None,
+    ).to_dict()
     merged["recorded"] = {
         "gpu": env.get("gpu"),
         "date": recorded_date(recording),
         "source": "replay",
+        "path": recording.get("path"),
         "recorded_at": recording.get("recorded_at"),
         "version": recording.get("version"),
         "sha256": recording.get("sha256"),
@@ -147,6 +154,9 @@ def numbers_label(result: dict[str, Any] | None) -> str:
     recorded = recorded_label(result)
     if recorded:
         return f"{recorded}; correctness checked live on this CPU"
+    elsewhere = provenance.elsewhere(result)
+    if elsewhere:
+        return elsewhere
     env = result.get("env") or {}
     if env.get("device") == "cuda":
         return f"measured live on {env.get('gpu') or 'the GPU'}"
@@ -164,6 +174,7 @@ def recorded_section(trial: Trial, baselines: list[str]) -> tuple[str, dict[str,
     """REPORT.md's part for replayed GPU numbers: which GPU, when, against what; never 'measured'."""
     result = trial.result or {}
     recorded = result["recorded"]
+    origin = provenance.of_result(result)
     timing = result.get("timing") or {}
     lines = [
         "",
@@ -185,6 +196,7 @@ def recorded_section(trial: Trial, baselines: list[str]) -> tuple[str, dict[str,
         lines.append(f"| {kind} | {_us(base.get('median_us'))} | {f'{speed:.2f}×' if speed is not None else '—'} |")
     data = {
         **{k: recorded.get(k) for k in ("gpu", "date", "source", "recorded_at", "sha256")},
+        provenance.KEY: origin.to_dict() if origin else None,
         "time_us": timing.get("median_us"),
         "baselines_us": {k: ((result.get("baselines") or {}).get(k) or {}).get("median_us") for k in baselines},
         "speedup": {k: (result.get("speedup") or {}).get(k) for k in baselines},

@@ -144,14 +144,21 @@ def profile_vs_ncu(root: Path) -> dict[str, float] | None:
     if ncu is None:
         return None
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "trialtui", "profile", str(root / "kernel.py"), "--json"], check=True,
-                   capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "trialtui", "profile", str(root / "kernel.py"), "--json"], check=True,
+                          capture_output=True, text=True)
     ours = time.perf_counter() - t
+    out = json.loads(done.stdout)
+    body = out.get("profile") or {}
+    where = {**(out.get("phases_s") or {}), **{k: body.get(k) for k in ("wall_s", "ncu_s", "export_s")}}
+    print(f"trialtui profile {ours:.1f} s (verdict reused from {out.get('reused_from')}): "
+          + ", ".join(f"{k} {v}" for k, v in where.items()), flush=True)
     command = ncu_command(ncu, Path(tempfile.mkdtemp()) / "bare", [sys.executable, str(HERE / "bare_bench.py"),
                                                                   str(root), "--ncu"])
     t = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, env={**os.environ, "LC_ALL": "C"})
-    return {"trialtui_profile_s": ours, "bare_ncu_s": time.perf_counter() - t}
+    bare = time.perf_counter() - t
+    print(f"bare ncu {bare:.1f} s", flush=True)
+    return {"trialtui_profile_s": ours, "bare_ncu_s": bare, "trialtui_profile_phases_s": where}
 
 
 def main() -> None:

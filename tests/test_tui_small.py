@@ -86,11 +86,12 @@ def test_replayed_numbers_on_a_cpu_never_read_as_live(tmp_path, utc):
 
     async def body():
         app = TrialApp(problem, engine)
-        async with app.run_test(size=(140, 40)) as pilot:
+        async with app.run_test(size=(160, 40)) as pilot:  # wide enough for where and the labelled best
             await pilot.pause(0.3)
             text = screen_text(app)
             header = text.splitlines()[0]
             assert "replayed from a recording on NVIDIA H200, 2026-11-29 · this machine: CPU" in header, header
+            assert "★ t1 1.38× (replayed)" in header, header
             assert "replayed" in text and "replayed from a recording on NVIDIA H200, 2026-11-29" in text
             assert "measured on" not in text
             assert "CUPTI" not in text and "kernels only, in the recording" in text

@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from trialtui.cli_refusal import Refusal
-from trialtui.core import tree
+from trialtui.core import provenance, tree
 from trialtui.core.config import Config, ConfigError, load_config
 from trialtui.core.interchange import HF_STATE, InterchangeError, hf_state, import_hf, markdown_table, trials_jsonl
 from trialtui.core.model import Trial
@@ -103,6 +103,16 @@ def _echo_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2))
 
 
+def _origin(trial: Trial) -> dict[str, Any]:
+    """Where a trial's numbers come from, for --json: measured here, replayed or imported, and the record."""
+    found = provenance.of_result(trial.result)
+    return {
+        "measured_here": found.measured_here if found else None,
+        "origin": (found.short() or "measured here") if found else None,
+        provenance.KEY: found.to_dict() if found else None,
+    }
+
+
 def _row(trial: Trial, baseline: str, heads: dict[str, str], best_id: str | None) -> dict[str, Any]:
     """One trial as a line of `status --json`: enough to draw the tree, not the whole record."""
     return {
@@ -118,6 +128,7 @@ def _row(trial: Trial, baseline: str, heads: dict[str, str], best_id: str | None
         "best": trial.id == best_id,
         "correct_on_cpu": tree.correct_on_cpu(trial),
         "never_best": tree.disqualified(trial),
+        **_origin(trial),
     }
 
 
@@ -155,6 +166,9 @@ def status(root: Path, as_json: bool) -> None:
     click.echo(f"  Baseline: {baseline}")
     click.echo(f"  Best: {top.id}, {tree.summary(top, baseline)}" if top
                else f"  Best: none — {tree.no_best_reason(found, baseline)}")
+    elsewhere = provenance.elsewhere(top.result) if top else ""
+    if elsewhere:
+        click.echo(f"        {elsewhere}")
     click.echo(f"  Budget: {spent.used}/{spent.limit} GPU trials{' (spent)' if spent.spent else ''}")
     click.echo(f"  Trials: {len(found)}")
     click.echo()
@@ -192,9 +206,10 @@ def best(ctx: click.Context, root: Path, as_json: bool) -> None:
         "file": top.file,
         "snapshot": str(snapshot),
         "parent": top.parent,
+        "origin": (provenance.of_result(top.result) or provenance.foreign()).label(),
     }
     if as_json:
-        _echo_json(fields)
+        _echo_json({**fields, provenance.KEY: _origin(top)[provenance.KEY]})
         return
     for key, value in fields.items():
         click.echo(f"{key}: {value if value is not None else ('root' if key == 'parent' else '—')}")
@@ -211,7 +226,7 @@ def show(trial_id: str, root: Path, as_json: bool) -> None:
         trial = store.get(trial_id)
         snapshot = store.snapshot_path(trial.sha256)
     if as_json:
-        _echo_json({**trial.to_dict(), "snapshot": str(snapshot)})
+        _echo_json({**trial.to_dict(), "snapshot": str(snapshot), **_origin(trial)})
         return
     result = trial.result or {}
     created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(trial.created))
@@ -220,9 +235,17 @@ def show(trial_id: str, root: Path, as_json: bool) -> None:
     click.echo(f"  strategy: {trial.strategy or '—'}   note: {trial.note or '—'}")
     click.echo(f"  {baseline}: {tree.summary(trial, baseline)}")
     env = result.get("env") or {}
+    origin = provenance.of_result(result)
+    if origin is not None and not origin.measured_here:
+        click.echo(f"  numbers: {origin.label()}")
+        if origin.recording:
+            click.echo(f"  recording: {origin.recording}")
+        for hop in origin.imports:
+            click.echo(f"  imported: {hop.format} from {hop.source}" + (f" ({hop.at})" if hop.at else ""))
     if env:
         where = env.get("gpu") or env.get("device")
-        click.echo(f"  measured on: {where}, {result.get('dtype')}, sizes {result.get('sizes')}")
+        said = "measured on" if origin is None or origin.measured_here else "timed on"
+        click.echo(f"  {said}: {where}, {result.get('dtype')}, sizes {result.get('sizes')}")
     if result.get("message"):
         click.echo(f"  message: {result['message']}")
     for why in tree.disqualified(trial):

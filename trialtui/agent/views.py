@@ -1,14 +1,15 @@
 """What the MCP tools answer, built from trials and the problem as plain data: the fields docs/AGENTS.md lists.
 
 Pure functions, so the answer an agent reads is exactly what the store holds: numbers only where a
-result has them, each with the label that says where and when it was measured (or replayed from).
+result has them, each with the label that says where and when it was measured (or replayed from,
+or imported from: core.provenance).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from trialtui.core import tree
+from trialtui.core import provenance, tree
 from trialtui.core.flags import DISQUALIFYING, KINDS
 from trialtui.core.forms import get_form
 from trialtui.core.model import Trial
@@ -72,6 +73,7 @@ def numbers(trial: Trial, baseline: str) -> dict[str, Any] | None:
     timing = result.get("timing") or {}
     base = ((result.get("baselines") or {}).get(baseline) or {})
     env = result.get("env") or {}
+    origin = provenance.of_result(result)
     return {
         "label": label(result),
         "gpu": env.get("gpu"),
@@ -80,6 +82,9 @@ def numbers(trial: Trial, baseline: str) -> dict[str, Any] | None:
         "shape": result.get("sizes"),
         "date": result.get("measured_at") or (result.get("recorded") or {}).get("date"),
         "replayed": recorded_label(result),  # not measured here: a recording of the same source, on its GPU
+        "measured_here": origin is None or origin.measured_here,
+        "origin": origin.label() if origin else None,  # replayed, imported from hf, or measured here
+        provenance.KEY: origin.to_dict() if origin else None,
         "median_us": timing.get("median_us"),
         "timing_label": timing.get("label"),
         "baseline": baseline,

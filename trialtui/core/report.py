@@ -2,7 +2,9 @@
 
 A pure function of the problem, the trial and the clean re-benchmark's result, so every field is
 tested without a GPU. Every number carries its GPU, dtype, sizes and baseline kind; a CPU run is
-labelled as such and has no speedup.
+labelled as such and has no speedup. Every number says whose it is: a re-benchmark that did not
+measure (a replay) says so instead of "Measured on", and a trial chosen on a replayed or imported
+number has that number and its origin named beside this run's.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from typing import Any
 
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
+from trialtui.core.provenance import KEY as PROVENANCE
+from trialtui.core.provenance import Provenance, of_result
 from trialtui.core.result import CPU_TIMING_LABEL
 from trialtui.core.tree import label
 
@@ -37,6 +41,8 @@ def build_report(problem: Problem, trial: Trial, result: dict[str, Any]) -> tupl
         }
         for kind, base in (result.get("baselines") or {}).items()
     }
+    fresh = of_result(result)
+    ranked = of_result(trial.result)
     data = {
         "problem": problem.name,
         "trial": trial.id,
@@ -67,8 +73,22 @@ def build_report(problem: Problem, trial: Trial, result: dict[str, Any]) -> tupl
         "bound": _bound(trial)[0],
         "bound_source": _bound(trial)[1],
         "flags": result.get("flags") or [],
+        # whose numbers these are: this run's (measured here, unless the bench given replays) ...
+        **_origin(fresh),
+        # ... and the number the trial was chosen on, with its own origin (a replay, an import)
+        "ranked_on": {"speedup": trial.speedup(primary), "time_us": trial.median_us, **_origin(ranked)},
     }
     return render_markdown(data), data
+
+
+def _origin(found: Provenance | None) -> dict[str, Any]:
+    """A report's fields for where numbers come from (no provenance: measured here)."""
+    return {
+        "measured_here": found is None or found.measured_here,
+        "origin": found.label() if found else None,
+        "origin_short": found.short() if found else "",
+        PROVENANCE: found.to_dict() if found else None,
+    }
 
 
 def _bound(trial: Trial) -> tuple[str, str]:
@@ -114,10 +134,13 @@ def render_markdown(data: dict[str, Any]) -> str:
         else f"**{CPU_TIMING_LABEL}**"
     )
     time = data["time_us"]
+    here = data["measured_here"]
+    measured = (f"- Measured on: {where}" if here
+                else f"- Not measured in this run: {data['origin']}; {where}")
     lines = [
         f"# {data['problem']}: {data['trial']} ({data['file']})",
         "",
-        f"- Measured on: {where}; torch {data['torch']}, triton {data['triton']}",
+        f"{measured}; torch {data['torch']}, triton {data['triton']}",
         f"- Timing: {data['timing_label']}",
         f"- dtype {data['dtype']}; sizes {_sizes(data['sizes'])}",
         f"- Strategy: {data['strategy'] or '—'}",
@@ -133,14 +156,18 @@ def render_markdown(data: dict[str, Any]) -> str:
         lines.append(f"| {kind}{cached} | {_us(base['median_us'])} | {spread} | {speedup} |")
     lines.append("")
     if data["speedup"] is not None:
-        lines.append(f"**{data['speedup']:.2f}× faster than {data['primary_baseline']}**")
+        origin = f" ({data['origin_short']})" if data["origin_short"] else ""
+        lines.append(f"**{data['speedup']:.2f}× faster than {data['primary_baseline']}{origin}**")
     elif not on_gpu:
         lines.append("No speedup: a CPU run in Triton's interpreter says nothing about GPU speed.")
     else:
         lines.append(f"No {data['primary_baseline']} baseline was measured.")
     spread = f"{data['spread_pct']:.1f}% of the median" if data["spread_pct"] is not None else "unknown"
+    ranked = data["ranked_on"]
     if data["sol"] is not None:
         sol = f"{data['sol']:.0%} of the ceiling"
+        if not ranked["measured_here"]:
+            sol += f" (from {data['trial']}'s stored number, {ranked['origin']}; not this run's)"
     else:
         sol = "unknown (no roofline for this trial)" if on_gpu else "not applicable to a CPU run"
     bound = f"{data['bound']} ({data['bound_source']})"
@@ -156,4 +183,10 @@ def render_markdown(data: dict[str, Any]) -> str:
     ]
     for item in data["flags"]:
         lines.append(f"- Flag `{item.get('code')}`: {item.get('message')}")
+    if not ranked["measured_here"]:
+        speedup = ranked["speedup"]
+        before = f"{speedup:.2f}× {data['primary_baseline']}" if speedup is not None else "no speedup"
+        now = ("every number above is this re-benchmark's, measured here" if here
+               else "this run did not measure it either")
+        lines.append(f"- {data['trial']} was chosen on {before}, {ranked['origin']}: {now}")
     return "\n".join(lines) + "\n"

@@ -103,6 +103,7 @@ class NewBest(Event):
     speedup: float
     previous: str | None = None
     previous_speedup: float | None = None
+    origin: str = ""  # core.provenance's short word when the number was not measured here: "replayed"
 
 
 @dataclass(frozen=True)

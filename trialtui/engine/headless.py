@@ -46,7 +46,8 @@ class HeadlessPrinter:
                 return f"{event.trial_id} result {event.state}: {event.summary}"
             case ev.NewBest():
                 prev = f" (was {event.previous} {event.previous_speedup:.2f}×)" if event.previous else ""
-                return f"{event.trial_id} NEW BEST {event.speedup:.2f}×{prev}"
+                origin = f" ({event.origin})" if event.origin else ""
+                return f"{event.trial_id} NEW BEST {event.speedup:.2f}×{origin}{prev}"
             case ev.DecisionMade():
                 key = f" [{event.key}]" if event.key else ""
                 return f"{event.trial_id} next: {event.action}{key} — {event.reason}"

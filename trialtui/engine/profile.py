@@ -125,15 +125,28 @@ def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200")
     `verdicts`, `sol`, `median_us`, `env` and `gpu`.
     """
     device = detect_device()
+    started = time.monotonic()
+    phases: dict[str, float] = {}
+
+    def phase(name: str) -> None:
+        nonlocal started
+        phases[name] = round(time.monotonic() - started, 3)
+        started = time.monotonic()
+
     result = established(problem, path) if device == "cuda" else None
-    result = result or bench_file(problem, path, device=device)
+    phase("reuse_lookup")
+    if result is None:
+        result = bench_file(problem, path, device=device)
+        phase("bench")
     if result.get("state") != "correct":
         return {"state": result.get("state"), "message": result.get("message"), "env": result.get("env")}
     trial = Trial(id=path.stem, file=path.name, sha256="", created=0.0, state="correct", result=result)
     env = result.get("env") or {}
     if device == "cuda":
         analysis = analyze(problem, gpu=env.get("gpu"), driver=env.get("driver"))
+        phase("analyze")
         body = profile_file(problem, path, name=path.stem)
+        phase("profile")
         label = profile_label(body)
         target = env.get("gpu")
     else:
@@ -148,7 +161,8 @@ def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200")
     analytic = source_of(body) == "analytic" or not body.get("available")
     return {"state": "correct", "analytic": analytic, "label": label,
             "profile": {k: v for k, v in body.items() if k != "log_tail"}, "verdicts": verdicts, "sol": sol,
-            "roofline": roof, "median_us": trial.median_us, "env": env, "gpu": target}
+            "roofline": roof, "median_us": trial.median_us, "env": env, "gpu": target,
+            "reused_from": result.get("reused_from"), "phases_s": phases}
 
 
 def established(problem: Problem, path: Path) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from trialtui.core import tree
+from trialtui.core import provenance, tree
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.profilers import source_of
 from trialtui.core.text import compile_summary, trial_summary
@@ -127,7 +127,7 @@ class TrialJobs:
         if after is not None and (before is None or after.id != before.id):
             base = self.problem.config.primary_baseline
             self.emit(ev.NewBest(after.id, after.speedup(base) or 0.0, before.id if before else None,
-                                 before.speedup(base) if before else None))
+                                 before.speedup(base) if before else None, provenance.short(after.result)))
         if trial.median_us is not None:  # a correct trial timed on a GPU: verdicts, maybe counters
             first = not any(t.median_us is not None for t in others)
             event = "first_correct" if first else ("new_best" if after is not None and after.id == trial.id else "correct")

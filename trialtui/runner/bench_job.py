@@ -595,7 +595,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         phases.update(link.breakdown())
         ledger.close_phase(stage, link, deadline)
         ledger.record(result)
-        link.close()
+        link.close(wait=False)
 
 
 class MemoryLedger:

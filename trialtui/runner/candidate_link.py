@@ -144,7 +144,14 @@ class CandidateProcess:
             self.process.kill()
             self.process.wait()
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
+        """End the process and remove its directories. Without `wait` (the job's end) it is killed and
+        left to the supervisor, which reaps and sweeps it: the result need not wait for a CUDA context's
+        teardown."""
+        if not wait:
+            self.process.kill()  # SIGKILL, no wait
+            self._remove_dirs()
+            return
         try:
             if self.process.poll() is None:
                 self.process.stdin.write(b'{"op": "exit", "payload": {"v": null}, "tensors": []}\n')
@@ -153,6 +160,9 @@ class CandidateProcess:
         except (OSError, ValueError, subprocess.TimeoutExpired):
             pass
         self.kill()
+        self._remove_dirs()
+
+    def _remove_dirs(self) -> None:
         for directory in self.exchange:
             shutil.rmtree(directory, ignore_errors=True)
         shutil.rmtree(self.scratch, ignore_errors=True)

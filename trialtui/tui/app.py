@@ -25,7 +25,7 @@ from textual.notifications import Notify
 from textual.widgets import Static
 from textual.worker import Worker
 
-from trialtui.core import tree
+from trialtui.core import provenance, tree
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.report import FINAL_DIR
@@ -261,12 +261,12 @@ class TrialApp(KeyActions, AppMessages, App):
         if self.best is not None and self.best.id in changed:
             self.best = tree.best(self.trials.values(), self.baseline)
         else:
-            top = self.best.speedup(self.baseline) if self.best else None
+            top = tree.rank(self.best, self.baseline) if self.best else None
             for trial_id in sorted(changed, key=tree.id_number):
                 trial = self.trials.get(trial_id)
-                speed = trial.speedup(self.baseline) if trial else None
-                if speed is not None and (top is None or speed > top):
-                    self.best, top = trial, speed
+                key = tree.rank(trial, self.baseline) if trial else None
+                if key is not None and (top is None or key > top):
+                    self.best, top = trial, key
         self.tree.set_marks(self._best_id, self.heads)
         self.detail.set_marks(self._best_id, set(self.heads.values()))
 
@@ -294,13 +294,13 @@ class TrialApp(KeyActions, AppMessages, App):
     def _note_gpu(self, trial: Trial) -> bool:
         """Remember the GPU of a GPU result, or the recording it was replayed from; True if it had one.
 
-        A replayed number never reads as live: the header then says where and when it was recorded
+        A replayed or imported number never reads as live: the header then says where it came from
         and that this machine is a CPU.
         """
         env = (trial.result or {}).get("env") or {}
         if env.get("device") != "cuda" or not env.get("gpu"):
             return False
-        rec = describe.recorded(trial.result)
+        rec = describe.elsewhere(trial.result)
         here = " · this machine: CPU" if self.engine.device == "cpu" else ""
         self._gpu_name = f"{rec}{here}" if rec else env["gpu"]
         return True
@@ -322,6 +322,7 @@ class TrialApp(KeyActions, AppMessages, App):
         best = self.best
         standing.best_id = best.id if best else None
         standing.best_speedup = best.speedup(self.baseline) if best else None
+        standing.best_origin = provenance.short(best.result) if best else ""
         base = (((best.result or {}).get("baselines") or {}).get(self.baseline) or {}) if best else {}
         standing.baseline_us = base.get("median_us")
         stale = sum(trial.state in _IN_FLIGHT for trial in self.trials.values())

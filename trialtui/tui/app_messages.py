@@ -6,6 +6,7 @@ A mixin of `TrialApp` (tui/app.py), kept apart so app.py holds the layout, the m
 
 from __future__ import annotations
 
+from trialtui.core import provenance
 from trialtui.tui import describe
 from trialtui.tui.messages import (
     DecisionMade,
@@ -72,15 +73,18 @@ class AppMessages:
 
     def on_new_best(self, message: NewBest) -> None:
         event = message.event
-        if self._reload(event.trial_id) is not None:
+        trial = self._reload(event.trial_id)
+        if trial is not None:
             self._best_changed.add(event.trial_id)
         self._soon("best")
+        origin = provenance.short(trial.result) if trial is not None else event.origin
+        said = f" ({origin})" if origin else ""
         if event.previous and event.previous_speedup is not None:
             gain = event.speedup - event.previous_speedup
             text = (f"{event.trial_id} beats {event.previous}: {event.previous_speedup:.2f}× → "
-                    f"{event.speedup:.2f}× ({gain:+.2f})")
+                    f"{event.speedup:.2f}×{said} ({gain:+.2f})")
         else:
-            text = f"{event.trial_id} is the first best: {event.speedup:.2f}× vs {self.baseline}"
+            text = f"{event.trial_id} is the first best: {event.speedup:.2f}× vs {self.baseline}{said}"
         self.notify(text, title="★ New best", timeout=6)
 
     def on_decision_made(self, message: DecisionMade) -> None:

@@ -1,8 +1,8 @@
 """How the TUI words a trial: its glyph, its one-line outcome, and the label every number carries.
 
 Honesty rules live here so every pane applies them alike: a CPU-interpreter run is "correct (CPU
-interpreter)" and never a speed; a number says which GPU, dtype and sizes it came from; a replayed
-result says it was recorded, where and when.
+interpreter)" and never a speed; a number says which GPU, dtype and sizes it came from; a number
+not measured here says so beside it, "3.45× (replayed)", "(imported from hf)" (core.provenance).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from trialtui.core import provenance
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.result import CPU_TIMING_LABEL
 from trialtui.core.text import fmt_us, label
@@ -52,21 +53,23 @@ def cpu_run(trial: Trial) -> bool:
     )
 
 
-def recorded(result: dict[str, Any] | None) -> str:
-    """`replayed from a recording on NVIDIA H200, 2026-03-02` for a replayed result, else ""."""
-    rec = (result or {}).get("recorded") or {}
-    if not rec:
-        return ""
-    return f"replayed from a recording on {rec.get('gpu') or 'an unnamed GPU'}, {rec.get('date') or 'an unknown date'}"
+def elsewhere(result: dict[str, Any] | None) -> str:
+    """`replayed from a recording on NVIDIA H200, 2026-03-02`, `imported from hf; …` for a number
+    not measured here, else ""."""
+    return provenance.elsewhere(result)
+
+
+def origin_word(result: dict[str, Any] | None) -> str:
+    """What the metrics pane calls a result's source: measured on, replayed or imported."""
+    found = provenance.of_result(result)
+    if found is None or found.measured_here:
+        return "measured on"
+    return "replayed" if found.origin is provenance.Origin.REPLAYED else "imported"
 
 
 def measured_on(result: dict[str, Any] | None) -> str:
-    """The label every number of this result carries: GPU (or CPU), dtype, sizes, and replay."""
-    if not result:
-        return ""
-    text = label(result)
-    rec = recorded(result)
-    return f"{text} · {rec}" if rec else text
+    """The label every number of this result carries: GPU (or CPU), dtype, sizes, and where else it came from."""
+    return label(result) if result else ""
 
 
 def first_line(text: str | None, width: int = 80) -> str:
@@ -106,7 +109,8 @@ def outcome(trial: Trial, baseline: str) -> tuple[str, str]:
         speed = trial.speedup(baseline)
         if speed is None:
             return "correct", "success"
-        return f"{speed:.2f}×", "success" if speed >= 1.0 else "warning"
+        origin = provenance.short(trial.result)
+        return f"{speed:.2f}×{f' ({origin})' if origin else ''}", "success" if speed >= 1.0 else "warning"
     if state.is_failure:
         return failing_check(trial), "trial-invalid" if state is TrialState.INVALID else "trial-failure"
     if state is TrialState.QUEUED:
@@ -123,7 +127,9 @@ def speed_text(trial: Trial, baseline: str) -> str:
     speed = trial.speedup(baseline)
     if speed is None:
         return trial.state
-    return f"{speed:.2f}× vs {baseline} · {fmt_us(trial.median_us)} [{measured_on(trial.result)}]"
+    origin = provenance.short(trial.result)
+    return (f"{speed:.2f}× vs {baseline}{f' ({origin})' if origin else ''} · {fmt_us(trial.median_us)} "
+            f"[{measured_on(trial.result)}]")
 
 
 def progress_text(phase: str, i: int | None, n: int | None, runs: int | None) -> str:

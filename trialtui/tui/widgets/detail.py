@@ -1,7 +1,8 @@
 """The selected trial in four tabs that stay chosen as the cursor moves: Metrics, Profile, Source, Log.
 
 Only the visible tab is rendered; the others catch up when they are shown. Each number names the
-GPU, dtype and sizes it was measured with; a CPU run shows correctness and no speed.
+GPU, dtype and sizes it was measured with, and where it came from when not measured here (the
+recording, each import); a CPU run shows correctness and no speed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static, TabbedContent, TabPane
 
-from trialtui.core import tree
+from trialtui.core import provenance, tree
 from trialtui.core.config import Config
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.phases import breakdown_lines
@@ -202,8 +203,10 @@ class TrialDetail(Themed, Vertical):
         result = trial.result or {}
         state = trial.state_enum
         if result:
-            grid.add_row("replayed" if result.get("recorded") else "measured on",
-                         Text(describe.measured_on(result), Style(bold=True)))
+            here = provenance.measured_here(result)
+            grid.add_row(describe.origin_word(result), Text(describe.measured_on(result),
+                                                            Style(bold=True) + (Style() if here else self.color("warning"))))
+            self._origin_rows(grid, result)
         if state is TrialState.CORRECT and describe.cpu_run(trial):
             grid.add_row("result", Text(describe.CPU_CORRECT, self.color("success")))
         elif state is TrialState.CORRECT:
@@ -243,7 +246,13 @@ class TrialDetail(Themed, Vertical):
             time_line.append(f" · rse {timing['rse']:.1%}", self.color("trial-muted"))
         grid.add_row("time", time_line)
         if timing.get("kernel_us") is not None:  # CUPTI names only a number measured here and now
-            how = "kernels only, in the recording" if result.get("recorded") else "CUPTI, kernels only"
+            origin = provenance.of_result(result)
+            if origin is None or origin.measured_here:
+                how = "CUPTI, kernels only"
+            elif origin.origin is provenance.Origin.REPLAYED:
+                how = "kernels only, in the recording"
+            else:
+                how = f"kernels only, {origin.short()}"
             grid.add_row("kernel time", f"{fmt_us(timing['kernel_us'])} ({how})")
         for kind, base in (result.get("baselines") or {}).items():
             speed = (result.get("speedup") or {}).get(kind)
@@ -276,6 +285,17 @@ class TrialDetail(Themed, Vertical):
                 line.append(f" (floor {fmt_us(roof.get('floor_us'))}, {roof.get('bound', '?')}-bound)",
                             self.color("trial-muted"))
             grid.add_row("SoL", line)
+
+    def _origin_rows(self, grid: Table, result: dict[str, Any]) -> None:
+        """The recording a replayed number came from and every import it went through, paths included."""
+        found = provenance.of_result(result)
+        if found is None or found.measured_here:
+            return
+        muted = self.color("trial-muted")
+        if found.recording:
+            grid.add_row("recording", Text(found.recording, muted))
+        for hop in found.imports:
+            grid.add_row("via", Text(f"{hop.format} from {hop.source}" + (f" ({hop.at[:10]})" if hop.at else ""), muted))
 
     def _correctness_rows(self, grid: Table, trial: Trial) -> None:
         corr = (trial.result or {}).get("correctness") or {}

@@ -1,6 +1,7 @@
 """Two lines at the top: what is being optimised and how far (line 1), what is happening now (line 2).
 
-Line 1: problem, GPU, baseline time, best trial and speedup, budget. Line 2: watching or paused,
+Line 1: problem, GPU, baseline time, best trial and speedup (and where it came from when it was not
+measured here), budget. Line 2: watching or paused,
 the running job with its elapsed time and progress, the queue, and a stale badge while saves wait
 for results. Elapsed time ticks from the app's clock, not from the job, so it moves between events.
 """
@@ -39,6 +40,7 @@ class Standing:
     baseline_us: float | None = None
     best_id: str | None = None
     best_speedup: float | None = None
+    best_origin: str = ""  # "replayed", "imported from hf": the best's number was not measured here
     used: int = 0
     limit: int = 0
     paused: bool = False
@@ -96,6 +98,8 @@ class StatusBar(Themed, Widget):
         self._sep(text)
         if s.best_id:
             text.append(f"★ {s.best_id} {s.best_speedup:.2f}×", self.color("trial-best", bold=True))
+            if s.best_origin:
+                text.append(f" ({s.best_origin})", self.color("warning"))
         else:
             text.append("★ no best yet", self.color("trial-muted"))
         self._sep(text)

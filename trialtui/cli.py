@@ -14,6 +14,25 @@ from trialtui.core.problem import ProblemError
 from trialtui.core.problem_dir import load_problem
 
 
+def executor_option(command):
+    return click.option("--executor", "executor_url", default=None, metavar="URL",
+                        help="Where jobs run: local (default), ssh://user@host[:port] or ray://ADDRESS; "
+                        "else [executor] url in trialtui.toml (docs/SCALING.md).")(command)
+
+
+def opened_executor(url: str | None, problem, device: str | None = None):
+    """The executor `--executor` or the problem's [executor] names, connected; a refusal when it cannot be."""
+    from trialtui.core.executor import ExecutorError
+    from trialtui.engine.executors import executor_for
+
+    try:
+        executor = executor_for(url, problem.config.executor, device)
+        executor.open()
+    except ExecutorError as exc:
+        fail(str(exc))
+    return executor
+
+
 # `bench` exit codes: the verdict as a number for scripts and CI.
 BENCH_EXIT = {"correct": 0, "incorrect": 1}
 BENCH_EXIT_OTHER = 2  # error, timeout, invalid, or a refusal
@@ -42,17 +61,23 @@ def cli() -> None:
 @click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--theme", default=None, help="Theme name: trialtui, trialtui-light, trialtui-contrast, "
               "or one of your own in ~/.config/trialtui/themes/.")
-def open_(directory: Path | None, theme: str | None) -> None:
+@executor_option
+def open_(directory: Path | None, theme: str | None, executor_url: str | None) -> None:
     """Open the TUI on DIRECTORY (default: the current directory)."""
     from trialtui.core.store import StoreError
     from trialtui.tui.app import make_app
 
     problem = problem_for((directory or Path.cwd()).resolve())
+    executor = opened_executor(executor_url, problem)
     try:
-        app = make_app(problem, theme=theme)
+        app = make_app(problem, theme=theme, executor=executor)
     except StoreError as exc:
+        executor.close()
         fail(str(exc))
-    app.run()
+    try:
+        app.run()
+    finally:
+        executor.close()
 
 
 @cli.command()
@@ -60,14 +85,21 @@ def open_(directory: Path | None, theme: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--arch", default=None, help="Target arch(s), e.g. sm_90 or sm_90,sm_80 (default: config).")
 @click.option("--no-compile", is_flag=True, help="Static checks only: nothing of the candidate is executed.")
-def validate(file: Path, as_json: bool, arch: str | None, no_compile: bool) -> None:
+@executor_option
+def validate(file: Path, as_json: bool, arch: str | None, no_compile: bool, executor_url: str | None) -> None:
     """Check FILE on the CPU: syntax, structure, Triton constraints, and a real compile for the GPU."""
+    from trialtui.engine.executors.local import LocalExecutor
     from trialtui.engine.validate import validate_file
     from trialtui.render import render_validation
 
     problem = problem_for(file.resolve())
     archs = [a.strip() for a in arch.split(",")] if arch else None
-    report = validate_file(problem, file.resolve(), arch=archs, compile=not no_compile)
+    executor = opened_executor(executor_url, problem)
+    try:  # the compile stage where jobs run (a laptop has no torch to compile with)
+        run = validate_file if isinstance(executor, LocalExecutor) else executor.validate
+        report = run(problem, file.resolve(), arch=archs, compile=not no_compile)
+    finally:
+        executor.close()
     click.echo(json.dumps(report, indent=2) if as_json else render_validation(report, file.name))
     sys.exit(0 if report["ok"] else 1)
 
@@ -82,7 +114,9 @@ def validate(file: Path, as_json: bool, arch: str | None, no_compile: bool) -> N
 @click.option("--cuda-graph", is_flag=True, help="Time CUDA-graph replays (for kernels of a few µs).")
 @click.option("--all-gpus", is_flag=True, help="Benchmark on every visible GPU at once, one job per GPU, to compare them.")
 @click.option("--sandbox", is_flag=True, help="Run the job under bubblewrap: read-only files, no network (docs/SECURITY.md).")
-def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_graph, all_gpus, sandbox) -> None:
+@executor_option
+def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_graph, all_gpus, sandbox,
+          executor_url) -> None:
     """Check FILE against the reference on several seeds and, only if correct, time it.
 
     \b
@@ -92,6 +126,7 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
     from concurrent.futures import ThreadPoolExecutor
 
     from trialtui.engine.bench import bench_file
+    from trialtui.engine.executors.local import LocalExecutor
     from trialtui.engine.jobs import cancel_on_interrupt, use_sandbox
     from trialtui.engine.lanes import visible_gpus
     from trialtui.render import render_bench
@@ -99,16 +134,23 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
     problem = problem_for(file.resolve())
     if sandbox:
         use_sandbox()
+    executor = opened_executor(executor_url, problem, device)
+    here = isinstance(executor, LocalExecutor)
+    run = bench_file if here else executor.bench
 
     def one(gpu: str | None) -> dict:
-        return bench_file(
-            problem, file.resolve(), device=device, seeds=seeds, baseline_us=baseline_us,
-            use_cache=not no_cache, cuda_graph=cuda_graph, env={"CUDA_VISIBLE_DEVICES": gpu} if gpu else None,
+        return run(
+            problem, file.resolve(), device=device if here else device or executor.device, seeds=seeds,
+            baseline_us=baseline_us, use_cache=not no_cache, cuda_graph=cuda_graph,
+            env={"CUDA_VISIBLE_DEVICES": gpu} if gpu else None,
         )
 
-    gpus = (visible_gpus() or ["0"]) if all_gpus else [None]
-    with ThreadPoolExecutor(max_workers=len(gpus)) as pool, cancel_on_interrupt():  # one job per GPU, in parallel
-        results = dict(zip(gpus, pool.map(one, gpus)))
+    gpus = ((visible_gpus() or ["0"]) if here else [s.gpu for s in executor.slots]) if all_gpus else [None]
+    try:
+        with ThreadPoolExecutor(max_workers=len(gpus)) as pool, cancel_on_interrupt():  # one job per GPU, in parallel
+            results = dict(zip(gpus, pool.map(one, gpus)))
+    finally:
+        executor.close()
     if as_json:
         payload = results[None] if not all_gpus else {f"gpu{g}": r for g, r in results.items()}
         click.echo(json.dumps(payload, indent=2, default=str))
@@ -144,7 +186,8 @@ def init(directory: Path, from_file: Path | None) -> None:
 @click.option("--gpus", default=None, help="Lanes to use, e.g. 0,1 (default: every visible GPU).")
 @click.option("--progress", is_flag=True, help="With --headless: also print progress and queue events.")
 @click.option("--sandbox", is_flag=True, help="Run every job under bubblewrap: read-only files, no network (docs/SECURITY.md).")
-def watch(directory, headless, as_json, once, device, gpus, progress, sandbox) -> None:
+@executor_option
+def watch(directory, headless, as_json, once, device, gpus, progress, sandbox, executor_url) -> None:
     """Watch DIRECTORY and score each save; exit status is non-zero only for trialtui's own failures."""
     import asyncio
 
@@ -165,23 +208,37 @@ def watch(directory, headless, as_json, once, device, gpus, progress, sandbox) -
             fail(f"{root} holds {len(problems)} problems: open one in the TUI, or watch them all with --headless")
         from trialtui.tui.app import make_app
 
+        executor = opened_executor(executor_url, problems[0], device)
         try:
-            app = make_app(problems[0], device=device)
+            app = make_app(problems[0], device=device, executor=executor)
         except StoreError as exc:
+            executor.close()
             fail(str(exc))
-        app.run()
+        try:
+            app.run()
+        finally:
+            executor.close()
         return
-    lanes = Lanes.detect(device or detect(), gpus.split(",") if gpus else None)
+    from trialtui.engine.executors.local import LocalExecutor
+    from trialtui.engine.lanes import Lane
+
+    executor = opened_executor(executor_url, problems[0], device)
+    if isinstance(executor, LocalExecutor):
+        lanes = Lanes.detect(device or detect(), gpus.split(",") if gpus else None)
+    else:
+        wanted = set(gpus.split(",")) if gpus else None
+        lanes = Lanes([Lane(s.name, s.gpu) for s in executor.slots if wanted is None or s.gpu in wanted])
     engines = []
     try:
         for problem in problems:
-            engine = Engine(problem, device=device, lanes=lanes)
+            engine = Engine(problem, device=device or executor.device, lanes=lanes, executor=executor)
             engine.subscribe(HeadlessPrinter(as_json=as_json, progress=progress,
                                              problem=problem.name if len(problems) > 1 else None))
             engines.append(engine)
     except StoreError as exc:
         for engine in engines:
             engine.close()
+        executor.close()
         fail(str(exc))
 
     async def run_all() -> None:
@@ -198,6 +255,7 @@ def watch(directory, headless, as_json, once, device, gpus, progress, sandbox) -
     finally:
         for engine in engines:
             engine.close()
+        executor.close()
 
 
 def problems_under(root: Path):

@@ -195,3 +195,23 @@ def ups(path: str) -> int:
             break
         count += 1
     return count
+
+
+def ran_on(result: dict[str, Any] | None) -> str:
+    """Where a job ran, for views and reports: '' on this machine; else `gpu-box · NVIDIA H200 (ssh://…)`."""
+    env = (result or {}).get("env") or {}
+    executor = env.get("executor")
+    if not executor:
+        return ""
+    device = env.get("gpu") or ("CPU" if env.get("device") == "cpu" else env.get("device") or "unknown device")
+    return f"{env.get('host') or 'unknown host'} · {device} ({executor})"
+
+
+def model_speedups(result: dict[str, Any] | None, baseline: str) -> str:
+    """A trial measured on every GPU model at once (Ray, `models = "every"`): `H200 1.31× · A100 1.12×`."""
+    models = (result or {}).get("models") or {}
+    parts = []
+    for model, outcome in models.items():
+        speed = ((outcome or {}).get("speedup") or {}).get(baseline)
+        parts.append(f"{model} {speed:.2f}×" if isinstance(speed, (int, float)) else f"{model} {(outcome or {}).get('state')}")
+    return " · ".join(parts)

@@ -109,6 +109,7 @@ class RemoteEngine:
         first = self._send("info")
         self.pid: int | None = first.get("pid")
         self.host: str = first.get("host") or "trialtui"
+        self.where: str = first.get("where") or "this machine"  # where that engine's jobs run
         self.device: str = first.get("device") or "cpu"
         self.paused: bool = bool(first.get("paused"))
         self.saves_while_paused: int = int(first.get("saves_while_paused") or 0)

@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 from trialtui.core import provenance, tree
+from trialtui.core.executor import ran_on
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.profilers import source_of
 from trialtui.core.text import compile_summary, trial_summary
@@ -122,7 +123,9 @@ class TrialJobs:
         state = TrialState(result["state"]) if result["state"] in TrialState._value2member_map_ else TrialState.ERROR
         result.pop("log_tail", None)
         trial = self._set_state(trial.id, state, result.get("message", ""), result=result, log=log_rel)
-        self.emit(ev.ResultReady(trial.id, state.value, trial_summary(trial, self.problem.config.primary_baseline)))
+        where = ran_on(result)  # a remote executor's result says where it ran
+        self.emit(ev.ResultReady(trial.id, state.value, trial_summary(trial, self.problem.config.primary_baseline)
+                                 + (f" — ran on {where}" if where else "")))
         after = tree.best([*others, trial], self.problem.config.primary_baseline)
         if after is not None and (before is None or after.id != before.id):
             base = self.problem.config.primary_baseline

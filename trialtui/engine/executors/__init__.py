@@ -10,8 +10,10 @@ from trialtui.core import plugins
 from trialtui.core.config import ExecutorSettings
 from trialtui.core.executor import GROUP, Executor, ExecutorError, parse_target
 from trialtui.engine.executors.local import LocalExecutor
+from trialtui.engine.executors.ray_cluster import RayExecutor
+from trialtui.engine.executors.ssh import SshExecutor
 
-for _kind in (LocalExecutor,):
+for _kind in (LocalExecutor, SshExecutor, RayExecutor):
     plugins.register(GROUP, _kind.scheme, _kind)
 
 

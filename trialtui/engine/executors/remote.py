@@ -1,0 +1,233 @@
+"""What every executor that runs jobs off this machine shares: a job packed as data, its outcome unpacked.
+
+A job carries the problem's files (the reference, its support files and sibling modules, task.yml and the
+files it names, trialtui.toml, other files of the folder such as CUDA sources; never other candidates),
+the candidate and the baseline cache, so the far side needs no shared file system. What comes back is the
+result (its paths moved to this machine's), and the files the job wrote under its `.trialtui/logs/` and
+`.trialtui/profiles/`, which land in this problem's `.trialtui/`. A connection lost during a job gives a
+result in state `interrupted`; the engine marks the trial so and tries once more.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import abstractmethod
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trialtui.core.baselines import CACHE_NAME, BaselineCache
+from trialtui.core.executor import Executor, JobData, decode, relative_path_ok
+from trialtui.core.problem import Problem
+from trialtui.core.result import RESULT_VERSION, ResultError, check_result
+from trialtui.core.store import atomic_write
+from trialtui.engine import guard
+from trialtui.engine.bench import baseline_key
+from trialtui.engine.profile import cached_analysis, store_analysis
+from trialtui.engine.validate import finding, validate_file
+
+INTERRUPTED = "interrupted"
+MAX_FILE_BYTES = 8 << 20  # a file of the problem's folder larger than this stays home (datasets are not sources)
+MAX_JOB_BYTES = 64 << 20
+BACKSTOP_S = 120.0  # past twice the job's own timeout plus this, a silent far side counts as lost
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+class Interrupted(Exception):
+    """The connection to where the job ran was lost before its outcome came back."""
+
+
+class RemoteExecutor(Executor):
+    """Jobs as `JobData` to `run`, which each remote executor implements; the job functions around it."""
+
+    @abstractmethod
+    def run(self, job: JobData, *, on_progress: Progress | None, handle: Any) -> dict[str, Any]:
+        """Run one job there; its outcome `{"result", "root", "files"}`, or `{"error": why}`.
+
+        Raises Interrupted when the connection is lost meanwhile; polls `handle.cancelled` and cancels there."""
+
+    def result_env(self) -> dict[str, Any]:
+        """What a result's `env` says of where it ran, beside the host's own name."""
+        return {"executor": str(self.target)}
+
+    # The job functions
+
+    def bench(self, problem: Problem, path: Path | str, *, device: str | None = None, seeds: int | None = None,
+              baseline_us: float | None = None, use_cache: bool = True, log_path: Path | None = None,
+              handle: Any = None, on_progress: Progress | None = None, cuda_graph: bool = False,
+              env: dict[str, str] | None = None, warm: Any = None, name: str | None = None,
+              model: str | None = None) -> dict[str, Any]:
+        """`bench_file` there; `model` asks for a GPU of that model where the executor knows models (Ray)."""
+        del warm  # the far side keeps its own warm job processes
+        log_path = Path(log_path or problem.state_dir / "logs" / f"bench-{Path(path).stem}-{int(time.time() * 1000)}.log")
+        options = {"device": device or self.device, "seeds": seeds, "baseline_us": baseline_us, "use_cache": use_cache,
+                   "cuda_graph": cuda_graph, "env": env or {}, "name": name, "log": _state_rel(problem, log_path),
+                   "timeout_s": problem.config.bench_timeout_s, **({"model": model} if model else {})}
+        state = {CACHE_NAME: (problem.state_dir / CACHE_NAME).read_bytes()} if use_cache and (problem.state_dir / CACHE_NAME).is_file() else {}
+        try:
+            outcome = self.run(pack(problem, "bench", path, options, state), on_progress=on_progress, handle=handle)
+        except Interrupted as exc:
+            return self._lost(f"the connection was lost while the job ran ({exc})", device)
+        result = self._unpacked(problem, outcome, device)
+        result["log"] = str(log_path)
+        if result.get("state") == "correct" and result.get("baselines") and result["env"].get("device") == "cuda":
+            cases = problem.bench_cases
+            BaselineCache(problem.state_dir).record(baseline_key(problem, cases[0], cuda_graph), result["env"],
+                                                    result["baselines"])  # this machine's cache, per GPU model
+        return result
+
+    def validate(self, problem: Problem, path: Path | str, *, compile: bool = True, name: str | None = None,
+                 arch: str | list[str] | None = None, timeout_s: float | None = None, warm: Any = None) -> dict[str, Any]:
+        """The static stage here (pure Python, milliseconds); the compile stage there."""
+        if not compile:
+            return validate_file(problem, path, compile=False, name=name, arch=arch)
+        options = {"compile": True, "name": name, "arch": arch, "timeout_s": timeout_s or problem.config.validate_timeout_s}
+        try:
+            outcome = self.run(pack(problem, "validate", path, options), on_progress=None, handle=None)
+        except Interrupted as exc:
+            report = validate_file(problem, path, compile=False, name=name, arch=arch)
+            report["errors"].append({**finding("error", "interrupted", f"the compile stage did not finish: {exc}; "
+                                               "the benchmark job runs the candidate again"), "runtime": True})
+            return {**report, "ok": False, "invalid": False}
+        if "error" in outcome:
+            report = validate_file(problem, path, compile=False, name=name, arch=arch)
+            report["errors"].append({**finding("error", "executor", outcome["error"]), "runtime": True})
+            return {**report, "ok": False, "invalid": False}
+        return self._relocated(problem, outcome)
+
+    def profile(self, problem: Problem, path: Path | str, *, name: str, env: dict[str, str] | None = None,
+                handle: Any = None, device: str = "cuda") -> dict[str, Any]:
+        options = {"name": name, "env": env or {}, "device": device, "timeout_s": 1800.0}
+        try:
+            outcome = self.run(pack(problem, "profile", path, options), on_progress=None, handle=handle)
+        except Interrupted as exc:
+            return {"available": False, "reason": f"the connection was lost while profiling ({exc})", "skipped": []}
+        if "error" in outcome:
+            return {"available": False, "reason": outcome["error"], "skipped": []}
+        return self._relocated(problem, outcome)
+
+    def analyze(self, problem: Problem, *, gpu: str | None = None, driver: str | None = None,
+                use_cache: bool = True) -> dict[str, Any]:
+        """Cached here per reference and sizes, as the local analysis is; computed there when not."""
+        cached = cached_analysis(problem) if use_cache else None
+        if cached is not None:
+            return cached
+        options = {"gpu": gpu, "driver": driver, "timeout_s": 120.0}
+        try:
+            outcome = self.run(pack(problem, "analyze", None, options), on_progress=None, handle=None)
+        except Interrupted as exc:
+            return {"version": RESULT_VERSION, "state": "error", "message": f"the connection was lost ({exc})"}
+        if "error" in outcome:
+            return {"version": RESULT_VERSION, "state": "error", "message": outcome["error"]}
+        result = self._relocated(problem, outcome)
+        if result.get("state") == "ok":
+            store_analysis(problem, result)
+        return result
+
+    # Outcomes
+
+    def _lost(self, why: str, device: str | None) -> dict[str, Any]:
+        return {"version": RESULT_VERSION, "state": INTERRUPTED, "message": f"{self.describe()}: {why}",
+                "flags": [], "correctness": None, "timing": None, "speedup": None,
+                "env": {"device": device or self.device, **self.result_env()}}
+
+    def _unpacked(self, problem: Problem, outcome: dict[str, Any], device: str | None) -> dict[str, Any]:
+        if "error" in outcome:
+            return {"version": RESULT_VERSION, "state": "error", "message": f"{self.describe()}: {outcome['error']}",
+                    "flags": [], "correctness": None, "timing": None, "speedup": None,
+                    "env": {"device": device or self.device, **self.result_env()}}
+        result = self._relocated(problem, outcome)
+        if result.get("state") != "invalid":  # the static stage's verdict has no env
+            try:
+                check_result(result)
+            except ResultError as exc:
+                return {"version": RESULT_VERSION, "state": "error", "message": f"malformed result from "
+                        f"{self.describe()}: {exc}", "env": {"device": device or self.device, **self.result_env()}}
+        result["env"] = {**(result.get("env") or {}), **self.result_env()}
+        return result
+
+    def _relocated(self, problem: Problem, outcome: dict[str, Any]) -> dict[str, Any]:
+        """The files the job wrote, into this problem's .trialtui/; the result's paths pointed at them."""
+        for rel, data in (outcome.get("files") or {}).items():
+            if not relative_path_ok(rel, ups=False) or rel.split("/")[0] not in ("logs", "profiles"):
+                continue  # the far side writes logs and profile reports here, nothing else
+            target = problem.state_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, decode(data))
+        result = outcome.get("result")
+        if not isinstance(result, dict):
+            return {"version": RESULT_VERSION, "state": "error", "message": f"{self.describe()} sent no result"}
+        there = outcome.get("root")
+        return relocate(result, str(there), str(problem.root)) if isinstance(there, str) and there else result
+
+
+def pack(problem: Problem, kind: str, candidate: Path | str | None, options: dict[str, Any],
+         state: dict[str, bytes] | None = None) -> JobData:
+    """The job as data: the problem's files relative to its root, the candidate, the options."""
+    root = problem.root.resolve()
+    wanted: dict[Path, None] = {}
+    spec = guard.with_sibling_modules(problem.job_spec(candidate=str(Path(candidate).resolve()) if candidate else None))
+    for path in guard.protected_files(spec):
+        wanted[Path(path).resolve()] = None
+    for path in sorted(root.iterdir()):
+        if path.is_file() and not path.name.startswith(".") and not problem.is_candidate(path):
+            wanted.setdefault(path.resolve(), None)
+    files: dict[str, bytes] = {}
+    rel_candidate = None
+    total = 0
+    for path in wanted:
+        if not path.is_file() or (path.stat().st_size > MAX_FILE_BYTES and path != Path(problem.reference).resolve()):
+            continue
+        rel = _rel(path, root)
+        if rel is None:
+            continue
+        data = path.read_bytes()
+        total += len(data)
+        files[rel] = data
+    if candidate is not None:
+        cand = Path(candidate).resolve()
+        data = cand.read_bytes()
+        rel_candidate = _rel(cand, root, ups=False) or f".trialtui/jobs/{cand.name}"
+        files[rel_candidate] = data
+        total += len(data)
+    if total > MAX_JOB_BYTES:
+        raise ValueError(f"the problem's files come to {total >> 20} MB, more than a job carries ({MAX_JOB_BYTES >> 20} MB)")
+    return JobData(kind, problem.root.name, files, rel_candidate, state or {}, options)
+
+
+def _rel(path: Path, root: Path, *, ups: bool = True) -> str | None:
+    import os
+
+    rel = os.path.relpath(path, root).replace(os.sep, "/")
+    return rel if relative_path_ok(rel, ups=ups) else None
+
+
+def _state_rel(problem: Problem, path: Path) -> str:
+    try:
+        rel = Path(path).resolve().relative_to(problem.state_dir.resolve()).as_posix()
+    except ValueError:
+        rel = f"logs/{Path(path).name}"
+    return rel if relative_path_ok(rel, ups=False) else f"logs/{Path(path).name}"
+
+
+def relocate(value: Any, there: str, here: str) -> Any:
+    """Every string that names a path under the far side's problem root, renamed to this machine's."""
+    if isinstance(value, str):
+        return here + value[len(there):] if value == there or value.startswith(there + "/") else value
+    if isinstance(value, dict):
+        return {k: relocate(v, there, here) for k, v in value.items()}
+    if isinstance(value, list):
+        return [relocate(v, there, here) for v in value]
+    return value
+
+
+def deadline_for(job: JobData) -> float:
+    """The backstop: the far side applies the job's own timeout; this only catches a far side gone silent."""
+    timeout = float(job.options.get("timeout_s") or 600.0)
+    return time.monotonic() + 2 * timeout + BACKSTOP_S
+
+
+def dumps(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message, separators=(",", ":")) + "\n").encode()

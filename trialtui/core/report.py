@@ -60,6 +60,9 @@ def build_report(problem: Problem, trial: Trial, result: dict[str, Any]) -> tupl
         "driver": env.get("driver"),
         "torch": env.get("torch"),
         "triton": env.get("triton"),
+        "host": env.get("host"),
+        "executor": env.get("executor"),  # set when the re-benchmark ran off this machine (ssh, ray)
+        "models": result.get("models"),
         "dtype": result.get("dtype") or problem.config.dtype,
         "sizes": result.get("sizes"),
         "correctness": result.get("correctness"),
@@ -141,6 +144,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         f"# {data['problem']}: {data['trial']} ({data['file']})",
         "",
         f"{measured}; torch {data['torch']}, triton {data['triton']}",
+        *([f"- Ran on: {data['host'] or 'unknown host'} through {data['executor']}"] if data.get("executor") else []),
         f"- Timing: {data['timing_label']}",
         f"- dtype {data['dtype']}; sizes {_sizes(data['sizes'])}",
         f"- Strategy: {data['strategy'] or '—'}",

@@ -306,7 +306,14 @@ class TrialApp(KeyActions, AppMessages, App):
         return True
 
     def _where(self) -> str:
-        """The GPU that timed the latest GPU result (and whether it was a recording), else the device."""
+        """The GPU that timed the latest GPU result (and whether it was a recording), else the device;
+        jobs off this machine name where they run first (`ssh alice@gpu-box · …`)."""
+        remote = getattr(self.engine, "where", "this machine")
+        if remote != "this machine":
+            return f"{remote} · {self._where_here()}"
+        return self._where_here()
+
+    def _where_here(self) -> str:
         if self._gpu_name:
             return self._gpu_name
         if self.engine.device == "cpu":
@@ -389,7 +396,9 @@ class TrialApp(KeyActions, AppMessages, App):
             while not self.engine.lanes.idle:
                 await asyncio.sleep(0.2)
             trial = self.trials[trial_id]
-            ok, text = await asyncio.to_thread(finalize_trial, self.problem, self.store, trial, self.engine.device)
+            executor = getattr(self.engine, "executor", None)  # an attached viewer's finalize runs here
+            ok, text = await asyncio.to_thread(finalize_trial, self.problem, self.store, trial, self.engine.device,
+                                               executor.bench if executor is not None else None)
         except Exception as exc:
             ok, text = False, f"{type(exc).__name__}: {exc}"
         finally:
@@ -398,19 +407,20 @@ class TrialApp(KeyActions, AppMessages, App):
         self.post_message(FinalizeDone(trial_id, ok, text))
 
 
-def finalize_trial(problem: Problem, store: Store, trial: Trial, device: str | None) -> tuple[bool, str]:
+def finalize_trial(problem: Problem, store: Store, trial: Trial, device: str | None,
+                   bench: Any = None) -> tuple[bool, str]:
     """The engine's finalize, as (ok, what happened) for a notification."""
     from trialtui.engine.finalize import FinalizeError, finalize
 
     try:
-        _, _, out_dir = finalize(problem, store, trial, device=device)
+        _, _, out_dir = finalize(problem, store, trial, device=device, bench=bench)
     except FinalizeError as exc:
         return False, str(exc)
     return True, f"wrote {out_dir / trial.file}, {out_dir / 'REPORT.md'} and {out_dir / 'report.json'}"
 
 
 def make_app(problem: Problem, *, engine: Any = None, device: str | None = None, theme: str | None = None,
-             demo: Demo | None = None) -> TrialApp:
+             demo: Demo | None = None, executor: Any = None) -> TrialApp:
     """The app for one problem. Without `engine`, builds the real one (it takes the store's lock now), or
     attaches to the engine another front end runs there (`trialtui mcp`, a watcher: engine/attach.py);
     with neither, StoreLocked is raised here, before the terminal is taken over."""
@@ -421,7 +431,7 @@ def make_app(problem: Problem, *, engine: Any = None, device: str | None = None,
         from trialtui.engine.loop import Engine
 
         try:
-            engine = Engine(problem, device=device)
+            engine = Engine(problem, device=device, executor=executor)
         except StoreLocked:
             engine = attach(problem)
             if engine is None:

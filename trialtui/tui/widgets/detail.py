@@ -23,6 +23,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 
 from trialtui.core import provenance, tree
 from trialtui.core.config import Config
+from trialtui.core.executor import ran_on
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.phases import breakdown_lines
 from trialtui.core.profilers import get_profiler, source_of
@@ -207,6 +208,8 @@ class TrialDetail(Themed, Vertical):
             grid.add_row(describe.origin_word(result), Text(describe.measured_on(result),
                                                             Style(bold=True) + (Style() if here else self.color("warning"))))
             self._origin_rows(grid, result)
+        if ran_on(result):  # off this machine: the host, its GPU and the executor
+            grid.add_row("ran on", ran_on(result))
         if state is TrialState.CORRECT and describe.cpu_run(trial):
             grid.add_row("result", Text(describe.CPU_CORRECT, self.color("success")))
         elif state is TrialState.CORRECT:

@@ -23,6 +23,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from trialtui.core import tree
+from trialtui.core.executor import model_speedups
 from trialtui.core.model import Trial, TrialState
 from trialtui.tui import describe
 from trialtui.tui.palette import Themed
@@ -276,6 +277,8 @@ class TrialTree(Themed, ScrollView, can_focus=True):
         outcome, out_var = describe.outcome(trial, self.baseline)
         if state in describe.RUNNING and self.progress.get(trial.id):
             outcome = self.progress[trial.id]
+        if state is TrialState.CORRECT and model_speedups(trial.result, self.baseline):
+            outcome = model_speedups(trial.result, self.baseline)  # measured on every GPU model at once
         if trial.stale and state is TrialState.CORRECT:
             outcome += " (stale)"
         if tree.disqualified(trial):  # never best: the detail pane says why

@@ -196,3 +196,20 @@ def test_a_laptop_install_opens_the_tui_reads_the_tree_and_says_why_jobs_do_not_
     assert "t1" in out.stdout.split("TREE", 1)[1].split("\n", 1)[0]
     assert "T2 error jobs cannot run on this machine: torch and triton and numpy are not installed here" in out.stdout
     assert "pip install 'trialtui[runner]'" in out.stdout and "--executor ssh://" in out.stdout
+
+
+def test_remote_baselines_are_cached_here_per_gpu_model(tmp_path):
+    from trialtui.core.baselines import BaselineCache
+    from trialtui.engine.bench import baseline_key
+
+    root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
+    problem = load_problem(root)
+    for gpu, eager_us in (("NVIDIA H200", 100.0), ("NVIDIA A100", 180.0)):
+        result = {"version": 1, "state": "correct", "correctness": {"passed": True}, "timing": {"median_us": 80.0},
+                  "baselines": {"eager": {"median_us": eager_us}}, "speedup": {"eager": eager_us / 80.0}, "flags": [],
+                  "env": {"device": "cuda", "gpu": gpu, "host": "box"}}
+        Canned({"result": result, "root": "/far", "files": {}}).bench(problem, root / "kernel.py")
+    cache = BaselineCache(problem.state_dir)
+    entries = cache._load().values()
+    assert sorted((e["env"]["gpu"], e["stats"]["median_us"]) for e in entries) == [("NVIDIA A100", 180.0), ("NVIDIA H200", 100.0)]
+    assert cache.lookup(baseline_key(problem, problem.bench_cases[0], False))  # what the next job shows meanwhile

@@ -31,14 +31,27 @@ MODEL_SHARE = 0.001  # how much of a model's resource a task asks for: it only s
 CANCEL_GRACE_S = 30.0
 
 
+_warm: Any = None  # a Ray worker process's warm job processes: its next task finds torch imported
+
+
 def run_on_worker(data: dict[str, Any]) -> dict[str, Any]:
-    """The body of every trialtui Ray task: the job in a directory of this node's, run as the SSH host runs it."""
+    """The body of every trialtui Ray task: the job in a directory of this node's, run as the SSH host runs it.
+
+    Ray reuses a worker process for the next task, so the job process started ahead for it (torch and
+    triton imported) waits there, keyed by the GPU Ray gave this task; when Ray ends the worker, the
+    warm supervisor sees EOF and sweeps its job process."""
+    global _warm
     from trialtui.engine.executors.host import Workspace, run_job
+    from trialtui.engine.jobs import WarmChildren
 
     started = time.time()
     job = JobData.from_dict(data)
+    job.options["env"] = {**(job.options.get("env") or {}),
+                          "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
+    if _warm is None:
+        _warm = WarmChildren()
     base = Path(tempfile.gettempdir()) / f"trialtui-ray-{os.getuid()}"
-    outcome = run_job(job, Workspace(base))
+    outcome = run_job(job, Workspace(base), warm=_warm)
     outcome["ran"] = {"host": socket.gethostname(), "started": started, "ended": time.time(),
                       "gpu_ids": _gpu_ids(), "model": job.options.get("model")}
     return outcome
@@ -84,7 +97,9 @@ class RayExecutor(RemoteExecutor):
                                 "(ray start --num-gpus N declares them, on a CPU machine too)")
         self.models = sorted(k[len(MODEL_PREFIX):] for k in resources if k.startswith(MODEL_PREFIX))
         self.device = self.requested_device or "cuda"
-        self._task = ray.remote(num_gpus=1, max_retries=0)(run_on_worker)
+        # max_calls=0: a worker serves task after task (Ray ends a GPU task's worker by default, to free
+        # memory it may hold; ours never touches CUDA, its job processes do), so warm job processes wait there
+        self._task = ray.remote(num_gpus=1, max_retries=0, max_calls=0)(run_on_worker)
         every = self.settings.models == "every" and len(self.models) > 1
         lanes = max(1, gpus // len(self.models)) if every else gpus  # a trial takes a GPU of each model
         self.slots = [Slot(f"ray:gpu{i}" if self.device == "cuda" else f"ray:slot{i}",

@@ -31,7 +31,7 @@ from trialtui.core.executor import JOB_VERSION, JobData, encode, relative_path_o
 from trialtui.core.problem import Problem
 from trialtui.core.problem_dir import load_problem
 from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env, detect_device
-from trialtui.engine.jobs import ChildHandle, WarmChildren, cancel_all
+from trialtui.engine.jobs import ChildHandle, WarmChildren, cancel_all, use_sandbox
 from trialtui.engine.lanes import visible_gpus
 from trialtui.engine.profile import analyze, profile_file
 from trialtui.engine.runner_deps import missing_runner
@@ -108,6 +108,8 @@ def run_job(job: JobData, workspace: Workspace, *, on_progress: Callable[[dict[s
     state_dir = problem.state_dir
     before = _listing(state_dir)
     o = job.options
+    if o.get("sandbox"):
+        use_sandbox()  # from this job on, every job of this process runs under bubblewrap
     handle = handle or ChildHandle()
     try:
         if job.kind == "bench":

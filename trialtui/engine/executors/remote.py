@@ -11,6 +11,7 @@ result in state `interrupted`; the engine marks the trial so and tries once more
 from __future__ import annotations
 
 import json
+import os
 import time
 from abc import abstractmethod
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from trialtui.core.result import RESULT_VERSION, ResultError, check_result
 from trialtui.core.store import atomic_write
 from trialtui.engine import guard
 from trialtui.engine.bench import baseline_key
+from trialtui.engine.jobs import SANDBOX_ENV
 from trialtui.engine.profile import cached_analysis, store_analysis
 from trialtui.engine.validate import finding, validate_file
 
@@ -194,12 +196,11 @@ def pack(problem: Problem, kind: str, candidate: Path | str | None, options: dic
         total += len(data)
     if total > MAX_JOB_BYTES:
         raise ValueError(f"the problem's files come to {total >> 20} MB, more than a job carries ({MAX_JOB_BYTES >> 20} MB)")
+    options = {**options, "sandbox": os.environ.get(SANDBOX_ENV) == "1"}  # `--sandbox` holds there too
     return JobData(kind, problem.root.name, files, rel_candidate, state or {}, options)
 
 
 def _rel(path: Path, root: Path, *, ups: bool = True) -> str | None:
-    import os
-
     rel = os.path.relpath(path, root).replace(os.sep, "/")
     return rel if relative_path_ok(rel, ups=ups) else None
 

@@ -139,7 +139,7 @@ def test_a_lost_connection_marks_the_trial_interrupted_and_it_runs_once_more(tmp
              "the first host process and everything it started to be gone once its connection was cut")
 
 
-def test_watch_over_ssh_from_trialtui_toml_names_where_each_trial_ran(tmp_path, server):
+def test_watch_and_finalize_over_ssh_from_trialtui_toml_name_where_each_trial_ran(tmp_path, server):
     s = settings_for(server)
     config = (f'[executor]\nurl = "{s.url}"\npython = "{s.python}"\nidentity = "{s.identity}"\n'
               f'known_hosts = "{s.known_hosts}"\n')
@@ -148,6 +148,10 @@ def test_watch_over_ssh_from_trialtui_toml_names_where_each_trial_ran(tmp_path, 
                          capture_output=True, text=True, timeout=600, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert out.returncode == 0, out.stderr
     assert f"ran on {socket.gethostname()} · CPU ({server.url()})" in out.stdout, out.stdout
+    out = subprocess.run([sys.executable, "-m", "trialtui", "trials", "finalize", "t1", "--dir", str(root)],
+                         capture_output=True, text=True, timeout=600, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert out.returncode == 0, out.stderr
+    assert f"- Ran on: {socket.gethostname()} through {server.url()}" in (root / "final" / "REPORT.md").read_text()
 
 
 def test_an_unreachable_host_is_refused_naming_it(server):

@@ -9,28 +9,9 @@ from pathlib import Path
 import click
 
 from trialtui import __version__
-from trialtui.cli_refusal import fail, problem_for
+from trialtui.cli_refusal import executor_option, fail, opened_executor, problem_for
 from trialtui.core.problem import ProblemError
 from trialtui.core.problem_dir import load_problem
-
-
-def executor_option(command):
-    return click.option("--executor", "executor_url", default=None, metavar="URL",
-                        help="Where jobs run: local (default), ssh://user@host[:port] or ray://ADDRESS; "
-                        "else [executor] url in trialtui.toml (docs/SCALING.md).")(command)
-
-
-def opened_executor(url: str | None, problem, device: str | None = None):
-    """The executor `--executor` or the problem's [executor] names, connected; a refusal when it cannot be."""
-    from trialtui.core.executor import ExecutorError
-    from trialtui.engine.executors import executor_for
-
-    try:
-        executor = executor_for(url, problem.config.executor, device)
-        executor.open()
-    except ExecutorError as exc:
-        fail(str(exc))
-    return executor
 
 
 # `bench` exit codes: the verdict as a number for scripts and CI.

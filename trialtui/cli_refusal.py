@@ -1,5 +1,6 @@
-"""How a command that will not run says so (`Refusal`, `fail`), and the problem a path names or a
-refusal: what `cli.py` and the `cli_*.py` subcommand modules share, below all of them.
+"""How a command that will not run says so (`Refusal`, `fail`), the problem a path names or a refusal, and
+the executor `--executor` names or a refusal: what `cli.py` and the `cli_*.py` subcommand modules share,
+below all of them.
 """
 
 from __future__ import annotations
@@ -42,3 +43,22 @@ def problem_for(path: Path) -> Problem:
         return load_problem(root)
     except ProblemError as exc:
         raise Refusal(str(exc)) from exc
+
+
+def executor_option(command):
+    return click.option("--executor", "executor_url", default=None, metavar="URL",
+                        help="Where jobs run: local (default), ssh://user@host[:port] or ray://ADDRESS; "
+                        "else [executor] url in trialtui.toml (docs/SCALING.md).")(command)
+
+
+def opened_executor(url: str | None, problem, device: str | None = None):
+    """The executor `--executor` or the problem's [executor] names, connected; a refusal when it cannot be."""
+    from trialtui.core.executor import ExecutorError
+    from trialtui.engine.executors import executor_for
+
+    try:
+        executor = executor_for(url, problem.config.executor, device)
+        executor.open()
+    except ExecutorError as exc:
+        fail(str(exc))
+    return executor

@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from trialtui.cli_refusal import Refusal
+from trialtui.cli_refusal import Refusal, executor_option, opened_executor
 from trialtui.core import provenance, tree
 from trialtui.core.config import Config, ConfigError, load_config
 from trialtui.core.interchange import HF_STATE, InterchangeError, hf_state, import_hf, markdown_table, trials_jsonl
@@ -323,9 +323,11 @@ def branch(trial_id: str, root: Path, as_json: bool) -> None:
 @click.argument("trial_ids", nargs=-1)
 @click.option("--interrupted", is_flag=True, help="Every interrupted trial, newest save first.")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None, help="Default: cuda when a GPU is visible.")
+@executor_option
 @_dir_option
 @_json_option
-def rerun(trial_ids: tuple[str, ...], interrupted: bool, device: str | None, root: Path, as_json: bool) -> None:
+def rerun(trial_ids: tuple[str, ...], interrupted: bool, device: str | None, executor_url: str | None, root: Path,
+          as_json: bool) -> None:
     """Measure trials again: queued in the running TUI or watcher, or else run here until they are done."""
     if bool(trial_ids) == interrupted:
         raise Refusal("give trial IDs or --interrupted (not both)", 2)
@@ -340,8 +342,9 @@ def rerun(trial_ids: tuple[str, ...], interrupted: bool, device: str | None, roo
         click.echo(f"queued {', '.join(reply['queued']) or 'nothing'} {_via(reply)}")
         return
     problem = _problem(root)
-    with _store(root, writer=True) as store:
-        engine = local_engine(problem, store, device)
+    executor = opened_executor(executor_url, problem, device)
+    with _store(root, writer=True) as store, _closing(executor):
+        engine = local_engine(problem, store, device, executor)
         ids = [t.id for t in engine.interrupted()] if interrupted else [store.get(t).id for t in trial_ids]
         if not ids:
             click.echo("no interrupted trials")
@@ -355,23 +358,33 @@ def rerun(trial_ids: tuple[str, ...], interrupted: bool, device: str | None, roo
             engine.close()
 
 
-def local_engine(problem: Problem, store: Store, device: str | None) -> Any:
+def local_engine(problem: Problem, store: Store, device: str | None, executor: Any = None) -> Any:
     """The engine `trials rerun` runs when no other holds the problem (a seam for tests)."""
     from trialtui.engine.loop import Engine
 
-    return Engine(problem, device=device, store=store, validate_workers=1)
+    return Engine(problem, device=device, store=store, validate_workers=1, executor=executor)
+
+
+@contextlib.contextmanager
+def _closing(executor: Any) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        executor.close()
 
 
 @trials.command()
 @click.argument("trial_id", required=False)
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None, help="Default: cuda when a GPU is visible.")
+@executor_option
 @_dir_option
 @_json_option
-def finalize(trial_id: str | None, device: str | None, root: Path, as_json: bool) -> None:
+def finalize(trial_id: str | None, device: str | None, executor_url: str | None, root: Path, as_json: bool) -> None:
     """Re-benchmark a trial (default: the best) with no cached baseline; write final/ with its report.
 
     Holding the store's lock meanwhile also keeps a watcher's GPU jobs from running beside it.
     """
+    from trialtui.engine.executors.local import LocalExecutor
     from trialtui.engine.finalize import FinalizeError, finalize as finalize_trial
 
     problem = _problem(root)
@@ -392,10 +405,15 @@ def finalize(trial_id: str | None, device: str | None, root: Path, as_json: bool
             raise Refusal(f"nothing to finalize: {tree.no_best_reason(found, problem.config.primary_baseline)}", 1)
         if tree.disqualified(trial):
             raise Refusal(f"{trial.id} is never finalized: {'; '.join(tree.disqualified(trial))}", 1)
+        executor = opened_executor(executor_url, problem, device)
         try:
-            text, report, out_dir = finalize_trial(problem, store, trial, device=device)
+            here = isinstance(executor, LocalExecutor)  # finalize's own bench_file, as before
+            text, report, out_dir = finalize_trial(problem, store, trial, device=device if here else device or executor.device,
+                                                   bench=None if here else executor.bench)
         except FinalizeError as exc:
             raise Refusal(str(exc), 1) from exc
+        finally:
+            executor.close()
     if as_json:
         _echo_json(report)
     else:

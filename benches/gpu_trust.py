@@ -117,8 +117,22 @@ def row(problem: str, name: str, want: dict, state: str, message: str, flags: li
         "peak_mem_bytes": (result or {}).get("peak_mem_bytes"),
         "speedup": (result or {}).get("speedup"),
         "cached_baselines": sorted(k for k, b in ((result or {}).get("baselines") or {}).items() if b.get("cached")),
-        "mismatch": judge(want, state, message, flags),
+        "mismatch": judge(want, state, message, flags) + headline_beyond_checker(result),
+        "headline_us": ((result or {}).get("timing") or {}).get("median_us"),
     }
+
+
+def headline_beyond_checker(result: dict | None) -> list[str]:
+    """The headline may be the candidate's own events only where the checker's clock bears them out
+    (runner/timing.confirm); a median better than that by more than the noise is a forged number."""
+    from trialtui.runner.timing import CONFIRM_SLACK_US, CONFIRM_TOL
+
+    timing = (result or {}).get("timing") or {}
+    median, per_call, flush = timing.get("median_us"), timing.get("checker_us_per_call"), timing.get("flush_us")
+    if not all(isinstance(x, (int, float)) for x in (median, per_call, flush)):
+        return []
+    floor = (max(0.0, per_call - flush) - CONFIRM_SLACK_US) * (1 - CONFIRM_TOL)
+    return [f"headline {median:.1f} µs below the checker's clock ({floor:.1f} µs)"] if median < floor else []
 
 
 def stream_watch(cmd: list[str], work: Path, limit_s: float) -> tuple[str, str]:
@@ -232,6 +246,8 @@ def main() -> int:
         "speedups_from_cached_baselines": sum(bool(r["speedup"] and r["cached_baselines"]) for r in everything),
         "results_without_peak_mem": sum(r["peak_mem_bytes"] is None and r["got"] in ("correct", "incorrect")
                                         for r in everything),
+        "headline_beyond_checker": sum(any("checker's clock" in m for m in r["mismatch"]) for r in everything),
+        "not_final": sum(r["got"] in ("queued", "validating", "benchmarking", "profiling", "missing") for r in everything),
         "watch_s": round(watch_s, 1),
         "bench_sample_s": round(bench_s, 1),
     }

@@ -457,3 +457,34 @@ def test_watch_a_root_of_problems_headless_names_each_problem(tmp_path):
     assert out.returncode == 0, out.stderr
     for name in ("alpha", "beta"):
         assert f"[{name}] t1 correct" in out.stdout
+
+
+class CountingExecutorAnalysis:
+    """The reference's analysis as the executor's: counts its calls and says which thread made each."""
+
+    def __init__(self):
+        self.calls: list[str] = []
+        self.release = threading.Event()
+
+    def __call__(self, problem, **options):
+        self.calls.append(threading.current_thread().name)
+        self.release.wait(60)
+        return {"state": "ok", "flops": 1.0, "min_bytes": 8.0, "dtype": "float32", "matmul_like": False}
+
+
+def test_a_gpu_engine_analyses_the_reference_off_the_lane_once_the_first_trial_is_queued(tmp_path, monkeypatch):
+    root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
+    engine = make_engine(root)
+    analysis = CountingExecutorAnalysis()
+    monkeypatch.setattr(engine.executor, "analyze", analysis)
+    seen = collect(engine)
+
+    async def body():
+        await until(lambda: analysis.calls, "the analysis to start")
+        assert analysis.calls == ["analysis"]  # its own thread, not a lane job's
+        await until(lambda: any(isinstance(e, ev.ResultReady) for e in seen), "the first result")
+        analysis.release.set()  # the verdicts wait for it; the result did not
+
+    asyncio.run(run_for(engine, body))
+    assert analysis.calls == ["analysis"]  # the profile step took the prefetched analysis, it did not run again
+    engine.close()

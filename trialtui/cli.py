@@ -180,7 +180,7 @@ def watch(directory, headless, as_json, once, device, gpus, progress, sandbox, e
     from trialtui.core.store import StoreError
     from trialtui.engine.headless import HeadlessPrinter
     from trialtui.engine.lanes import Lanes
-    from trialtui.engine.loop import Engine
+    from trialtui.engine.loop import Engine, Shared
 
     root = (directory or Path.cwd()).resolve()
     problems = problems_under(root)
@@ -210,15 +210,18 @@ def watch(directory, headless, as_json, once, device, gpus, progress, sandbox, e
         wanted = set(gpus.split(",")) if gpus else None
         lanes = Lanes([Lane(s.name, s.gpu) for s in executor.slots if wanted is None or s.gpu in wanted])
     engines = []
+    shared = Shared() if len(problems) > 1 else None
     try:
         for problem in problems:
-            engine = Engine(problem, device=device or executor.device, lanes=lanes, executor=executor)
+            engine = Engine(problem, device=device or executor.device, lanes=lanes, executor=executor, shared=shared)
             engine.subscribe(HeadlessPrinter(as_json=as_json, progress=progress,
                                              problem=problem.name if len(problems) > 1 else None))
             engines.append(engine)
     except StoreError as exc:
         for engine in engines:
             engine.close()
+        if shared is not None:
+            shared.close()
         executor.close()
         fail(str(exc))
 
@@ -236,6 +239,8 @@ def watch(directory, headless, as_json, once, device, gpus, progress, sandbox, e
     finally:
         for engine in engines:
             engine.close()
+        if shared is not None:
+            shared.close()
         executor.close()
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,20 @@ from trialtui.engine.watcher import saves
 Subscriber = Callable[[ev.Event], None]
 
 
+@dataclass
+class Shared:
+    """What the engines of one multi-problem watch share: their lanes are one queue, so one set of warm
+    job processes and one compile pool, not one per problem (eleven problems started 22 warm processes
+    and 22 compiles at once: the H200's first job waited 27 s)."""
+
+    warm: WarmChildren = field(default_factory=WarmChildren)
+    pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=2, thread_name_prefix="validate"))
+
+    def close(self) -> None:
+        self.warm.close()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
 class Engine(TrialJobs):
     """Owns one problem directory's store (the lock says so) and feeds its trials to the lanes."""
 
@@ -54,8 +70,10 @@ class Engine(TrialJobs):
         bench: Callable[..., dict[str, Any]] | None = None,
         validate: Callable[..., dict[str, Any]] | None = None,
         executor: Executor | None = None,
+        shared: Shared | None = None,
     ):
-        """`executor` (opened) says where jobs run and gives the lanes; without it, this machine's."""
+        """`executor` (opened) says where jobs run and gives the lanes; without it, this machine's.
+        Engines of one watch share `shared`: one set of warm processes and one compile pool for all."""
         self.problem = problem
         self._owns_executor = executor is None
         self.executor = executor or LocalExecutor(parse_target("local"), problem.config.executor, device)
@@ -70,12 +88,14 @@ class Engine(TrialJobs):
         self.paused = False
         self.saves_while_paused = 0
         self._subscribers: list[Subscriber] = []
-        self._pool = ThreadPoolExecutor(max_workers=validate_workers, thread_name_prefix="validate")
+        self._shared = shared
+        self._pool = shared.pool if shared else ThreadPoolExecutor(max_workers=validate_workers, thread_name_prefix="validate")
         self._compiles: dict[str, asyncio.Future] = {}
         self._handles: dict[str, ChildHandle] = {}
         self._pending: set[asyncio.Task] = set()
         self._stop = asyncio.Event()
-        self._warm = WarmChildren() if self._bench is bench_file else None
+        self._warm = (shared.warm if shared else WarmChildren()) if self._bench is bench_file else None
+        self._analysis: asyncio.Future | None = None  # the reference's analysis, started with the engine on a GPU
         self._retried: set[str] = set()  # trials a lost connection interrupted, tried once more
         self._loop: asyncio.AbstractEventLoop | None = None
         self._control: control.Server | None = None
@@ -173,11 +193,12 @@ class Engine(TrialJobs):
         self._stop.set()
 
     def close(self) -> None:
-        if self._warm is not None:
-            self._warm.close()
+        if self._shared is None:  # shared ones are closed by their owner, once all engines are done
+            if self._warm is not None:
+                self._warm.close()
+            self._pool.shutdown(wait=False, cancel_futures=True)
         if self._owns_executor:
             self.executor.close()
-        self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
 
     async def _watch(self) -> None:
@@ -290,6 +311,32 @@ class Engine(TrialJobs):
                     self.cancel(job.trial_id)
         self.lanes.submit(Job(trial.id, trial.file, self._job, lane, owner=self, on_error=self._job_failed),
                           front=policy == "latest" if front is None else front)
+        if self._analysis is None and self.device == "cuda" and self._loop is not None:
+            self._analysis = self._in_background(self.executor.analyze, self.problem)
+
+    def _in_background(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future:
+        """`fn` on a daemon thread: the reference's analysis, off the lane (a child job, 13 s a problem on the
+        H200 while the GPU sat idle), which an engine that stops first never waits for (its supervisor
+        sweeps the job when the engine is gone)."""
+        loop = self._loop
+        future = loop.create_future()
+
+        def settle(outcome: Any) -> None:
+            if not future.done():
+                future.set_result(outcome)
+
+        def work() -> None:
+            try:
+                outcome = fn(*args)
+            except Exception:  # noqa: BLE001 - None: the lane job computes it again and reports why
+                outcome = None
+            try:
+                loop.call_soon_threadsafe(settle, outcome)
+            except RuntimeError:  # the engine's loop is closed: nobody waits for it
+                pass
+
+        threading.Thread(target=work, name="analysis", daemon=True).start()
+        return future
 
     def _job_failed(self, job: Job, exc: Exception) -> None:
         self._fail(job.trial_id, exc)
@@ -513,6 +560,7 @@ class Engine(TrialJobs):
         if sha == self._reference_sha:
             return
         self._reference_sha = sha
+        self._analysis = None  # the old reference's
         try:
             self.problem = load_problem(self.problem.root)
         except ProblemError as exc:

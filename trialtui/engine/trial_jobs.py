@@ -146,7 +146,10 @@ class TrialJobs:
         """Verdicts for a correct GPU trial: from the best profiler that runs here when asked for, else analytic."""
         trial = self.store.get(trial_id)
         env = (trial.result or {}).get("env") or {}
-        analysis = await asyncio.to_thread(self.executor.analyze, self.problem, gpu=env.get("gpu"), driver=env.get("driver"))
+        # started when the first trial was queued (Engine._enqueue), so the lane seldom waits for it
+        analysis = await asyncio.shield(self._analysis) if self._analysis is not None else None
+        if not analysis or analysis.get("state") != "ok":
+            analysis = await asyncio.to_thread(self.executor.analyze, self.problem, gpu=env.get("gpu"), driver=env.get("driver"))
         profile = None
         if with_counters:
             self._set_state(trial_id, TrialState.PROFILING, f"profiling on {lane.name}")

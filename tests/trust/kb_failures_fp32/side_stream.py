@@ -1,6 +1,8 @@
 # expect: correct |
-# gpu-flags: side-stream
-# why: on the GPU the work runs on a side stream the timed stream never waits for: right values, flagged, never best (issue 13.5)
+# why: on the GPU the work runs on a side stream the timed stream never waits for: right values, and the headline is
+# never the timed stream's alone: either the events hold the side work (PyTorch's default stream waits for it) or the
+# checker's clock, which waits for every stream, is the number, flagged timing-mismatch (issues 13.5, 24); gpu_trust
+# checks every headline against the checker's clock (H200, 2026-12-01: 640 µs, 0.13× eager, the 20 launches in it)
 import torch
 import torch.nn as nn
 import triton

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from trialtui.cli_refusal import executor_option, opened_executor, problem_for
+
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -20,7 +22,9 @@ import click
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None, help="Default: cuda when present.")
 @click.option("--replay", "recordings", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               hidden=True, help="demo --agent: correctness on the CPU, GPU numbers only from these recordings, labelled.")
-def mcp(directory: Path | None, http: bool, port: int, device: str | None, recordings: Path | None) -> None:
+@executor_option
+def mcp(directory: Path | None, http: bool, port: int, device: str | None, recordings: Path | None,
+        executor_url: str | None) -> None:
     """Serve DIRECTORY (default: the current one) to a coding agent over MCP: problem, validate, submit,
     result, tree, best, branch, profile, log, finalize (docs/AGENTS.md).
 
@@ -32,19 +36,35 @@ def mcp(directory: Path | None, http: bool, port: int, device: str | None, recor
     from trialtui.agent.server import serve
     from trialtui.agent.session import AgentError, AgentSession
 
-    make_engine = _replay_engine(recordings) if recordings is not None else None
+    root = (directory or Path.cwd()).resolve()
+    executor = None if recordings is not None else opened_executor(executor_url, problem_for(root), device)
+    make_engine = _replay_engine(recordings) if recordings is not None else _engine_on(executor, device)
     try:
-        session = AgentSession((directory or Path.cwd()).resolve(), device=device, make_engine=make_engine)
-    except AgentError as exc:
-        click.echo(f"trialtui mcp: {exc}", err=True)
-        sys.exit(2)
-    try:
-        anyio.run(lambda: serve(session, http_port=port if http else None))
-    except KeyboardInterrupt:
-        pass
-    except AgentError as exc:
-        click.echo(f"trialtui mcp: {exc}", err=True)
-        sys.exit(2)
+        try:
+            session = AgentSession(root, device=device, make_engine=make_engine)
+        except AgentError as exc:
+            click.echo(f"trialtui mcp: {exc}", err=True)
+            sys.exit(2)
+        try:
+            anyio.run(lambda: serve(session, http_port=port if http else None))
+        except KeyboardInterrupt:
+            pass
+        except AgentError as exc:
+            click.echo(f"trialtui mcp: {exc}", err=True)
+            sys.exit(2)
+    finally:
+        if executor is not None:
+            executor.close()
+
+
+def _engine_on(executor, device: str | None):
+    """The agent's engine, its jobs where `--executor` (or [executor] in trialtui.toml) says."""
+    from trialtui.engine.loop import Engine
+
+    def make(problem):
+        return Engine(problem, device=device, executor=executor)
+
+    return make
 
 
 def _replay_engine(recordings: Path):

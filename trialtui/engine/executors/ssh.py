@@ -37,15 +37,34 @@ class _Session:
         self.hello = hello
         self.pending: dict[str, tuple[concurrent.futures.Future, Progress | None]] = {}
         self.lost: str | None = None
-        self.stderr = b""
+        self._lock = threading.Lock()  # jobs are added from the engine's threads, answered on the loop's
+
+    def add(self, job_id: str, future: concurrent.futures.Future, on_progress: Progress | None) -> None:
+        with self._lock:
+            if self.lost is not None:
+                future.set_exception(Interrupted(self.lost))
+            else:
+                self.pending[job_id] = (future, on_progress)
+
+    def answer(self, job_id: str, outcome: dict[str, Any]) -> None:
+        with self._lock:
+            entry = self.pending.pop(job_id, None)
+        if entry is not None and not entry[0].done():
+            entry[0].set_result(outcome)
+
+    def forget(self, job_id: str) -> None:
+        with self._lock:
+            self.pending.pop(job_id, None)
 
     def end(self, why: str) -> None:
-        if self.lost is None:
-            self.lost = why
-        for future, _ in list(self.pending.values()):
+        """The connection is gone: every job still waiting for its outcome is interrupted."""
+        with self._lock:
+            if self.lost is None:
+                self.lost = why
+            waiting, self.pending = list(self.pending.values()), {}
+        for future, _ in waiting:
             if not future.done():
                 future.set_exception(Interrupted(why))
-        self.pending.clear()
 
 
 class SshExecutor(RemoteExecutor):
@@ -179,19 +198,17 @@ class SshExecutor(RemoteExecutor):
                     message = json.loads(line)
                 except ValueError:
                     continue
-                entry = session.pending.get(str(message.get("id")))
+                job_id = str(message.get("id"))
+                entry = session.pending.get(job_id)
                 if entry is None:
                     continue
-                future, on_progress = entry
-                if message.get("event") == "progress" and on_progress is not None:
+                if message.get("event") == "progress" and entry[1] is not None:
                     try:
-                        on_progress(message.get("data") or {})
+                        entry[1](message.get("data") or {})
                     except Exception:  # noqa: BLE001 - a view's bug must not end the connection
                         pass
                 elif message.get("event") == "done":
-                    session.pending.pop(str(message.get("id")), None)
-                    if not future.done():
-                        future.set_result(message.get("outcome") or {})
+                    session.answer(job_id, message.get("outcome") or {})
         except Exception as exc:  # noqa: BLE001 - asyncssh's ConnectionLost and friends: the session is over
             why = _reason(exc)
         session.end(why)
@@ -216,9 +233,7 @@ class SshExecutor(RemoteExecutor):
             return {"error": str(exc)}
         job_id = f"j{next(self._ids)}"
         future: concurrent.futures.Future = concurrent.futures.Future()
-        session.pending[job_id] = (future, on_progress)
-        if session.lost is not None:
-            session.end(session.lost)
+        session.add(job_id, future, on_progress)
         self._send(session, {"op": "job", "id": job_id, "job": job.to_dict()})
         deadline, cancelled = deadline_for(job), False
         while True:
@@ -231,7 +246,7 @@ class SshExecutor(RemoteExecutor):
                 self._send(session, {"op": "cancel", "id": job_id})
             if time.monotonic() > deadline:
                 self._send(session, {"op": "cancel", "id": job_id})
-                session.pending.pop(job_id, None)
+                session.forget(job_id)
                 raise Interrupted("the host stopped answering about this job")
 
     def drop(self) -> None:

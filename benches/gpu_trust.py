@@ -119,6 +119,7 @@ def row(problem: str, name: str, want: dict, state: str, message: str, flags: li
         "cached_baselines": sorted(k for k, b in ((result or {}).get("baselines") or {}).items() if b.get("cached")),
         "mismatch": judge(want, state, message, flags) + headline_beyond_checker(result),
         "headline_us": ((result or {}).get("timing") or {}).get("median_us"),
+        "phases_s": (result or {}).get("phases_s"),  # where each job's seconds went: the watch's throughput
     }
 
 

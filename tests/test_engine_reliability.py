@@ -155,7 +155,7 @@ def test_trials_rerun_without_a_running_engine_runs_them_here(root, monkeypatch)
     interrupted_store(root)
     bench = FakeBench()
 
-    def local(problem, store, device):
+    def local(problem, store, device, executor=None):
         from trialtui.engine.loop import Engine
 
         return Engine(problem, device="cuda", store=store, lanes=Lanes([Lane("gpu0", "0")]), bench=bench,

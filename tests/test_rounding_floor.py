@@ -58,10 +58,10 @@ def test_timed_calls_are_judged_by_the_same_rules(dtype):
     spec = {"atol": tol, "rtol": tol}
     reference = SimpleNamespace(kind=SimpleNamespace(judges_values=False), check=lambda data, out: None)
     eager, fused, truth = chain(dtype, "none")
-    check_timed(spec, reference, eager, fused, [], truth, "timed call 1")
+    check_timed(spec, reference, eager, fused, [], lambda: truth, "timed call 1")
     eager, wrong, truth = chain(dtype, "none", rel_error=1.5e-2)
     with pytest.raises(CandidateFailed, match="when timed"):
-        check_timed(spec, reference, eager, wrong, [], truth, "timed call 1")
+        check_timed(spec, reference, eager, wrong, [], lambda: truth, "timed call 1")
 
 
 def test_the_floor_excuses_values_never_structure_or_dtype():

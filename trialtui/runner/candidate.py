@@ -110,6 +110,7 @@ class Session:
         self.counter = LaunchCounter()
         self.integrity: Integrity | None = None
         self.calls: list[Callable[[], Any]] = []
+        self.input_sets: list[Any] = []
         self.flush = None
         self.imported_reference = False
         self.runs = 0
@@ -237,7 +238,8 @@ class Session:
         from trialtui.runner import timing
 
         fn = self._build(payload)
-        self.calls = [(lambda inputs=inputs: fn(inputs)) for inputs in payload["input_sets"]]
+        self.input_sets = payload["input_sets"]
+        self.calls = [(lambda inputs=inputs: fn(inputs)) for inputs in self.input_sets]
         self.bencher = timing.Bencher.for_device(self.device)
         with torch.no_grad():
             for call in self.calls:  # warm-up: JIT and autotuning outside the numbers
@@ -251,13 +253,30 @@ class Session:
     def op_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         import torch
 
+        from trialtui.runner import canaries
+        from trialtui.runner.loader import map_tensors
+
         start_run = int(msg.get("start", 0))
         n = int(msg["n"])
         kept: list = []
+        m = len(self.calls)
+        writer = None
+        if isinstance(msg.get("canaries"), int):  # every call an input no earlier call had (runner/canaries.py)
+            sets = [self.input_sets[(start_run + k) % m] for k in range(m)]
+            tensor = canaries.target(sets[0])
+            draw = canaries.Draw.make(msg["canaries"], n, tensor.numel()) if tensor is not None else None
+            writer = canaries.Writer(sets, draw) if draw is not None else None
         with torch.no_grad():
-            pending = [self.bencher.time_round([self.calls[(start_run + i) % len(self.calls)]],
-                                               kept if i in (0, n - 1) else None) for i in range(n)]
+            pending = []
+            for i in range(n):
+                if writer is not None:
+                    writer.before(i)
+                pending.append(self.bencher.time_round([self.calls[(start_run + i) % m]], kept if i in (0, n - 1) else None))
+                if i == 0 and n > 1:  # a copy: an output buffer the kernel reuses holds a later call's answer by the end
+                    kept[0] = map_tensors(kept[0], lambda t: t.clone())
             torch.cuda.synchronize()
+            if writer is not None:
+                writer.restore()
         samples = [start.elapsed_time(end) * 1000.0 for pairs in pending for start, end in pairs]
         return {"samples": samples, **self.facts()}, kept  # the first and last call's outputs: the checker checks them
 

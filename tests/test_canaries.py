@@ -1,0 +1,71 @@
+"""Timed calls get inputs no earlier call had: a kept answer is an answer to another input.
+
+The checker and the candidate's process build each call's input from the same draw (runner/canaries.py);
+the timed call's quick check accepts only what the full judge would (bench_job.close_at_once).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from trialtui.runner import canaries  # noqa: E402
+from trialtui.runner.bench_job import close_at_once  # noqa: E402
+
+
+def sets_of(*shapes):
+    return [[torch.randn(*shape), torch.arange(7)] for shape in shapes]
+
+
+def test_every_call_of_a_batch_sees_the_input_the_checker_rebuilds_and_the_sets_come_back_untouched():
+    sets = sets_of((64, 33), (64, 33))
+    untouched = [[t.clone() for t in s] for s in sets]
+    draw = canaries.Draw.make(2026, 11, sets[0][0].numel())
+    writer = canaries.Writer(sets, draw)
+    seen = []
+    for call in range(11):
+        writer.before(call)
+        rebuilt = canaries.input_of(untouched[call % 2], draw, call)
+        assert torch.equal(rebuilt[0], sets[call % 2][0]) and torch.equal(rebuilt[1], sets[call % 2][1])
+        seen.append(rebuilt[0].clone())
+    writer.restore()
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(sets, untouched))
+    # no two calls had the same input, and none had the set as the untimed calls saw it
+    assert all(not torch.equal(seen[i], seen[j]) for i in range(11) for j in range(i))
+    assert all(not torch.equal(x, untouched[i % 2][0]) for i, x in enumerate(seen))
+
+
+def test_a_memo_of_the_untimed_answer_is_wrong_for_a_timed_call():
+    x = torch.randn(16, 257)
+    kept = torch.softmax(x, -1)  # what a memoizing kernel hands back: its answer from the untimed calls
+    draw = canaries.Draw.make(7, 2, x.numel())
+    timed = canaries.input_of([x], draw, 1)[0]
+    assert not close_at_once(torch.softmax(timed, -1), kept, 1e-5, 1e-5)
+
+
+def test_the_values_put_in_come_from_the_tensor_itself_and_integer_tensors_are_never_touched():
+    x = torch.rand(4096) + 1.0  # a domain: every value in [1, 2)
+    rebuilt = canaries.input_of([x, torch.arange(5)], canaries.Draw.make(3, 1, x.numel()), 0)
+    assert rebuilt[0].min() >= 1.0 and rebuilt[0].max() < 2.0 and torch.equal(rebuilt[1], torch.arange(5))
+    assert canaries.target([torch.arange(100)]) is None
+
+
+def test_the_quick_check_passes_only_what_is_within_the_tolerance_in_the_same_structure():
+    a = torch.arange(6.0).reshape(2, 3) + 1
+    assert close_at_once((a, [a.clone(), 3]), (a.clone(), [a.clone() + 1e-7, 3]), 1e-5, 1e-5)
+    assert not close_at_once(a, a + 1e-3, 1e-5, 1e-5)
+    assert not close_at_once(a, a.double(), 1e-5, 1e-5)
+    assert not close_at_once(a, a.reshape(3, 2), 1e-5, 1e-5)
+    assert not close_at_once(a, [a], 1e-5, 1e-5)
+    assert not close_at_once(a, a.clone().fill_(math.nan), 1e-5, 1e-5)
+    cuda_like = a.clone()
+    cuda_like.sent_from_device = "cuda"
+    assert not close_at_once(a, cuda_like, 1e-5, 1e-5)
+
+
+def test_a_tensor_too_small_for_distinct_positions_gets_fewer_canaries_or_none():
+    assert [len(p) for p in canaries.Draw.make(1, 40, 100).positions] == [2] * 40
+    assert canaries.Draw.make(1, 40, 39) is None

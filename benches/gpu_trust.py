@@ -45,7 +45,8 @@ from trialtui.core.store import Store  # noqa: E402
 TRUST = ROOT / "tests" / "trust"
 OUT = Path(os.environ.get("OUT") or "gpu_trust_out")
 WATCH_TIMEOUT_S = float(os.environ.get("TRUST_WATCH_S", 390))  # with the bench sample, inside one 8-minute device call
-SAMPLE = 8
+SAMPLE = int(os.environ.get("TRUST_SAMPLE", 8))  # candidates benched again; 0 when device time is short
+ONLY = [n for n in os.environ.get("TRUST_PROBLEMS", "").split(",") if n]  # a subset of the problems, else all
 GPU_TIMEOUT_S = 20
 BENCH_EXIT = {"correct": 0, "incorrect": 1}  # anything else: 2
 HEADER = re.compile(r"^#\s*(expect|gpu-expect|flags|gpu-flags|absent)\s*:\s*(.*?)\s*$")
@@ -73,7 +74,7 @@ def copy_corpus(dest: Path) -> list[Path]:
     """Each problem directory copied without state, profiling off, bench timeouts at least GPU_TIMEOUT_S
     (a GPU job compiles and times; the corpus's 8 s is for the CPU's hanging candidates)."""
     roots = []
-    for src in sorted(p for p in TRUST.iterdir() if (p / "reference.py").exists()):
+    for src in sorted(p for p in TRUST.iterdir() if (p / "reference.py").exists() and (not ONLY or p.name in ONLY)):
         root = dest / src.name
         shutil.copytree(src, root, ignore=shutil.ignore_patterns(".trialtui", "__pycache__"))
         toml = root / "trialtui.toml"

@@ -691,7 +691,7 @@ _JOB_PROCESS = False  # True in `python -m trialtui.runner.bench_job`: nothing b
 def prewarm() -> None:
     """A warm checker starts its job's candidate process at once (before any CUDA call or reference:
     on the CPU it is a fork of this process), so that process's imports are done too; on a GPU it
-    makes its CUDA context and starts CUPTI while it waits."""
+    makes its CUDA context and launches Triton once while it waits (CUPTI waits for an idle lane)."""
     if not _READY:
         _READY.append(CandidateProcess(fork=_JOB_PROCESS))
     if _gpu_job() and not _READY[0].op_s and not _READY[0]._owed:

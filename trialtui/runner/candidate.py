@@ -118,20 +118,22 @@ class Session:
 
     # -- operations ---------------------------------------------------------------------------
     def op_ready(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
-        """Before any candidate is loaded: make the CUDA context, and start CUPTI once, while the user edits.
-
-        The job's kernel-time step (torch.profiler) spent 5.4 of a cold bench's 6.5 s of timing on the
-        H200 (2026-12-01, 135 µs softmax), most of it CUPTI's first start in the process.
+        """Before any candidate is loaded: make the CUDA context and launch Triton once; with `cupti` (the
+        lane is idle: the user edits) start CUPTI too, so the kernel-time step costs 0.1 s, not its first
+        start (5.4 of a cold bench's 6.5 s of timing on the H200, 2026-12-01, 135 µs softmax). Jobs that
+        follow each other (`watch --once`) skip it: their candidate processes waited 3-7 s for it.
         """
         import torch
 
         if msg.get("device") == "cuda" and torch.cuda.is_available():
-            from torch.profiler import ProfilerActivity, profile
+            torch.empty(1, device="cuda")  # the context
+            if msg.get("cupti") and not self.cupti_started:  # only on an idle lane: 3-5 s of back-to-back jobs' time
+                from torch.profiler import ProfilerActivity, profile
 
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
-                torch.empty(1, device="cuda").add_(1)
-                torch.cuda.synchronize()
-            self.cupti_started = True
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+                    torch.empty(1, device="cuda").add_(1)
+                    torch.cuda.synchronize()
+                self.cupti_started = True
             try:
                 from trialtui.runner.triton_warm import launch_once
 

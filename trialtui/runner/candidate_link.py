@@ -66,8 +66,8 @@ class CandidateProcess:
         return self._channel
 
     def warm_up(self) -> None:
-        """Ask the idle process to make its CUDA context and start CUPTI now, without waiting: a warm
-        lane's candidate process spends those seconds while the user edits, not in the job."""
+        """Ask the waiting process to make its CUDA context and launch Triton once, without waiting for
+        its answer: those seconds are spent while the previous job runs or the user edits."""
         from trialtui.runner.wire import ChannelClosed
 
         try:

@@ -92,7 +92,7 @@ def prepare(spec: dict[str, Any], cases: list[dict[str, Any]], seeds: list[int],
         if device.type == "cuda":
             torch.empty(1, device=device)  # the context, made now rather than in the job
             if link is not None:
-                link.request("ready", timeout_s=60.0, device="cuda")
+                link.request("ready", timeout_s=60.0, device="cuda", cupti=True)  # the lane is idle: CUPTI too
         prepared = Prepared(key, Reference(spec, device.type))
         limit = budget(device)
         for ci, case in enumerate(cases):

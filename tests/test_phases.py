@@ -18,3 +18,16 @@ def test_breakdown_names_each_phase_its_steps_and_the_exchange():
 
 def test_no_phases_no_lines():
     assert breakdown_lines(None) == [] and breakdown_lines({}) == []
+
+
+def test_a_real_h200_save_reads_as_its_phases():
+    """benches/loop_latency.py on the H200 (2026-12-01): each save's breakdown, from the fixture."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "fixtures" / "gpu" / "h200-2026-12-01c" / "loop_latency.json").read_text())
+    save = data["problems"]["kb_softmax"]["saves"][0]
+    lines = breakdown_lines(save["phases_s"])
+    assert lines[0].startswith("job ") and "correctness" in lines[0] and "timing" in lines[0]
+    assert any(line.startswith("  candidate's process (its own clock): ") and "run.first_call" in line for line in lines)
+    assert lines[-1].startswith("  tensors exchanged: 6912 MB")

@@ -66,7 +66,7 @@ def blocked_reading(pid: int, fd: int | None = None) -> bool:
 def warm_job_waiting(warm, module: str, timeout_s: float | None = None) -> int:
     """Wait until WarmChildren's job process for `module` has done its imports and blocks on stdin
     for a spec (the state the engine's warm start relies on); returns that process's pid."""
-    supervisors = [s.process.pid for s in warm._ready.values()]
+    supervisors = [s.process.pid for waiting in warm._ready.values() for s in waiting]
 
     def waiting() -> int | None:
         for sup in supervisors:

@@ -146,12 +146,43 @@ def test_the_compile_stage_takes_a_warm_compile_job_that_did_not_import_triton(t
     try:
         warm.prime(triton.compile_job, compile_env(triton))
         key = warm._key(triton.compile_job, compile_env(triton))
-        first = warm._ready[key]
+        first = warm._ready[key][0]
         warm_job_waiting(warm, triton.compile_job)  # it imported while "the user edits"
         report = validate_file(load_problem(root), root / "kernel.py", warm=warm)
-        assert warm._ready[key] is not first  # taken by this job, and the next one primed
+        assert warm._ready[key] and first not in warm._ready[key]  # taken by this job, and the next one primed
         # the trace forked inside it ran interpreted: triton was not imported before the fork
         assert report["ok"], report["errors"]
         assert report["kernels"] and report["preview"]["correct"]
     finally:
         warm.close()
+
+
+def test_a_gpu_lane_keeps_two_checkers_waiting_and_takes_the_longest_waiting_first(monkeypatch):
+    """Jobs shorter than a checker's imports (watch --once on the H200: 1-2 s against 4-5 s) must not
+    wait for one every other job: the depth primed for a key holds after each take."""
+    from trialtui.engine import jobs
+
+    started = []
+
+    class Fake:
+        def __init__(self, launch):
+            started.append(self)
+
+        def alive(self):
+            return True
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(jobs, "Supervised", Fake)
+    monkeypatch.setattr(jobs, "missing_runner", lambda: None)
+    warm = WarmChildren()
+    env = {"CUDA_VISIBLE_DEVICES": "0"}
+    warm.prime("m", env, depth=2)
+    assert len(started) == 2
+    first = warm.take("m", env)
+    assert first is started[0]  # the longest-waiting (the one `prepare` made ready)
+    warm.prime("m", env)  # as run_child does after taking: back to the key's depth
+    assert len(started) == 3 and warm.take("m", env) is started[1]
+    warm.prime("m", {"CUDA_VISIBLE_DEVICES": ""})  # another key: one, as before
+    assert len(started) == 4

@@ -224,29 +224,34 @@ class WarmChildren:
     """Supervised jobs started ahead: torch and triton imported, CUDA untouched, waiting for a spec.
 
     Each job still runs in a fresh process (a crashed CUDA context dies with it), but the seconds of
-    imports are spent while the previous job runs or the user edits. One warm pair per module and
-    environment (a lane's CUDA_VISIBLE_DEVICES, the interpreter flag).
+    imports are spent while the previous job runs or the user edits. Per module and environment (a
+    lane's CUDA_VISIBLE_DEVICES, the interpreter flag) `depth` of them wait: one, or two for a GPU
+    lane's checker, so that jobs shorter than a checker's start (watch --once: 1-2 s on the H200
+    against 4-5 s of imports) do not wait for one every other job.
     """
 
     def __init__(self) -> None:
-        self._ready: dict[tuple, Supervised] = {}
+        self._ready: dict[tuple, list[Supervised]] = {}
+        self._depth: dict[tuple, int] = {}
         self._lock = threading.Lock()
 
     @staticmethod
     def _key(module: str, env: dict[str, str]) -> tuple:
         return (module, tuple(sorted(env.items())))
 
-    def prime(self, module: str, env: dict[str, str]) -> None:
+    def prime(self, module: str, env: dict[str, str], depth: int | None = None) -> None:
         if os.environ.get(SANDBOX_ENV) == "1" or missing_runner():
             return  # sandboxed jobs start cold: bubblewrap wraps the job process from its start
         key = self._key(module, env)
         with self._lock:
-            if key in self._ready and self._ready[key].alive():
-                return
-            self._ready[key] = Supervised(launch_message(module, env, warm=True))
+            if depth is not None:
+                self._depth[key] = depth
+            waiting = self._ready[key] = [s for s in self._ready.get(key, []) if s.alive()]
+            while len(waiting) < self._depth.get(key, 1):
+                waiting.append(Supervised(launch_message(module, env, warm=True)))
 
     def prepare(self, module: str, env: dict[str, str], problem: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
-        """Hand the waiting job the problem part of the next one and wait until it is made ready.
+        """Hand the first waiting job the problem part of the next one and wait until it is made ready.
 
         Call it only from a lane job (runner/prepared.py says what is made ready): that work runs on
         the GPU, and the lane stays taken until it is done, so it never overlaps another job's timing.
@@ -254,9 +259,10 @@ class WarmChildren:
         """
         self.prime(module, env)
         with self._lock:
-            supervised = self._ready.get(self._key(module, env))
-            if supervised is None:
+            waiting = self._ready.get(self._key(module, env))
+            if not waiting:
                 return None
+            supervised = waiting[0]
             supervised.send({"prepare": problem})
         for event in supervised.events(time.monotonic() + timeout_s):
             data = event.get("data") if event.get("event") == "progress" else None
@@ -267,13 +273,15 @@ class WarmChildren:
         return None
 
     def take(self, module: str, env: dict[str, str]) -> Supervised | None:
+        """The longest-waiting one (the one `prepare` made ready), if it is still alive."""
         with self._lock:
-            supervised = self._ready.pop(self._key(module, env), None)
+            waiting = self._ready.get(self._key(module, env)) or []
+            supervised = waiting.pop(0) if waiting else None
         return supervised if supervised is not None and supervised.alive() else None
 
     def close(self) -> None:
         with self._lock:
-            ready, self._ready = list(self._ready.values()), {}
+            ready, self._ready = [s for waiting in self._ready.values() for s in waiting], {}
         for supervised in ready:
             supervised.close()
 

@@ -135,8 +135,8 @@ class Engine(TrialJobs):
         """
         self._loop = asyncio.get_running_loop()
         if self._warm is not None:  # each lane's next job, and the next compile stage, find their imports done
-            for lane in self.lanes.lanes:
-                self._warm.prime(BENCH_MODULE, {**child_env(self.device), **lane.env})
+            for lane in self.lanes.lanes:  # two checkers wait on a GPU lane: short jobs back to back never wait for one
+                self._warm.prime(BENCH_MODULE, {**child_env(self.device), **lane.env}, depth=2 if lane.gpu is not None else 1)
             triton = get_language(DEFAULT)
             self._warm.prime(triton.compile_job, compile_env(triton))
         self.lanes.start()

@@ -276,9 +276,10 @@ class Session:
                 pending.append(self.bencher.time_round([self.calls[(start_run + i) % m]], kept if i in (0, n - 1) else None))
                 if i == 0 and n > 1:  # a copy: an output buffer the kernel reuses holds a later call's answer by the end
                     kept[0] = map_tensors(kept[0], lambda t: t.clone())
-            torch.cuda.synchronize()
-            if writer is not None:
+            if writer is not None:  # an output may be its input (a passthrough): the last one is kept as the call left it
+                kept[-1] = map_tensors(kept[-1], lambda t: t.clone())
                 writer.restore()
+            torch.cuda.synchronize()
         samples = [start.elapsed_time(end) * 1000.0 for pairs in pending for start, end in pairs]
         return {"samples": samples, **self.facts()}, kept  # the first and last call's outputs: the checker checks them
 

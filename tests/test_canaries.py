@@ -69,3 +69,50 @@ def test_the_quick_check_passes_only_what_is_within_the_tolerance_in_the_same_st
 def test_a_tensor_too_small_for_distinct_positions_gets_fewer_canaries_or_none():
     assert [len(p) for p in canaries.Draw.make(1, 40, 100).positions] == [2] * 40
     assert canaries.Draw.make(1, 40, 39) is None
+
+
+class FakeEvent:
+    def record(self):
+        pass
+
+    def elapsed_time(self, end):
+        return 0.1
+
+
+class FakeBencher:
+    """time_round as runner/timing.Bencher does it, without CUDA events (the calls run on the CPU)."""
+
+    def time_round(self, calls, outputs=None):
+        pairs = []
+        for fn in calls:
+            out = fn()
+            if outputs is not None:
+                outputs.append(out)
+            pairs.append((FakeEvent(), FakeEvent()))
+        return pairs
+
+
+@pytest.mark.parametrize("forward", [lambda x: x, lambda x: x * 2, lambda x: torch.softmax(x, -1)],
+                         ids=["returns-its-input", "elementwise", "softmax"])
+def test_the_timed_calls_a_checker_checks_are_the_answers_to_the_inputs_it_rebuilds(monkeypatch, forward):
+    """The candidate's side of a timed batch (candidate.Session.op_time) against the checker's
+    (canaries.input_of): a passthrough's kept output is its input as that call saw it, not as the
+    batch left it (on the H200 returns_input.py was 'incorrect when timed' until it was)."""
+    from trialtui.runner.candidate import Session
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    sets = [[torch.randn(8, 64)], [torch.randn(8, 64)]]
+    untouched = [[t.clone() for t in s] for s in sets]
+    session = Session(channel=None)
+    session.input_sets = sets
+    session.calls = [(lambda inputs=inputs: forward(inputs[0])) for inputs in sets]
+    session.bencher = FakeBencher()
+    monkeypatch.setattr(session, "facts", lambda scan=False: {})
+    start, n, seed = 2, 10, 99
+    reply, kept = session.op_time({"start": start, "n": n, "canaries": seed}, None)
+    assert len(reply["samples"]) == n and len(kept) == 2
+    draw = canaries.Draw.make(seed, n, sets[0][0].numel())
+    for call, output in zip((0, n - 1), kept):
+        rebuilt = canaries.input_of(untouched[(start + call) % 2], draw, call)
+        assert torch.equal(output, forward(rebuilt[0]))
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(sets, untouched))  # the sets as they were

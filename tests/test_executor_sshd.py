@@ -1,0 +1,91 @@
+"""The SSH executor against OpenSSH's sshd on 127.0.0.1, started here (tests/sshd_server.py): the server a
+GPU box runs, where test_executor_ssh.py uses asyncssh's to cut a connection at an exact line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+
+import pytest
+
+from trialtui.core.problem_dir import load_problem
+from trialtui.engine import events as ev
+from trialtui.engine.bench import bench_file
+from trialtui.engine.executors import executor_for
+from trialtui.engine.loop import Engine
+
+from conftest import KB_GOOD, write_problem
+from procs import alive, cmdline, descendants, wait_for
+from sshd_server import Sshd, missing
+
+pytest.importorskip("asyncssh", reason="asyncssh is not installed (pip install asyncssh): the SSH executor needs it")
+from test_executor_ssh import settings_for  # noqa: E402 - needs asyncssh
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=missing() or "")]
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    found = Sshd(tmp_path_factory.mktemp("openssh"))
+    yield found
+    found.close()
+
+
+@pytest.fixture
+def executor(sshd):
+    found = executor_for(None, settings_for(sshd), "cpu")
+    found.open()
+    yield found
+    found.close()
+
+
+def test_a_job_through_sshd_gives_the_local_result_and_its_log_lands_here(tmp_path, sshd, executor):
+    root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
+    problem = load_problem(root)
+    here = bench_file(problem, root / "kernel.py", device="cpu", log_path=root / ".trialtui" / "logs" / "here.log")
+    log = root / ".trialtui" / "logs" / "there.log"
+    phases = []
+    there = executor.bench(problem, root / "kernel.py", device="cpu", log_path=log,
+                           on_progress=lambda event: phases.append(event.get("phase")))
+    assert here["state"] == there["state"] == "correct", there.get("message")
+    for key in ("seeds", "passed", "max_abs_err", "mismatch_frac", "launches"):
+        assert there["correctness"][key] == here["correctness"][key], key
+    assert there["env"]["host"] == socket.gethostname()
+    assert there["env"]["executor"] == sshd.url()
+    assert "correctness" in phases  # progress streams back while the job runs
+    assert there["log"] == str(log) and log.is_file()  # the capped log, as the job left it there
+    assert "trialtui-host-" not in json.dumps(there)  # every path is this machine's
+    host = executor.hello["pid"]
+    assert host in descendants(sshd.pid) and "-m trialtui.engine.executors.host" in cmdline(host)  # sshd ran it
+
+
+def test_a_connection_lost_mid_job_marks_the_trial_interrupted_and_it_runs_once_more(tmp_path, sshd, executor):
+    root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
+    first_host = executor.hello["pid"]
+    accepted_before = sshd.accepted()
+    engine = Engine(load_problem(root), executor=executor)
+    states: list[str] = []
+    cut: list[list[int]] = []
+
+    def on_event(event: ev.Event) -> None:
+        if isinstance(event, ev.StateChanged) and event.trial_id == "t1":
+            states.append(event.state)
+        elif isinstance(event, ev.Progress) and event.phase == "correctness" and not cut:
+            # the job runs on the host and its result is not yet sent: its processes, then sshd's, go
+            cut.append(descendants(first_host))
+            cut.append(sshd.cut())
+
+    engine.subscribe(on_event)
+    try:
+        asyncio.run(engine.run(once=True))
+        trial = engine.store.get("t1")
+    finally:
+        engine.close()
+    assert cut and cut[1], "no sshd session to kill while the job ran"
+    assert "interrupted" in states and states.index("interrupted") < len(states) - 1
+    assert trial.state == "correct", trial.result
+    assert trial.result["env"]["executor"] == sshd.url()
+    assert sshd.accepted() == accepted_before + 1  # connected again, once
+    wait_for(lambda: not alive(first_host) and not any(alive(p) for p in cut[0]),
+             "the first host process and everything it started to be gone once sshd's session was killed")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -60,8 +61,19 @@ def test_a_job_through_sshd_gives_the_local_result_and_its_log_lands_here(tmp_pa
     assert host in descendants(sshd.pid) and "-m trialtui.engine.executors.host" in cmdline(host)  # sshd ran it
 
 
+def first_run_waits(mark: Path) -> str:
+    """KB_GOOD whose first run waits five seconds (the cut comes while it waits: a busy machine's lag
+    never lets that job finish first) and whose run after the reconnection goes through."""
+    gate = (f"        import os, time\n        if not os.path.exists({str(mark)!r}):\n"
+            f"            open({str(mark)!r}, 'w').close()\n            time.sleep(5)\n")
+    head, sep, tail = KB_GOOD.partition("    def forward(self, x):\n")
+    assert sep, "KB_GOOD's forward moved"
+    return head + sep + gate + tail
+
+
 def test_a_connection_lost_mid_job_marks_the_trial_interrupted_and_it_runs_once_more(tmp_path, sshd, executor):
-    root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
+    root = write_problem(tmp_path / "prob", files={"kernel.py": first_run_waits(tmp_path / "first-run")},
+                         config="seeds = 1\nbench_timeout_s = 120\n")
     first_host = executor.hello["pid"]
     accepted_before = sshd.accepted()
     engine = Engine(load_problem(root), executor=executor)

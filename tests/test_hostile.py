@@ -125,7 +125,7 @@ def test_ctrl_c_ends_the_cli_and_every_job_process(command, tmp_path):
                                         .replace("bench_timeout_s = 15", "bench_timeout_s = 3600"))
     spin = tmp_path / "spinning"
     spin.mkdir()
-    source = (CORPUS / "relu" / "loop_forward.py").read_text()
+    source = (CORPUS / "hang" / "loop_forward.py").read_text()
     source = source.replace("\nclass ModelNew", SPIN_FLAG + "class ModelNew", 1).replace(
         "        while True:", f"        _Path({str(spin)!r}, str(_os.getpid())).write_text(_ancestry())\n"
         "        while True:", 1)

@@ -90,3 +90,21 @@ def pytest_collection_modifyitems(config, items):
         return 1 if item.get_closest_marker("slow") else 2
 
     items.sort(key=weight)
+
+
+def play_story(engine, player, timeout_s: float = 120.0):
+    """A demo player's run against a live engine, the engine stopped and closed after; returns what it played."""
+    import asyncio
+
+    async def main():
+        task = asyncio.create_task(engine.run())
+        try:
+            return await asyncio.wait_for(player.play(engine), timeout_s)
+        finally:
+            engine.stop()
+            await task
+
+    try:
+        return asyncio.run(main())
+    finally:
+        engine.close()

@@ -8,7 +8,6 @@ the printed lines.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import os
@@ -28,6 +27,8 @@ from trialtui.engine import demo as d
 from trialtui.engine import demo_print as dp
 from trialtui.engine import demo_replay as dr
 from trialtui.engine import demo_story as ds
+
+from conftest import play_story
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_kernels"
@@ -320,19 +321,7 @@ def test_branch_back_goes_to_the_real_best(tmp_path):
     out = io.StringIO()
     engine.subscribe(dp.DemoPrinter(engine, out))
     player = d.DemoPlayer(story, mode="live", speed=0, finalize=False)
-
-    async def main():
-        task = asyncio.create_task(engine.run())
-        try:
-            return await asyncio.wait_for(player.play(engine), 120)
-        finally:
-            engine.stop()
-            await task
-
-    try:
-        run = asyncio.run(main())
-    finally:
-        engine.close()
+    run = play_story(engine, player)
     assert run.error is None, run.error
     ids = {o.version.stem: o.trial_id for o in run.outcomes}
     assert [o.state for o in run.outcomes] == [v.expected for v in story.versions]
@@ -376,19 +365,7 @@ def test_replay_with_one_recording_ranks_no_best_and_says_what_it_could_not_repl
     out = io.StringIO()
     engine.subscribe(dp.DemoPrinter(engine, out))
     player = d.DemoPlayer(story, mode="replay", speed=0, finalize=False)
-
-    async def main():
-        task = asyncio.create_task(engine.run())
-        try:
-            return await asyncio.wait_for(player.play(engine), 120)
-        finally:
-            engine.stop()
-            await task
-
-    try:
-        run = asyncio.run(main())
-    finally:
-        engine.close()
+    run = play_story(engine, player)
     assert run.error is None, run.error
     ids = {o.version.stem: o.trial_id for o in run.outcomes}
     assert run.branched_to == ids["v3"] and not run.mismatches  # v1's lone number ranks nothing

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import play_story
 from test_demo import SAMPLES, cpu_result, fixture_recordings
 from test_tui_scenarios import FakeEngine, gpu_result
 from trialtui.agent import views
@@ -76,19 +77,7 @@ def replayed(tmp_path_factory):
     engine.subscribe(events.append)
     engine.subscribe(dp.DemoPrinter(engine, io.StringIO()))
     player = d.DemoPlayer(story, mode="replay", speed=0, finalize=False)
-
-    async def main():
-        task = asyncio.create_task(engine.run())
-        try:
-            return await asyncio.wait_for(player.play(engine), 120)
-        finally:
-            engine.stop()
-            await task
-
-    try:
-        played = asyncio.run(main())
-    finally:
-        engine.close()
+    played = play_story(engine, player)
     assert played.error is None, played.error
     return root, events
 

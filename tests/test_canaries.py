@@ -24,11 +24,12 @@ def test_every_call_of_a_batch_sees_the_input_the_checker_rebuilds_and_the_sets_
     sets = sets_of((64, 33), (64, 33))
     untouched = [[t.clone() for t in s] for s in sets]
     draw = canaries.Draw.make(2026, 11, sets[0][0].numel())
-    writer = canaries.Writer(sets, draw)
+    targets = canaries.Targets()
+    writer = canaries.Writer(sets, draw, targets)
     seen = []
     for call in range(11):
         writer.before(call)
-        rebuilt = canaries.input_of(untouched[call % 2], draw, call)
+        rebuilt = canaries.input_of(untouched[call % 2], draw, call, canaries.Targets())
         assert torch.equal(rebuilt[0], sets[call % 2][0]) and torch.equal(rebuilt[1], sets[call % 2][1])
         seen.append(rebuilt[0].clone())
     writer.restore()
@@ -42,13 +43,13 @@ def test_a_memo_of_the_untimed_answer_is_wrong_for_a_timed_call():
     x = torch.randn(16, 257)
     kept = torch.softmax(x, -1)  # what a memoizing kernel hands back: its answer from the untimed calls
     draw = canaries.Draw.make(7, 2, x.numel())
-    timed = canaries.input_of([x], draw, 1)[0]
+    timed = canaries.input_of([x], draw, 1, canaries.Targets())[0]
     assert not close_at_once(torch.softmax(timed, -1), kept, 1e-5, 1e-5)
 
 
 def test_the_values_put_in_come_from_the_tensor_itself_and_integer_tensors_are_never_touched():
     x = torch.rand(4096) + 1.0  # a domain: every value in [1, 2)
-    rebuilt = canaries.input_of([x, torch.arange(5)], canaries.Draw.make(3, 1, x.numel()), 0)
+    rebuilt = canaries.input_of([x, torch.arange(5)], canaries.Draw.make(3, 1, x.numel()), 0, canaries.Targets())
     assert rebuilt[0].min() >= 1.0 and rebuilt[0].max() < 2.0 and torch.equal(rebuilt[1], torch.arange(5))
     assert canaries.target([torch.arange(100)]) is None
 
@@ -105,6 +106,7 @@ def test_the_timed_calls_a_checker_checks_are_the_answers_to_the_inputs_it_rebui
     untouched = [[t.clone() for t in s] for s in sets]
     session = Session(channel=None)
     session.input_sets = sets
+    session.canary_targets = canaries.Targets()
     session.calls = [(lambda inputs=inputs: forward(inputs[0])) for inputs in sets]
     session.bencher = FakeBencher()
     monkeypatch.setattr(session, "facts", lambda scan=False: {})
@@ -113,6 +115,41 @@ def test_the_timed_calls_a_checker_checks_are_the_answers_to_the_inputs_it_rebui
     assert len(reply["samples"]) == n and len(kept) == 2
     draw = canaries.Draw.make(seed, n, sets[0][0].numel())
     for call, output in zip((0, n - 1), kept):
-        rebuilt = canaries.input_of(untouched[(start + call) % 2], draw, call)
+        rebuilt = canaries.input_of(untouched[(start + call) % 2], draw, call, canaries.Targets())
         assert torch.equal(output, forward(rebuilt[0]))
     assert all(torch.equal(a[0], b[0]) for a, b in zip(sets, untouched))  # the sets as they were
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.triu(torch.randn(64, 64)),  # a kernel may skip the zero triangle
+    lambda: (lambda a: a + a.T)(torch.randn(64, 64)),  # ... or read one half of a symmetric matrix
+    lambda: torch.sort(torch.randn(8, 64), -1).values,  # ... or binary-search sorted rows
+    lambda: torch.softmax(torch.randn(8, 64), -1),  # ... or rely on rows summing to one
+    lambda: (torch.rand(8, 64) > 0.5).float(),  # a mask
+    lambda: torch.randint(0, 9, (8, 64)).float(),  # whole numbers: indices or counts stored as floats
+    lambda: torch.randn(8, 64).masked_fill(torch.rand(8, 64) < 0.05, float("nan")),  # values that are not finite
+])
+def test_a_tensor_with_structure_a_kernel_may_rely_on_gets_no_canaries(make):
+    tensor = make()
+    plain = torch.randn(4, 33)  # smaller, no structure: the one chosen instead
+    assert canaries.target([tensor, plain]) is plain
+    assert canaries.target([tensor]) is None
+
+
+def test_plain_random_inputs_get_canaries():
+    x = torch.randn(64, 64)
+    assert canaries.target([x]) is x
+
+
+def test_a_set_whose_chosen_tensor_differs_in_size_gets_no_canaries_on_either_side():
+    """Sets of one case whose structure test chose different tensors: positions drawn for one never
+    index the other (out of range on a GPU is a device-side assert)."""
+    big_mask = (torch.rand(64, 64) > 0.5).float()
+    sets = [[torch.randn(64, 64), torch.randn(4, 33)], [big_mask, torch.randn(4, 33)]]
+    targets = canaries.Targets()
+    draw = canaries.Draw.make(5, 4, targets.of(sets[0]).numel())
+    writer = canaries.Writer(sets, draw, targets)
+    before = [t.clone() for t in sets[1]]
+    writer.before(1)  # set 2's call: its chosen tensor is the small one, not what the draw was for
+    assert all(torch.equal(a, b) for a, b in zip(sets[1], before))
+    assert all(torch.equal(a, b) for a, b in zip(canaries.input_of(sets[1], draw, 1, targets), before))

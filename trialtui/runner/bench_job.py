@@ -304,6 +304,7 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
 
         out_bytes = max(_bytes(ref_fn(s)) for s in sets)
         draws = random.SystemRandom()
+        targets = canaries.Targets()  # the same structure test as the candidate's process makes: the same tensor
 
         def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
             seed = draws.getrandbits(62)  # this batch's canaries: drawn here, told to the candidate's process
@@ -319,11 +320,11 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
             if not isinstance(outputs, list) or len(outputs) != len(calls):
                 raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
             order = [sets[(start + k) % len(sets)] for k in range(len(sets))]
-            tensor = canaries.target(order[0])
+            tensor = targets.of(order[0])
             draw = canaries.Draw.make(seed, n, tensor.numel()) if tensor is not None else None
             for call, output in zip(calls, outputs):
                 base = order[call % len(order)]
-                inputs = canaries.input_of(base, draw, call) if draw is not None else base
+                inputs = canaries.input_of(base, draw, call, targets) if draw is not None else base
                 expected = ref_fn(clone(inputs))
                 where = f"timed call {start + call + 1} (input set {(start + call) % len(sets) + 1}, its own canaries)"
                 check_timed(spec, reference, expected, output, inputs,

@@ -5,7 +5,8 @@ A kernel that memoizes its output (keyed on the input object, its pointer or a s
 returns an answer for the wrong input, and the checker, which rebuilds any call's input from the same
 draw and runs the reference on it, sees that on the calls it checks, chosen after the batch ran. The
 values put in come from the tensor itself, so the input stays in its own domain (no negative
-variance, no index out of range: integer tensors are never touched). Applying a call's canaries also
+variance, no index out of range: integer tensors are never touched), and a tensor with structure a
+correct kernel may rely on (a triangle, symmetry, sorted rows, a mask) gets none (`structured`). Applying a call's canaries also
 restores the previous call's on the same input set: one small indexed write per call, outside the
 timed events.
 """
@@ -24,11 +25,57 @@ PER_CALL = 8  # positions replaced per call
 
 
 def target(inputs: Any) -> torch.Tensor | None:
-    """The largest contiguous floating tensor of an input set, the one a memo would have to fingerprint."""
+    """The largest contiguous floating tensor of an input set with no structure a kernel may rely on, the
+    one a memo would have to fingerprint; None when every one has some (then no canaries)."""
     found: list[torch.Tensor] = []
     map_tensors(inputs, lambda t: found.append(t) or t)
     floating = [t for t in found if t.is_floating_point() and t.is_contiguous() and t.numel() > 1]
-    return max(floating, key=lambda t: t.numel()) if floating else None
+    for tensor in sorted(floating, key=lambda t: t.numel(), reverse=True):
+        if not structured(tensor):
+            return tensor
+    return None
+
+
+class Targets:
+    """`target` once per input set of a timing session (the sets outlive it and get their values back
+    after every batch): the structure test reads the whole tensor, a few passes of it."""
+
+    def __init__(self) -> None:
+        self.found: dict[int, tuple[Any, torch.Tensor | None]] = {}
+
+    def of(self, inputs: Any) -> torch.Tensor | None:
+        held = self.found.get(id(inputs))
+        if held is None or held[0] is not inputs:
+            held = self.found[id(inputs)] = (inputs, target(inputs))
+        return held[1]
+
+
+STRUCTURE_FRACTION = 0.01  # more zeros or whole numbers than this: a mask, a triangle, indices, counts
+
+
+def structured(t: torch.Tensor) -> bool:
+    """Whether replacing a few values could break what a correct kernel may assume of the input: zeros
+    (triangular, banded, sparse, padded), whole numbers (masks, indices, counts), values that are not
+    finite, symmetry of the last two dimensions, rows sorted or summing to one. Such a kernel (one that
+    skips a triangle, say) would be right on the problem's inputs and wrong on a canary's, so these
+    tensors get none: the same test on both sides picks the same tensor."""
+    flat = t.detach().reshape(-1)
+    if not bool(torch.isfinite(flat).all()):
+        return True
+    n = flat.numel()
+    if int((flat == 0).sum()) > STRUCTURE_FRACTION * n or int((flat == flat.round()).sum()) > STRUCTURE_FRACTION * n:
+        return True
+    if t.dim() >= 2 and t.shape[-1] == t.shape[-2] and bool(torch.equal(t, t.transpose(-1, -2))):
+        return True
+    if t.dim() >= 1 and t.shape[-1] > 1:
+        rows = t.detach().reshape(-1, t.shape[-1])
+        steps = rows[:, 1:] - rows[:, :-1]
+        if bool((steps >= 0).all()) or bool((steps <= 0).all()):
+            return True
+        sums = rows.double().sum(-1)
+        if bool(((sums - 1).abs() < 1e-3).all()):
+            return True
+    return False
 
 
 @dataclass
@@ -37,6 +84,7 @@ class Draw:
 
     positions: list[list[int]]
     sources: list[list[int]]
+    numel: int  # of the tensor drawn for: a set whose chosen tensor differs in size gets none
 
     @classmethod
     def make(cls, seed: int, calls: int, numel: int) -> Draw | None:
@@ -48,15 +96,15 @@ class Draw:
         picked = rng.sample(range(numel), calls * per)  # distinct across the batch: writes never collide
         positions = [picked[i * per:(i + 1) * per] for i in range(calls)]
         sources = [[rng.randrange(numel) for _ in range(per)] for _ in range(calls)]
-        return cls(positions, sources)
+        return cls(positions, sources, numel)
 
 
 class Writer:
     """Applies call after call's canaries to input sets in place (the candidate's process does this):
     everything is drawn and gathered before the batch, so each call costs one indexed write."""
 
-    def __init__(self, sets: list[Any], draw: Draw):
-        self.flat = [None if (t := target(s)) is None else t.view(-1) for s in sets]
+    def __init__(self, sets: list[Any], draw: Draw, targets: Targets):
+        self.flat = [None if (t := targets.of(s)) is None or t.numel() != draw.numel else t.view(-1) for s in sets]
         self.sets = len(sets)
         calls = len(draw.positions)
         self.plans: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * calls
@@ -90,14 +138,19 @@ class Writer:
             self.flat[k].index_put_((pos,), original)
 
 
-def input_of(base: Any, draw: Draw, call: int) -> Any:
+def input_of(base: Any, draw: Draw, call: int, targets: Targets) -> Any:
     """Call `call`'s input rebuilt from an untouched copy of its set (the checker's side)."""
     from trialtui.runner.loader import clone
 
+    chosen = targets.of(base)
+    if chosen is None or chosen.numel() != draw.numel:
+        return clone(base)
+    found: list[torch.Tensor] = []
+    map_tensors(base, lambda t: found.append(t) or t)
     inputs = clone(base)
-    tensor = target(inputs)
-    if tensor is not None:
-        flat = tensor.view(-1)
-        sources = flat[torch.tensor(draw.sources[call], device=flat.device)].clone()
-        flat[torch.tensor(draw.positions[call], device=flat.device)] = sources
+    copies: list[torch.Tensor] = []
+    map_tensors(inputs, lambda t: copies.append(t) or t)
+    flat = copies[next(i for i, t in enumerate(found) if t is chosen)].view(-1)
+    sources = flat[torch.tensor(draw.sources[call], device=flat.device)].clone()
+    flat[torch.tensor(draw.positions[call], device=flat.device)] = sources
     return inputs

@@ -241,6 +241,9 @@ class Session:
 
         fn = self._build(payload)
         self.input_sets = payload["input_sets"]
+        from trialtui.runner.canaries import Targets
+
+        self.canary_targets = Targets()
         self.calls = [(lambda inputs=inputs: fn(inputs)) for inputs in self.input_sets]
         self.bencher = timing.Bencher.for_device(self.device)
         with torch.no_grad():
@@ -265,9 +268,9 @@ class Session:
         writer = None
         if isinstance(msg.get("canaries"), int):  # every call an input no earlier call had (runner/canaries.py)
             sets = [self.input_sets[(start_run + k) % m] for k in range(m)]
-            tensor = canaries.target(sets[0])
+            tensor = self.canary_targets.of(sets[0])
             draw = canaries.Draw.make(msg["canaries"], n, tensor.numel()) if tensor is not None else None
-            writer = canaries.Writer(sets, draw) if draw is not None else None
+            writer = canaries.Writer(sets, draw, self.canary_targets) if draw is not None else None
         with torch.no_grad():
             pending = []
             for i in range(n):

@@ -561,3 +561,19 @@ def test_record_mode_writes_what_replay_reads(tmp_path, monkeypatch):
     replayed = dr.ReplayBench(dr.load_recordings(rec / "softmax"), lambda *a, **k: cpu_result())(None, path)
     assert replayed["speedup"]["eager"] == 8.0
     assert dr.recorded_label(replayed).startswith("replayed from a recording on PRETEND-H200, 20")
+
+
+def test_a_story_mismatch_says_what_differs_the_state_the_parent_or_the_beat():
+    from types import SimpleNamespace
+
+    from trialtui.cli_demo import mismatch_text
+
+    version = SimpleNamespace(expected="correct", file="v6.py")
+    beat = ds.Judgement(False, "expected a plateau; decide says branch_back: 1.86× eager")
+    assert mismatch_text(SimpleNamespace(version=version, state="incorrect", parent="t5", expected_parent="t5",
+                                         judgement=beat)) == "was incorrect, the story expects correct"
+    assert mismatch_text(SimpleNamespace(version=version, state="correct", parent="t3", expected_parent="t5",
+                                         judgement=beat)) == "grew from t3, the story expects t5"
+    assert mismatch_text(SimpleNamespace(version=version, state="correct", parent="t5", expected_parent="t5",
+                                         judgement=beat)) == ("correct as expected, but expected a plateau; "
+                                                              "decide says branch_back: 1.86× eager")

@@ -141,8 +141,7 @@ def _headless(d, plans, mode, parent_dir: Path, *, speed, finalize, record_dir, 
             click.echo(f"no report card ({run.problem}): {run.report_note}")
     for run in runs:
         for o in run.mismatches:
-            click.echo(f"story mismatch ({run.problem}): {o.version.file} was {o.state}, the story expects "
-                       f"{o.version.expected}")
+            click.echo(f"story mismatch ({run.problem}): {o.version.file}: {mismatch_text(o)}")
     if record_dir is not None:
         click.echo(f"recordings: {record_dir} (summary.json; copy <problem>/v*.json into "
                    f"sample_kernels/<problem>/recorded/)")
@@ -150,6 +149,15 @@ def _headless(d, plans, mode, parent_dir: Path, *, speed, finalize, record_dir, 
     for line in dp.next_steps([plan.root for plan in plans], played_all=len(plans) > 1, shown=_shown):
         click.echo(line)
     return 1 if any(run.error for run in runs) else 0
+
+
+def mismatch_text(o) -> str:
+    """What differs from the story: the state, the parent, or (the state right) what its beat claims."""
+    if o.state != o.version.expected:
+        return f"was {o.state}, the story expects {o.version.expected}"
+    if o.parent != o.expected_parent:
+        return f"grew from {o.parent or 'nothing'}, the story expects {o.expected_parent or 'a new root'}"
+    return f"{o.state} as expected, but {o.judgement.text}"
 
 
 def _shown(path: Path) -> str:

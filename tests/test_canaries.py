@@ -1,7 +1,7 @@
 """Timed calls get inputs no earlier call had: a kept answer is an answer to another input.
 
 The checker and the candidate's process build each call's input from the same draw (runner/canaries.py);
-the timed call's quick check accepts only what the full judge would (bench_job.close_at_once).
+the timed call's quick check accepts only what the full judge would (compare.close_at_once).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from trialtui.runner import canaries  # noqa: E402
-from trialtui.runner.bench_job import close_at_once  # noqa: E402
+from trialtui.runner.compare import close_at_once  # noqa: E402
 
 
 def sets_of(*shapes):

@@ -60,7 +60,9 @@ def alive(pid: int) -> bool:
         return False
 
 
-def test_a_job_over_ssh_gives_the_local_result_and_its_log_lands_here(tmp_path, server, executor):
+def assert_remote_job_is_the_local_one(tmp_path, executor, url: str) -> None:
+    """A bench job through `executor` against the same job here: same verdict and figures, progress
+    streamed back, the log landed here, no path of the host's in the result."""
     root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
     problem = load_problem(root)
     here = bench_file(problem, root / "kernel.py", device="cpu", log_path=root / ".trialtui" / "logs" / "here.log")
@@ -72,10 +74,14 @@ def test_a_job_over_ssh_gives_the_local_result_and_its_log_lands_here(tmp_path, 
     for key in ("seeds", "passed", "max_abs_err", "mismatch_frac", "launches"):
         assert there["correctness"][key] == here["correctness"][key], key
     assert there["env"]["host"] == socket.gethostname()
-    assert there["env"]["executor"] == server.url()
+    assert there["env"]["executor"] == url
     assert "correctness" in phases  # progress streams back while the job runs
     assert there["log"] == str(log) and log.is_file()  # the capped log, as the job left it there
     assert "trialtui-host-" not in json.dumps(there)  # every path is this machine's
+
+
+def test_a_job_over_ssh_gives_the_local_result_and_its_log_lands_here(tmp_path, server, executor):
+    assert_remote_job_is_the_local_one(tmp_path, executor, server.url())
     assert any("-m trialtui.engine.executors.host" in c for c in server.commands)
 
 

@@ -4,15 +4,12 @@ GPU box runs, where test_executor_ssh.py uses asyncssh's to cut a connection at 
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
 from pathlib import Path
 
 import pytest
 
 from trialtui.core.problem_dir import load_problem
 from trialtui.engine import events as ev
-from trialtui.engine.bench import bench_file
 from trialtui.engine.executors import executor_for
 from trialtui.engine.loop import Engine
 
@@ -21,7 +18,7 @@ from procs import alive, cmdline, descendants, wait_for
 from sshd_server import Sshd, missing
 
 pytest.importorskip("asyncssh", reason="asyncssh is not installed (pip install asyncssh): the SSH executor needs it")
-from test_executor_ssh import settings_for  # noqa: E402 - needs asyncssh
+from test_executor_ssh import assert_remote_job_is_the_local_one, settings_for  # noqa: E402 - needs asyncssh
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=missing() or "")]
 
@@ -42,21 +39,7 @@ def executor(sshd):
 
 
 def test_a_job_through_sshd_gives_the_local_result_and_its_log_lands_here(tmp_path, sshd, executor):
-    root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
-    problem = load_problem(root)
-    here = bench_file(problem, root / "kernel.py", device="cpu", log_path=root / ".trialtui" / "logs" / "here.log")
-    log = root / ".trialtui" / "logs" / "there.log"
-    phases = []
-    there = executor.bench(problem, root / "kernel.py", device="cpu", log_path=log,
-                           on_progress=lambda event: phases.append(event.get("phase")))
-    assert here["state"] == there["state"] == "correct", there.get("message")
-    for key in ("seeds", "passed", "max_abs_err", "mismatch_frac", "launches"):
-        assert there["correctness"][key] == here["correctness"][key], key
-    assert there["env"]["host"] == socket.gethostname()
-    assert there["env"]["executor"] == sshd.url()
-    assert "correctness" in phases  # progress streams back while the job runs
-    assert there["log"] == str(log) and log.is_file()  # the capped log, as the job left it there
-    assert "trialtui-host-" not in json.dumps(there)  # every path is this machine's
+    assert_remote_job_is_the_local_one(tmp_path, executor, sshd.url())
     host = executor.hello["pid"]
     assert host in descendants(sshd.pid) and "-m trialtui.engine.executors.host" in cmdline(host)  # sshd ran it
 

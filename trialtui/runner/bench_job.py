@@ -302,7 +302,7 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
             fns = {name: [timing.cuda_graph_call(c) for c in calls] for name, calls in fns.items()}
         flush_us = bencher.flush_cost_us()
 
-        out_bytes = max(_bytes(ref_fn(s)) for s in sets)
+        out_bytes = _bytes(ref_fn(sets[0]))  # the sets are one case: one output size
         draws = random.SystemRandom()
         targets = canaries.Targets()  # the same structure test as the candidate's process makes: the same tensor
 
@@ -397,6 +397,8 @@ def check_timed(spec, reference, expected, output, inputs, truth_of: Callable[[]
     incorrect, whatever its untimed calls returned. Within the tolerance at once is a pass (1.5 ms for
     256 MB on the H200); anything else gets the full judge, with the higher-precision truth made then."""
     atol, rtol = _tolerance(spec, reference.kind)
+    from trialtui.runner.compare import close_at_once
+
     if atol is not None and not reference.kind.judges_values and close_at_once(expected, output, atol, rtol):
         return
     result = judge(spec, reference, expected, output, inputs, truth_of())
@@ -404,30 +406,6 @@ def check_timed(spec, reference, expected, output, inputs, truth_of: Callable[[]
         raise CandidateFailed(f"{where} differs from the reference's output for the same input, though its "
                               f"untimed calls passed: it computes something else when timed ({result.message})",
                               state="incorrect")
-
-
-def close_at_once(expected: Any, output: Any, atol: float, rtol: float) -> bool:
-    """Same structure, dtypes, shapes and devices, every value within the tolerance (NaN never: such an
-    output gets the full judge, which says what is wrong)."""
-    import torch
-
-    if isinstance(expected, torch.Tensor) or isinstance(output, torch.Tensor):
-        if not (isinstance(expected, torch.Tensor) and isinstance(output, torch.Tensor)):
-            return False
-        sent_from = getattr(output, "sent_from_device", output.device.type)
-        if (expected.dtype != output.dtype or expected.shape != output.shape or expected.device != output.device
-                or sent_from != expected.device.type):
-            return False
-        if not (expected.is_floating_point() or expected.is_complex()):
-            return torch.equal(expected, output)
-        return bool(torch.allclose(output, expected, atol=atol, rtol=rtol))
-    if isinstance(expected, (list, tuple)) or isinstance(output, (list, tuple)):
-        return (type(expected) is type(output) and len(expected) == len(output)
-                and all(close_at_once(e, o, atol, rtol) for e, o in zip(expected, output)))
-    if isinstance(expected, dict) or isinstance(output, dict):
-        return (type(expected) is type(output) and expected.keys() == output.keys()
-                and all(close_at_once(expected[k], output[k], atol, rtol) for k in expected))
-    return type(expected) is type(output) and expected == output
 
 
 def _timing_truth(reference, call, inputs):

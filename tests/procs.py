@@ -63,16 +63,31 @@ def blocked_reading(pid: int, fd: int | None = None) -> bool:
     return bool(fields) and fields[0] == "0" and (fd is None or (len(fields) > 1 and int(fields[1], 16) == fd))
 
 
+def children(pid: int) -> list[int]:
+    """The process's children, whichever of its threads started them."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
 def warm_job_waiting(warm, module: str, timeout_s: float | None = None) -> int:
     """Wait until WarmChildren's job process for `module` has done its imports and blocks on stdin
-    for a spec (the state the engine's warm start relies on); returns that process's pid."""
-    supervisors = [s.process.pid for waiting in warm._ready.values() for s in waiting]
+    for a spec (the state the engine's warm start relies on); returns that process's pid.
+
+    The job is the child of the supervisor's stub (supervisor, stub, job): an exec'd one or a fork
+    of the fork server, whose command line is the server's."""
+    supervisors = [s.process.pid for key, waiting in warm._ready.items() if key[0] == module for s in waiting]
 
     def waiting() -> int | None:
         for sup in supervisors:
-            for pid in descendants(sup):
-                if f"-m {module} --warm" in cmdline(pid) and blocked_reading(pid, fd=0):
-                    return pid
+            for stub in children(sup):
+                for pid in children(stub):
+                    if blocked_reading(pid, fd=0):
+                        return pid
         return None
 
     return wait_for(waiting, f"the warm {module} job to finish its imports and wait for a spec", timeout_s)

@@ -40,3 +40,16 @@ def test_gpu_commands_say_why_without_a_gpu(args, message):
     assert out.returncode == 1
     assert message in out.stdout + out.stderr
     assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_watch_once_without_headless_scores_prints_and_exits(tmp_path):
+    """`--once` means exit when the queue drains: it prints its events rather than open a TUI that would close."""
+    import shutil
+
+    root = tmp_path / "p"
+    shutil.copytree(Path(__file__).parent / "trust" / "kb_softmax_fp32", root,
+                    ignore=lambda d, names: [n for n in names if n.endswith(".py") and n not in ("reference.py", "timing_patch_plain.py")])
+    out = trialtui("watch", str(root), "--once")
+    assert out.returncode == 0, out.stderr
+    assert "timing_patch_plain.py created" in out.stdout and "invalid: line" in out.stdout
+    assert "\x1b[" not in out.stdout  # no terminal drawing

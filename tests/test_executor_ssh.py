@@ -25,7 +25,7 @@ from trialtui.engine.jobs import ChildHandle
 from trialtui.engine.loop import Engine
 
 from conftest import KB_GOOD, write_problem
-from procs import descendants, wait_for
+from procs import children, cmdline, descendants, wait_for
 
 asyncssh = pytest.importorskip("asyncssh", reason="asyncssh is not installed (pip install asyncssh): no SSH server to test against")
 from ssh_server import SshServer  # noqa: E402 - needs asyncssh
@@ -97,13 +97,19 @@ def test_a_cancelled_job_is_swept_on_the_host(tmp_path, executor):
     slow = KB_GOOD.replace("        out = torch.empty_like(x)", "        while x.numel() > 0:\n            x = x + 0")
     root = write_problem(tmp_path / "prob", files={"kernel.py": slow}, config="bench_timeout_s = 300\n")
     host = executor.hello["pid"]
-    ready = set(wait_for(lambda: descendants(host), "the host's warm job processes"))  # what the job will take
+
+    def jobs() -> set[int]:
+        """The host's job processes, not the fork servers they came from (those stay for the next job)."""
+        servers = {pid for pid in children(host) if "trialtui.runner.forkserver" in cmdline(pid)}
+        return set(descendants(host)) - servers
+
+    ready = wait_for(jobs, "the host's warm job processes")  # what the job will take
     handle = ChildHandle()
     result: dict = {}
     job = threading.Thread(target=lambda: result.update(executor.bench(load_problem(root), root / "kernel.py",
                                                                        device="cpu", handle=handle)))
     job.start()
-    wait_for(lambda: set(descendants(host)) - ready, "the job to start there")
+    wait_for(lambda: jobs() - ready, "the job to start there")
     handle.cancel()
     job.join(timeout=300)
     assert result["state"] == "cancelled", result.get("message")

@@ -165,7 +165,7 @@ def test_a_gpu_lane_keeps_two_checkers_waiting_and_takes_the_longest_waiting_fir
     started = []
 
     class Fake:
-        def __init__(self, launch):
+        def __init__(self, launch, process=None):
             started.append(self)
 
         def alive(self):
@@ -174,7 +174,18 @@ def test_a_gpu_lane_keeps_two_checkers_waiting_and_takes_the_longest_waiting_fir
         def close(self):
             pass
 
+    class Server:
+        def __init__(self, module, env):
+            pass
+
+        def alive(self):
+            return True
+
+        def spawn(self):
+            return None
+
     monkeypatch.setattr(jobs, "Supervised", Fake)
+    monkeypatch.setattr(jobs, "ForkServer", Server)
     monkeypatch.setattr(jobs, "missing_runner", lambda: None)
     warm = WarmChildren()
     env = {"CUDA_VISIBLE_DEVICES": "0"}

@@ -162,7 +162,7 @@ def init(directory: Path, from_file: Path | None) -> None:
 @click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--headless", is_flag=True, help="Print one line per event instead of opening the TUI.")
 @click.option("--json", "as_json", is_flag=True, help="With --headless: JSON lines.")
-@click.option("--once", is_flag=True, help="Score whatever is new, wait until the queue drains, exit.")
+@click.option("--once", is_flag=True, help="Score whatever is new, wait until the queue drains, exit (headless: one line per event).")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None)
 @click.option("--gpus", default=None, help="Lanes to use, e.g. 0,1 (default: every visible GPU).")
 @click.option("--progress", is_flag=True, help="With --headless: also print progress and queue events.")
@@ -184,7 +184,7 @@ def watch(directory, headless, as_json, once, device, gpus, progress, sandbox, e
 
     root = (directory or Path.cwd()).resolve()
     problems = problems_under(root)
-    if not headless:
+    if not headless and not once:  # a TUI that exits when the queue drains would show nothing
         if len(problems) > 1:
             fail(f"{root} holds {len(problems)} problems: open one in the TUI, or watch them all with --headless")
         from trialtui.tui.app import make_app

@@ -29,12 +29,14 @@ from trialtui.core.prctl import seal, start_ticks
 from trialtui.core.config import ConfigError, Limits, load_config
 from trialtui.core.result import RESULT_VERSION, ResultError, check_result
 from trialtui.engine import guard
+from trialtui.engine.forkservers import Forked, ForkServer
 from trialtui.engine.runner_deps import missing_runner
 
 LOG_TAIL_BYTES = 4000
 SUPERVISOR = "trialtui.runner.supervisor"
 GRACE_S = 5.0  # past the job's timeout, the engine stops waiting for a supervisor that does not answer
 CANCEL_GRACE_S = 1.0  # after a cancel, the supervisor has this long to sweep before it is killed
+NO_FORKSERVER_ENV = "TRIALTUI_NO_FORKSERVER"  # warm jobs as new interpreters, each importing torch
 SANDBOX_ENV = "TRIALTUI_SANDBOX"  # set by `--sandbox`; [limits] sandbox = true does the same per problem
 
 
@@ -80,17 +82,20 @@ def sandbox_wanted(limits: Limits) -> bool:
 class Supervised:
     """The engine's end of one supervisor process: messages in, events out, and a last-resort kill."""
 
-    def __init__(self, launch: dict[str, Any]) -> None:
-        self.process = subprocess.Popen(
+    def __init__(self, launch: dict[str, Any], process: Forked | None = None) -> None:
+        """A new supervisor process, or `process`, one a fork server made (engine/forkservers.py)."""
+        # os.environ, as a fork server gets, not what a C library set behind its back (readline's COLUMNS)
+        self.process = process or subprocess.Popen(
             [sys.executable, "-m", SUPERVISOR], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, start_new_session=True,
+            stderr=subprocess.DEVNULL, start_new_session=True, env=dict(os.environ),
         )
         self.pids: list[list[int]] = []
         self.cancelled_at: float | None = None
         self._lock = threading.Lock()
         self._buffer = b""
         self.token = secrets.token_hex(16)
-        self.send({**launch, "token": self.token})
+        self.send(launch)
+        self.send({"token": self.token})  # after the launch: the supervisor forks its job before it reads this
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -138,8 +143,10 @@ class Supervised:
 
     def kill(self) -> int:
         """Kill the supervisor and every process it last reported that is still the same process."""
+        pid = self.process.pid
         try:
-            os.killpg(self.process.pid, signal.SIGKILL)
+            if pid > 0:  # a fork server's supervisor that was never forked has none; killpg(0) would be our own group
+                os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         self.process.wait()
@@ -223,17 +230,29 @@ def launch_message(module: str, env: dict[str, str], *, warm: bool, sandbox: boo
 class WarmChildren:
     """Supervised jobs started ahead: torch and triton imported, CUDA untouched, waiting for a spec.
 
-    Each job still runs in a fresh process (a crashed CUDA context dies with it), but the seconds of
-    imports are spent while the previous job runs or the user edits. Per module and environment (a
-    lane's CUDA_VISIBLE_DEVICES, the interpreter flag) `depth` of them wait: one, or two for a GPU
-    lane's checker, so that jobs shorter than a checker's start (watch --once: 1-2 s on the H200
-    against 4-5 s of imports) do not wait for one every other job.
+    Each job still runs in a fresh process (a crashed CUDA context dies with it), forked from a fork
+    server per module and environment that imported torch once (engine/forkservers.py), so a warm job
+    costs milliseconds, not an interpreter's imports. Per module and environment (a lane's
+    CUDA_VISIBLE_DEVICES, the interpreter flag) `depth` of them wait: one, or two for a GPU lane's
+    checker, whose candidate process is still a new interpreter (CUDA is not fork-safe) that imports
+    torch while it waits.
     """
 
     def __init__(self) -> None:
         self._ready: dict[tuple, list[Supervised]] = {}
         self._depth: dict[tuple, int] = {}
+        self._servers: dict[tuple, ForkServer] = {}
         self._lock = threading.Lock()
+
+    def _started(self, key: tuple, module: str, env: dict[str, str]) -> Supervised:
+        """A warm supervisor from the key's fork server (started on first use), or a new interpreter if it
+        died or TRIALTUI_NO_FORKSERVER=1 (benches/fork_server.py compares the two)."""
+        if os.environ.get(NO_FORKSERVER_ENV) == "1":
+            return Supervised(launch_message(module, env, warm=True))
+        server = self._servers.get(key)
+        if server is None or not server.alive():
+            server = self._servers[key] = ForkServer(module, env)
+        return Supervised(launch_message(module, env, warm=True), server.spawn())
 
     @staticmethod
     def _key(module: str, env: dict[str, str]) -> tuple:
@@ -248,7 +267,7 @@ class WarmChildren:
                 self._depth[key] = depth
             waiting = self._ready[key] = [s for s in self._ready.get(key, []) if s.alive()]
             while len(waiting) < self._depth.get(key, 1):
-                waiting.append(Supervised(launch_message(module, env, warm=True)))
+                waiting.append(self._started(key, module, env))
 
     def prepare(self, module: str, env: dict[str, str], problem: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
         """Hand the first waiting job the problem part of the next one and wait until it is made ready.
@@ -277,13 +296,19 @@ class WarmChildren:
         with self._lock:
             waiting = self._ready.get(self._key(module, env)) or []
             supervised = waiting.pop(0) if waiting else None
-        return supervised if supervised is not None and supervised.alive() else None
+        if supervised is not None and not supervised.alive():
+            supervised.close()  # died waiting (or its fork server did): the job starts a new one
+            return None
+        return supervised
 
     def close(self) -> None:
         with self._lock:
             ready, self._ready = [s for waiting in self._ready.values() for s in waiting], {}
+            servers, self._servers = list(self._servers.values()), {}
         for supervised in ready:
             supervised.close()
+        for server in servers:
+            server.close()
 
 
 def job_limits(spec: dict[str, Any]) -> Limits:

@@ -259,11 +259,12 @@ class Facts:
 
 
 def time_all(spec, reference, link: CandidateProcess, case, device, progress, deadline, facts,
-             splits: Splits | None = None) -> tuple[dict, dict, list]:
+             splits: Splits | None = None, own_kernels: bool = True) -> tuple[dict, dict, list]:
     """Candidate (in its process) and baselines (here) timed in alternating batches, same method, same inputs.
 
     The baselines never run where the candidate can reach them; the candidate's own event times are
-    cross-checked against this process's wall clock around each of its batches.
+    cross-checked against this process's wall clock around each of its batches. `own_kernels`: the
+    correctness runs launched kernels of the candidate's own, so the timed calls must too.
     """
     import torch
 
@@ -283,6 +284,9 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
     use_graph = bool(spec.get("cuda_graph", False))
     reply, _ = link.request("prepare_timing", payload, timeout_s=deadline.left(), into="cuda", cuda_graph=use_graph)
     facts.see(reply)
+    if reply.get("launches") == 0 and own_kernels:
+        flags.append(flag("fallback", f"no kernel of the candidate's own ran at the timed size {case or '(defaults)'} "
+                          "(it did at the test sizes): it falls back to PyTorch or a library there, so the number is not its kernel's"))
     given = dict(spec.get("given_baselines") or {})
     del payload  # the candidate's process has its own copy of the sets; eager and compile share these
     fns: dict[str, list] = {}
@@ -555,7 +559,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         if on_gpu:
             splits.started = time.perf_counter()
             cand, baselines, flags = time_all(spec, reference, link, spec["bench_cases"][0], device, progress, deadline,
-                                              facts, splits)
+                                              facts, splits, own_kernels=correctness["launches"] > 0)
             result["timing"] = cand
             result["baselines"] = baselines
             result["flags"] += flags

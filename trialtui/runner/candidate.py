@@ -246,6 +246,7 @@ class Session:
         self.canary_targets = Targets()
         self.calls = [(lambda inputs=inputs: fn(inputs)) for inputs in self.input_sets]
         self.bencher = timing.Bencher.for_device(self.device)
+        before = self.counter.count
         with torch.no_grad():
             for call in self.calls:  # warm-up: JIT and autotuning outside the numbers
                 call()
@@ -253,7 +254,7 @@ class Session:
             torch.cuda.synchronize()
             if msg.get("cuda_graph"):
                 self.calls = [timing.cuda_graph_call(c) for c in self.calls]
-        return self.facts(), None
+        return {"launches": self.counter.count - before, **self.facts()}, None  # at the timed size
 
     def op_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         import torch

@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.prctl import drop_ptrace_now
 from trialtui.core.result import RESULT_VERSION
 from trialtui.runner.bench_job import Progress
 from trialtui.runner.trace_job import def_line
@@ -356,10 +357,14 @@ def compile_all(spec: dict[str, Any], trace: Trace, progress: Progress) -> dict[
     return result
 
 
+WARM_IMPORTS = ("torch", "trialtui.runner.compare", "trialtui.runner.loader")  # never triton (see run)
+
+
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     """Trace (forked, interpreted) and compile (here) side by side, after one shared torch import."""
     progress = Progress(spec.get("progress"))
     progress(job="trace", phase="starting")
+    drop_ptrace_now()  # the candidate's own code runs here and in the trace: where it runs as root, no way past every seal
     # torch is the one import both processes share. triton is imported after the fork, once per
     # mode: @triton.jit reads TRITON_INTERPRET when it decorates, triton.language's own helpers included.
     import torch  # noqa: F401
@@ -378,5 +383,4 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    # warm: torch and the trace's imports, never triton (see run)
-    serve(run, sys.argv, warm_imports=("torch", "trialtui.runner.compare", "trialtui.runner.loader"))
+    serve(run, sys.argv, warm_imports=WARM_IMPORTS)

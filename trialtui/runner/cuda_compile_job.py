@@ -24,6 +24,7 @@ from typing import Any
 from trialtui.core.languages.cuda import CUDA_SUFFIXES, CudaSource, loader_calls, static_sources
 from trialtui.core.languages.cuda_text import device_code
 from trialtui.core.model import Finding, Severity
+from trialtui.core.prctl import drop_ptrace_now
 from trialtui.core.result import RESULT_VERSION
 from trialtui.runner.bench_job import Progress
 from trialtui.runner.child import serve
@@ -265,6 +266,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     archs = list(spec.get("arch") or ["sm_90"])
     candidate = Path(spec["candidate"])
     progress(job="trace", phase="import")
+    drop_ptrace_now()  # the candidate's module code runs here: where it runs as root, no way past every seal
     recorder = Recorder(candidate, Path(spec["root"]))
     recorder.install()
     trace = import_candidate(spec, recorder)

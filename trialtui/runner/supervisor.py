@@ -7,7 +7,8 @@ when the job ends, times out, is cancelled, or the engine goes away (EOF on stdi
 kills its parent kills this process, not the engine; the engine then kills the pids reported here.
 
 Protocol, one JSON object per line. Engine to supervisor (stdin): a launch {"module", "env",
-"sandbox", "binds", "warm", "token"}, maybe {"prepare": {...}} lines (the problem part of the next job,
+"sandbox", "binds", "warm"}, then {"token"} (read after the job's parent is forked, so no job ever
+holds it, an exec'd one or a fork), maybe {"prepare": {...}} lines (the problem part of the next job,
 passed to a waiting warm job), then a job {"spec", "timeout_s", "log_path", "limits"}, then maybe
 {"cancel": true}. Supervisor to engine (stdout): {"event": "pids", "pids":
 [[pid, start_ticks], ...]}, {"event": "progress", "data": {...}}, and last {"event": "done", ...},
@@ -41,6 +42,7 @@ LOG_KEEP = 1_000_000  # bytes kept at each end of a log: no log is over 2 MB
 PIDS_EVERY_S = 0.25
 WARM_FLAG = "--warm"
 TOKEN = ""  # the engine's secret for this supervisor, echoed in every event so a forged line is ignored
+FORKED_MODULE: str | None = None  # set in a fork of trialtui.runner.forkserver: its jobs are forks too
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -240,17 +242,19 @@ class Supervisor:
                 os._exit(1)
 
         # -P: the job's folder is not put on its import path (the checker imports nothing a candidate can plant)
-        command = [sys.executable, "-P", "-m", launch["module"], *([WARM_FLAG] if launch.get("warm") else [])]
+        args = [WARM_FLAG] if launch.get("warm") else []
+        command = [sys.executable, "-P", "-m", launch["module"], *args]
         if launch.get("sandbox"):
             command = sandbox_command(command, self.scratch, launch.get("binds") or [])
         env = {**os.environ, **(launch.get("env") or {}), "PYTHONUNBUFFERED": "1"}
         if launch.get("sandbox"):
             env["TRITON_CACHE_DIR"] = os.path.join(self.scratch, ".triton")
             env["TMPDIR"] = self.scratch
+        forked = (launch["module"], args) if launch["module"] == FORKED_MODULE and not launch.get("sandbox") else None
         status_r, status_w = os.pipe()
         self.stub = os.fork()
         if self.stub == 0:
-            stub(command, env, self.scratch, in_child, (spec_r, out_w, status_w), (self.res_w, self.prog_w))
+            stub(command, env, self.scratch, in_child, (spec_r, out_w, status_w), (self.res_w, self.prog_w), forked)
         for fd in (spec_r, out_w, status_w, self.res_w, self.prog_w):
             os.close(fd)  # the job holds the write ends, under the same numbers (pass_fds)
         for fd in (out_r, res_r, prog_r):
@@ -411,11 +415,12 @@ class Supervisor:
 
 
 def stub(command: list[str], env: dict[str, str], cwd: str, in_child, fds: tuple[int, int, int],
-         pass_fds: tuple[int, int]) -> None:
+         pass_fds: tuple[int, int], forked: tuple[str, list[str]] | None = None) -> None:
     """The job's parent, a fork of the supervisor: a candidate that kills its parent kills only this.
 
     It dies with the supervisor, starts the job (which dies with it), and writes the job's return code
-    to the status pipe; a status pipe left empty means the stub itself was killed.
+    to the status pipe; a status pipe left empty means the stub itself was killed. In a fork server's
+    child (`forked`: the module it imported, and the job's arguments) the job is a fork, not an exec.
     """
     spec_r, out_w, status_w = fds
     try:
@@ -430,12 +435,17 @@ def stub(command: list[str], env: dict[str, str], cwd: str, in_child, fds: tuple
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)  # the engine's pipes stay with the supervisor
-        job = subprocess.Popen(command, stdin=spec_r, stdout=out_w, stderr=out_w, pass_fds=pass_fds, cwd=cwd,
-                               env=env, start_new_session=True, preexec_fn=in_child)
+        if forked:
+            pid = fork_job(*forked, env, cwd, in_child, (spec_r, out_w), pass_fds)
+        else:
+            job = subprocess.Popen(command, stdin=spec_r, stdout=out_w, stderr=out_w, pass_fds=pass_fds, cwd=cwd,
+                                   env=env, start_new_session=True, preexec_fn=in_child)
+            pid = job.pid
         for fd in (spec_r, *pass_fds):
             os.close(fd)
-        os.write(status_w, f"pid {job.pid}\n".encode())
-        os.write(status_w, f"exit {job.wait()}\n".encode())
+        os.write(status_w, f"pid {pid}\n".encode())
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) if forked else job.wait()
+        os.write(status_w, f"exit {code}\n".encode())
     except BaseException as exc:  # noqa: BLE001 - a stub must never return into the supervisor's code
         try:
             os.write(out_w, f"trialtui: could not start the job: {exc}\n".encode())
@@ -443,6 +453,53 @@ def stub(command: list[str], env: dict[str, str], cwd: str, in_child, fds: tuple
         except OSError:
             pass
     os._exit(0)
+
+
+def fork_job(module: str, args: list[str], env: dict[str, str], cwd: str, in_child, io: tuple[int, int],
+             pass_fds: tuple[int, int]) -> int:
+    """What `subprocess.Popen([python, -P, -m, module, *args], ...)` would start, as a fork: the imports are done."""
+    import runpy
+
+    spec_r, out_w = io
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        os.setsid()
+        os.dup2(spec_r, 0)
+        os.dup2(out_w, 1)
+        os.dup2(out_w, 2)
+        keep = {0, 1, 2, *pass_fds}
+        for fd in [int(name) for name in os.listdir("/proc/self/fd")]:
+            if fd not in keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass  # the descriptor listdir itself used
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        in_child()
+        sys.argv = ["-m", *args]
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:  # as the interpreter would exit
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - a forked job must never return into the supervisor's code
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    return 0
 
 
 def _read_ready(fd: int) -> bytes:
@@ -468,24 +525,32 @@ def main() -> None:
     # so they cannot write events into the engine's pipe or learn the token (root still can)
     prctl(PR_SET_DUMPABLE, 0)
     seal()  # the result pipe's read end is not reachable through /proc/PID/fd
-    received = b""
-    while b"\n" not in received:  # raw reads: the job line that may follow must stay for the selector
-        data = os.read(0, 1 << 16)
-        if not data:
-            return
-        received += data
-    line, _, rest = received.partition(b"\n")
-    launch = json.loads(line)
-    global TOKEN
-    TOKEN = launch.get("token", "")
-    try:
-        supervisor = Supervisor(launch)
-    except (OSError, subprocess.SubprocessError) as exc:
-        send({"event": "done", "error": f"could not start the job: {exc}"})
+    line = read_line()
+    if line is None:
         return
-    if rest:
-        supervisor.receive(rest)
+    try:
+        supervisor, error = Supervisor(json.loads(line)), None  # forks the job's parent: before the token is read
+    except (OSError, subprocess.SubprocessError) as exc:
+        supervisor, error = None, exc
+    line = read_line()
+    global TOKEN
+    TOKEN = json.loads(line).get("token", "") if line else ""
+    if supervisor is None:
+        send({"event": "done", "error": f"could not start the job: {error}"})
+        return
     supervisor.run()
+
+
+def read_line() -> bytes | None:
+    """One line of stdin, a byte at a time: nothing after it is read, so the job forked next holds none
+    of it (the token comes on the line after the launch); the selector reads the rest."""
+    line = bytearray()
+    while not line.endswith(b"\n"):
+        data = os.read(0, 1)
+        if not data:
+            return None
+        line += data
+    return bytes(line)
 
 
 if __name__ == "__main__":

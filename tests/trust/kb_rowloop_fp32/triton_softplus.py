@@ -1,6 +1,6 @@
 # expect: correct |
 # gpu-flags: suspicious
-# why: right, and more than 10x faster than the looping eager reference on the GPU: flagged suspicious, so never best (issue 13.5)
+# why: right, and more than 10x faster than the looping eager reference on the GPU: flagged suspicious; best only where its speed-of-light (at most 100%) verifies the number (core/flags.py, issue 13.5)
 import torch
 import torch.nn as nn
 import triton

@@ -1,0 +1,84 @@
+"""Warm jobs are forks of a fork server (engine/forkservers.py, runner/forkserver.py): a forked job must
+hold what an exec'd one holds (its environment, working directory, descriptors), nothing of the
+server (its request socket) or of its supervisor (the token of its events), and jobs must go on, as exec'd ones, when the server is gone.
+
+The job is tests/containment_job.py: it runs the lines in its spec and reports what they found.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from procs import wait_for
+from trialtui.core.config import Limits
+from trialtui.engine.jobs import WarmChildren, run_child
+
+pytestmark = pytest.mark.slow
+HERE = Path(__file__).resolve().parent
+JOB = "containment_job"
+ENV = {"PYTHONPATH": str(HERE), "FORKSERVER_TEST": "1"}
+FACTS = """
+import os, sys
+from pathlib import Path
+out["forked"] = "trialtui.runner.supervisor" in sys.modules  # what only a fork of the supervisor holds
+out["cwd_is_scratch"] = Path.cwd().name.startswith("trialtui-scratch-")
+def target(fd):
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None  # the descriptor listdir itself used
+links = {int(fd): target(fd) for fd in os.listdir("/proc/self/fd")}
+out["fds"] = sorted(fd for fd, link in links.items() if link)
+out["sockets"] = [fd for fd, link in links.items() if link and link.startswith("socket:")]
+out["env"] = dict(os.environ)
+out["argv"] = sys.argv[1:]
+out["main"] = sys.modules["__main__"].__name__ == "__main__" and sys.modules["__main__"].__file__.endswith("containment_job.py")
+out["session_leader"] = os.getsid(0) == os.getpid()
+out["token"] = getattr(sys.modules.get("trialtui.runner.supervisor"), "TOKEN", "")  # read after the fork: never here
+"""
+
+
+def facts(tmp_path: Path, warm: WarmChildren | None) -> dict:
+    result = run_child(JOB, {"code": textwrap.dedent(FACTS)}, timeout_s=60, log_path=tmp_path / "job.log",
+                       env=ENV, limits=Limits(), warm=warm)
+    assert result.get("state") == "ok", result
+    return result
+
+
+def test_a_forked_warm_job_holds_what_an_exec_one_does_and_nothing_of_its_server(tmp_path):
+    cold = facts(tmp_path, None)
+    warm = WarmChildren()
+    try:
+        warm.prime(JOB, ENV)
+        forked = facts(tmp_path, warm)
+    finally:
+        warm.close()
+    assert not cold["forked"] and forked["forked"]
+    for key in ("cwd_is_scratch", "fds", "sockets", "main", "session_leader"):
+        assert forked[key] == cold[key], key
+    assert forked["argv"] == ["--warm"] and cold["argv"] == []
+    assert forked["sockets"] == [] and forked["cwd_is_scratch"] and forked["session_leader"]
+    assert forked["token"] == ""  # the supervisor's secret for its events to the engine
+    assert forked["env"] == cold["env"]  # the job's environment exactly, not the server's with additions
+
+
+def test_warm_jobs_go_on_in_new_interpreters_when_the_fork_server_is_gone(tmp_path):
+    warm = WarmChildren()
+    try:
+        warm.prime(JOB, ENV)
+        (server,) = warm._servers.values()
+        os.kill(server.process.pid, signal.SIGKILL)
+        wait_for(lambda: not server.alive(), "the fork server to die")
+        first = facts(tmp_path, warm)  # the one primed before the kill was never forked, or forked and fine
+        second = facts(tmp_path, warm)  # primed after the kill: from a new server
+        assert first["state"] == second["state"] == "ok"
+        assert second["forked"]
+        (new,) = warm._servers.values()
+        assert new is not server and new.alive()
+    finally:
+        warm.close()

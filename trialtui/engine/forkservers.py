@@ -1,0 +1,167 @@
+"""The engine's end of the fork servers (trialtui.runner.forkserver): warm supervisors in milliseconds.
+
+A warm job used to be a new interpreter that imported torch while it waited: seconds of CPU for
+every job, two per save on the CPU (the compile stage and the checker), and on a GPU lane the wait
+between short jobs. A fork server per warm key (module and environment) pays that import once;
+each warm supervisor is a fork of it, and so is its job.
+
+`Forked` stands in for the `subprocess.Popen` of a supervisor: the same pipes, `poll`, `wait` and
+`pid`. The supervisor is not the engine's child (the kernel reaps it for the server), so its exit
+is watched through a pidfd. Its pid arrives when the server has forked it; nothing here blocks on
+that except `pid`, which only a kill needs.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+
+from trialtui.runner.forkserver import PID, REQUEST
+
+FORKSERVER = "trialtui.runner.forkserver"
+PID_WAIT_S = 120.0  # a kill waits this long for a server still importing torch to say which pid it forked
+
+
+class ForkServer:
+    """One server process; `spawn()` gives a supervisor forked from it, or None once it is gone."""
+
+    def __init__(self, module: str, env: dict[str, str]) -> None:
+        """The server's environment is its jobs' (a lane's GPU, the interpreter flag): set from its start,
+        for what reads it then (PYTHONPATH) or at import (@triton.jit reads TRITON_INTERPRET when it decorates)."""
+        self._sock, theirs = socket.socketpair()
+        with theirs:
+            self.process = subprocess.Popen(
+                [sys.executable, "-P", "-m", FORKSERVER, module], stdin=theirs, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, env={**os.environ, **env, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+            )
+        self._pending: deque[Forked] = deque()
+        self._lock = threading.Lock()
+        self._reply = b""
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def spawn(self) -> "Forked | None":
+        if not self.alive():
+            return None
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        forked = Forked(self, in_w, out_r)
+        try:
+            with self._lock:
+                socket.send_fds(self._sock, [REQUEST], [in_r, out_w])
+                self._pending.append(forked)
+        except OSError:
+            forked.abandon()
+            return None
+        finally:
+            os.close(in_r)
+            os.close(out_w)
+        return forked
+
+    def read_replies(self, timeout: float) -> None:
+        """Give each pending supervisor its pid, as the replies arrive (0: none was forked). With no
+        timeout it never waits, not even for another thread that is reading them."""
+        if not self._lock.acquire(timeout=-1 if timeout else 0):
+            return
+        try:
+            deadline = time.monotonic() + timeout
+            while self._pending:
+                left = deadline - time.monotonic()
+                if not select.select([self._sock], [], [], max(0.0, left))[0]:
+                    return
+                try:
+                    data = self._sock.recv(PID.size * len(self._pending) - len(self._reply))
+                except OSError:  # the server was killed: as EOF
+                    data = b""
+                if not data:
+                    for forked in self._pending:
+                        forked.set_pid(0)
+                    self._pending.clear()
+                    return
+                self._reply += data
+                while len(self._reply) >= PID.size and self._pending:
+                    (pid,), self._reply = PID.unpack(self._reply[:PID.size]), self._reply[PID.size:]
+                    self._pending.popleft().set_pid(pid)
+                if left <= 0:
+                    return
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        """EOF on its socket: the server exits; supervisors it forked run on to the end of their jobs."""
+        self._sock.close()
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class Forked:
+    """A supervisor forked by a `ForkServer`, shaped like its `subprocess.Popen`.
+
+    Threads share it (a lane's job, the warm pool's checks): its state only ever moves forward
+    (pid unknown, known, exited) and its pidfd stays open until it is dropped.
+    """
+
+    def __init__(self, server: ForkServer, stdin_fd: int, stdout_fd: int) -> None:
+        self._server = server
+        self.stdin = os.fdopen(stdin_fd, "wb")
+        self.stdout = os.fdopen(stdout_fd, "rb")
+        self._pidfd: int | None = None
+        self._pid: int | None = None
+        self.returncode: int | None = None
+
+    def set_pid(self, pid: int) -> None:
+        """Called under the server's lock as its reply arrives; the pidfd is set before the pid."""
+        if pid:
+            try:
+                self._pidfd = os.pidfd_open(pid)
+            except OSError:  # already gone and reaped
+                self.returncode = 0
+        else:
+            self.returncode = -9  # none was forked
+        self._pid = pid
+
+    def abandon(self) -> None:
+        self.returncode, self._pid = -9, 0
+
+    @property
+    def pid(self) -> int:
+        if self._pid is None:
+            self._server.read_replies(PID_WAIT_S)
+        return self._pid or 0
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self._pid is None:
+            self._server.read_replies(0)
+            if self._pid is None and not self._server.alive():
+                self.returncode = -9
+        pidfd = self._pidfd
+        if self.returncode is None and pidfd is not None and select.select([pidfd], [], [], 0)[0]:
+            self.returncode = 0  # the kernel reaped it for the server: how it ended, its events said
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(f"supervisor {self._pid}", timeout)
+            pidfd = self._pidfd
+            if pidfd is None:
+                self._server.read_replies(min(0.05, left) if left is not None else 0.05)
+            else:
+                select.select([pidfd], [], [], left)
+        return self.returncode
+
+    def __del__(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)

@@ -99,6 +99,7 @@ class ReplayBench:
     def __init__(self, recordings: dict[str, dict[str, Any]], inner: Callable[..., dict[str, Any]] = bench_file):
         self.recordings = recordings
         self.inner = inner
+        self.uses_warm_children = inner is bench_file  # the engine's warm checkers and compile stages serve it too
 
     def __call__(self, problem: Problem, path: Path | str, **kwargs: Any) -> dict[str, Any]:
         kwargs["device"] = "cpu"

@@ -94,7 +94,9 @@ class Engine(TrialJobs):
         self._handles: dict[str, ChildHandle] = {}
         self._pending: set[asyncio.Task] = set()
         self._stop = asyncio.Event()
-        self._warm = (shared.warm if shared else WarmChildren()) if self._bench is bench_file else None
+        # warm job processes for the real job functions (the demo's replay wraps them); a test's fake takes none
+        warm = getattr(self._bench, "uses_warm_children", self._bench is bench_file)
+        self._warm = (shared.warm if shared else WarmChildren()) if warm else None
         self._analysis: asyncio.Future | None = None  # the reference's analysis, started with the engine on a GPU
         self._retried: set[str] = set()  # trials a lost connection interrupted, tried once more
         self._loop: asyncio.AbstractEventLoop | None = None

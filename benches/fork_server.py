@@ -18,37 +18,29 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import corpus  # noqa: E402  (tests/corpus.py: the CLI run and its JSON lines read back)
 
 
 def watch(problem: Path, mode: str, device: str) -> tuple[float, dict[str, str]]:
+    """One `watch --once` on a fresh copy: its wall seconds and each candidate's final state."""
+    os.environ["TRIALTUI_NO_FORKSERVER"] = "1" if mode == "exec" else "0"
     with tempfile.TemporaryDirectory(prefix="fork-bench-") as tmp:
         root = Path(tmp) / problem.name
         shutil.copytree(problem, root, ignore=shutil.ignore_patterns(".trialtui", "__pycache__"))
-        env = {**os.environ, "TRIALTUI_NO_FORKSERVER": "1" if mode == "exec" else "0"}
         started = time.monotonic()
-        out = subprocess.run([sys.executable, "-m", "trialtui", "watch", str(root), "--once", "--headless", "--json",
-                              "--device", device], capture_output=True, text=True, env=env, timeout=900)
+        final, _, returncode = corpus.run_watch(root, device=device, timeout_s=900)
         wall = time.monotonic() - started
-    if out.returncode != 0:
-        sys.exit(f"{mode}: watch exited {out.returncode}: {out.stderr[-2000:]}")
-    files, states = {}, {}
-    for line in out.stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if event.get("file") and event.get("trial_id"):
-            files[event["trial_id"]] = Path(event["file"]).name
-        if event.get("trial_id") in files and event.get("state") in ("correct", "incorrect", "error", "timeout", "invalid"):
-            states[files[event["trial_id"]]] = event["state"]
-    return wall, states
+    if returncode != 0:
+        sys.exit(f"{mode}: watch exited {returncode}: {final.get('__cli__')}")
+    return wall, {name: result["state"] for name, result in final.items()}
 
 
 def main() -> int:

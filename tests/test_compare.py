@@ -3,6 +3,11 @@ import pytest
 
 import torch
 
+from trialtui.core.config import Config
+from trialtui.core.decide import decide
+from trialtui.core.model import Trial
+from trialtui.core.text import wrong_output
+from trialtui.render import render_bench, render_validation
 from trialtui.runner.compare import compare, inputs_changed, is_trivial, looks_like_tf32
 
 
@@ -25,6 +30,32 @@ def test_value_mismatch_reports_errors_and_first_index():
 def test_shape_mismatch_fails_before_values():
     r = compare(torch.zeros(4, 5), torch.zeros(5, 4), 1e-4, 1e-4)
     assert not r.passed and "shape" in r.message
+
+
+def test_a_wrong_shape_says_both_shapes_wherever_the_verdict_is_rendered():
+    """Issue 36, point 8: no value was compared, so an error of 0 must never stand for the verdict."""
+    r = compare(torch.zeros(4, 5), torch.zeros(4, 3), 1e-4, 1e-4)
+    assert r.message == "output: shape expected (4, 5), got (4, 3)" and r.max_abs_err == 0.0
+    corr = {"seeds": 5, "cases": 1, "passed": False, "max_abs_err": r.max_abs_err, "max_rel_err": 0.0,
+            "mismatch_frac": 0.0, "message": f"case 1 (defaults) seed 0: {r.message}"}
+    assert wrong_output(corr) == "wrong shape: expected (4, 5), got (4, 3)"
+    cli = render_bench({"state": "incorrect", "correctness": corr, "message": corr["message"], "env": {}})
+    assert "FAIL over 5 seeds × 1 case(s); wrong shape: expected (4, 5), got (4, 3)" in cli
+    assert "max abs err 0" not in cli
+    preview = render_validation({"ok": False, "invalid": False, "errors": [], "warnings": [],
+                                 "preview": {"correct": False, "max_abs_err": 0.0, "message": r.message}}, "k.py")
+    assert "wrong shape: expected (4, 5), got (4, 3)" in preview and "max abs err" not in preview
+    trial = Trial("t1", "k.py", "0" * 64, 0.0, state="incorrect",
+                  result={"state": "incorrect", "correctness": corr, "message": corr["message"]})
+    fix = decide([trial], trial, [], Config())
+    assert "shape expected (4, 5), got (4, 3)" in fix.reason and not any("e+00" in e for e in fix.evidence)
+
+
+def test_a_value_mismatch_keeps_its_error_and_nan_says_what_it_is():
+    assert wrong_output({"max_abs_err": 41.3, "message": "output: 3 of 20 values outside"}) == "wrong (err 4.1e+01)"
+    nan = compare(torch.zeros(4), torch.full((4,), float("nan")), 1e-4, 1e-4)
+    assert wrong_output({"max_abs_err": nan.max_abs_err, "message": f"case 1 (defaults) seed 3: {nan.message}"}) \
+        .startswith("wrong: output: NaN where the reference is finite")
 
 
 def test_dtype_mismatch_fails():

@@ -9,7 +9,7 @@ from typing import Any
 
 from trialtui.core.gpus import datasheet
 from trialtui.core.result import CPU_TIMING_LABEL
-from trialtui.core.text import fmt_us, label, sizes_label
+from trialtui.core.text import fmt_us, label, sizes_label, wrong_output
 
 
 def render_bench(result: dict[str, Any], problem=None) -> str:
@@ -18,10 +18,13 @@ def render_bench(result: dict[str, Any], problem=None) -> str:
     corr = result.get("correctness") or {}
     lines.append(f"{state.upper()}  [{label(result)}]")
     if corr:
+        numbers = (f"max abs err {corr.get('max_abs_err', 0):.3g}, max rel err {corr.get('max_rel_err', 0):.3g}, "
+                   f"mismatches {corr.get('mismatch_frac', 0):.2%}")
+        if not corr.get("passed") and not corr.get("max_abs_err"):  # no value differed: say what did
+            numbers = wrong_output(corr, result.get("message"))
         lines.append(
             f"  correctness: {'pass' if corr.get('passed') else 'FAIL'} over {corr.get('seeds')} seeds × "
-            f"{corr.get('cases', 1)} case(s); max abs err {corr.get('max_abs_err', 0):.3g}, "
-            f"max rel err {corr.get('max_rel_err', 0):.3g}, mismatches {corr.get('mismatch_frac', 0):.2%}"
+            f"{corr.get('cases', 1)} case(s); {numbers}"
         )
     if result.get("message"):
         lines.append(f"  {result['message']}")
@@ -72,8 +75,11 @@ def render_validation(report: dict[str, Any], name: str) -> str:
     if preview and preview.get("correct") is None:  # not run (a CUDA C++ candidate), or it could not run
         lines.append(f"  CPU preview: none ({preview.get('message', '')})")
     elif preview:
-        verdict = "correct" if preview.get("correct") else f"INCORRECT: {preview.get('message', '')}"
-        lines.append(f"  CPU preview (interpreter, test sizes): {verdict}, max abs err {preview.get('max_abs_err') or 0:.3g}")
+        if preview.get("correct"):
+            verdict = f"correct, max abs err {preview.get('max_abs_err') or 0:.3g}"
+        else:
+            verdict = f"INCORRECT ({wrong_output(preview)}): {preview.get('message', '')}"
+        lines.append(f"  CPU preview (interpreter, test sizes): {verdict}")
     return "\n".join(lines)
 
 

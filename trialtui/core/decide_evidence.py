@@ -300,9 +300,9 @@ def finding(error: Any) -> str:
 def error_numbers(correctness: dict[str, Any], config: Config) -> list[str]:
     atol, rtol = config.tolerance
     numbers = []
-    if correctness.get("max_abs_err") is not None:
+    if correctness.get("max_abs_err"):  # 0 when no value was compared (a wrong shape) or none differed
         numbers.append(f"max_abs_err {correctness['max_abs_err']:.2e} vs atol {atol:.0e}")
-    if correctness.get("max_rel_err") is not None:
+    if correctness.get("max_rel_err"):
         numbers.append(f"max_rel_err {correctness['max_rel_err']:.2e} vs rtol {rtol:.0e}")
     if correctness.get("mismatch_frac"):
         numbers.append(f"{correctness['mismatch_frac']:.1%} of elements mismatch")

@@ -6,6 +6,7 @@ renderings.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from trialtui.core.provenance import of_result, short
@@ -56,6 +57,24 @@ def trial_summary(trial, baseline: str = "eager") -> str:
         sol = f", {trial.sol:.0%} of speed-of-light" if trial.sol is not None else ""
         return f"{speed_text}, {fmt_us(timing.get('median_us'))}{sol} [{label(result)}]"
     return result.get("message") or trial.state
+
+
+# runner/compare.py's words for a wrong shape, and bench_job's "case … seed …: " before every check's message.
+_SHAPES = re.compile(r"shape expected (\([^)]*\)), got (\([^)]*\))")
+_WHERE = re.compile(r"^case \d+ .*? seed \d+: ")
+
+
+def wrong_output(correctness: dict[str, Any], message: str | None = None) -> str:
+    """An incorrect result in a few words. A wrong shape says both shapes: no value was compared, so an
+    error of 0 would read as a near miss; the largest error only where values differed."""
+    text = next((line.strip() for line in (correctness.get("message") or message or "").splitlines()
+                 if line.strip()), "")
+    shapes = _SHAPES.search(text)
+    if shapes:
+        return f"wrong shape: expected {shapes[1]}, got {shapes[2]}"
+    if correctness.get("max_abs_err"):
+        return f"wrong (err {correctness['max_abs_err']:.1e})"
+    return "wrong: " + (_WHERE.sub("", text) or "outputs differ")
 
 
 def compile_summary(report: dict[str, Any]) -> str:

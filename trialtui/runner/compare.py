@@ -97,7 +97,7 @@ def compare(ref: Any, out: Any, atol: float | None, rtol: float | None) -> Compa
                 result.fail(f"{path}: expected {r!r}, got {o!r}")
             continue
         if r.shape != o.shape:
-            result.fail(f"{path}: shape {tuple(o.shape)}, expected {tuple(r.shape)}")
+            result.fail(f"{path}: shape expected {tuple(r.shape)}, got {tuple(o.shape)}")
             continue
         if r.dtype != o.dtype:
             result.fail(f"{path}: dtype {o.dtype}, expected {r.dtype}")

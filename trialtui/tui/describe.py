@@ -13,7 +13,7 @@ from typing import Any
 from trialtui.core import provenance
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.result import CPU_TIMING_LABEL
-from trialtui.core.text import fmt_us, label
+from trialtui.core.text import fmt_us, label, wrong_output
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 CPU_CORRECT = "correct (CPU interpreter) — GPU timing needs a GPU"
@@ -89,15 +89,20 @@ def failing_check(trial: Trial) -> str:
         where = f"line {first['line']}: " if first.get("line") else ""
         return f"{where}{first_line(first.get('message'))}"
     if state is TrialState.INCORRECT:
-        corr = result.get("correctness") or {}
-        if corr.get("max_abs_err") is not None:
-            return f"wrong (err {corr['max_abs_err']:.1e})"
-        return "wrong: " + (first_line(corr.get("message") or result.get("message")) or "outputs differ")
+        return first_line(wrong_output(result.get("correctness") or {}, result.get("message")))
     if state is TrialState.TIMEOUT:
         return "timed out"
     if state is TrialState.ERROR:
         return "error: " + (first_line(result.get("message")) or "crashed")
     return state.value
+
+
+def brief(trial: Trial) -> str | None:
+    """A failure in a word or two, for a row too narrow for `failing_check`'s details; None otherwise."""
+    state = trial.state_enum
+    if state is TrialState.INCORRECT:
+        return "wrong shape" if failing_check(trial).startswith("wrong shape") else "wrong"
+    return {TrialState.INVALID: "invalid", TrialState.ERROR: "error", TrialState.TIMEOUT: "timed out"}.get(state)
 
 
 def outcome(trial: Trial, baseline: str) -> tuple[str, str]:

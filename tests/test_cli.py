@@ -53,3 +53,38 @@ def test_watch_once_without_headless_scores_prints_and_exits(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "timing_patch_plain.py created" in out.stdout and "invalid: line" in out.stdout
     assert "\x1b[" not in out.stdout  # no terminal drawing
+
+
+# The directory as a read-only filesystem shows it (errno 30), whoever runs the test: root writes through
+# chmod, so the shim refuses writes under the problem the way a read-only mount does.
+READ_ONLY = """
+import errno, os, pathlib, sys
+root = sys.argv.pop(1)
+mkdir, open_ = pathlib.Path.mkdir, os.open
+def refuse(path):
+    raise OSError(errno.EROFS, "Read-only file system", str(path))
+def ro_mkdir(self, *args, **kwargs):
+    return refuse(self) if str(self).startswith(root) else mkdir(self, *args, **kwargs)
+def ro_open(path, flags, *args, **kwargs):
+    writes = flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
+    return refuse(path) if writes and str(path).startswith(root) else open_(path, flags, *args, **kwargs)
+pathlib.Path.mkdir, os.open = ro_mkdir, ro_open
+from trialtui.cli import main
+sys.argv[0] = "trialtui"
+main()
+"""
+
+
+@pytest.mark.parametrize("command", [["open"], ["watch", "--headless"], ["mcp"]])
+def test_a_read_only_problem_directory_is_refused_with_what_to_do_not_a_traceback(tmp_path, command):
+    from conftest import KB_GOOD, write_problem
+
+    root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
+    out = subprocess.run([sys.executable, "-c", READ_ONLY, str(root), *command, str(root)], capture_output=True,
+                         text=True, timeout=300, stdin=subprocess.DEVNULL,
+                         env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": ""})
+    said = out.stdout + out.stderr
+    assert out.returncode == 2, said
+    assert "Traceback" not in said and "Errno" not in said
+    assert f"{root} is not writable (Read-only file system)" in said and "Make the directory writable" in said
+    assert not (root / ".trialtui").exists()

@@ -146,6 +146,14 @@ def _require_token(app: Any, token: str) -> Any:
     return guarded
 
 
+def _first_refusal(group: BaseExceptionGroup) -> AgentError | None:
+    for exc in group.exceptions:
+        found = _first_refusal(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(found, AgentError):
+            return found
+    return None
+
+
 async def serve(session: AgentSession, *, http_port: int | None = None, out: TextIO = sys.stderr) -> None:
     """Serve until the client hangs up (stdio) or the process is stopped (HTTP); the engine stops with it
     if this session started it, and is left running if it belongs to another front end.
@@ -156,7 +164,10 @@ async def serve(session: AgentSession, *, http_port: int | None = None, out: Tex
     server = build_server(session)
     try:
         if http_port is None:
-            await server.run_stdio_async()
+            try:
+                await server.run_stdio_async()
+            except BaseExceptionGroup as group:  # a refusal at start (lifespan) comes wrapped by the transport
+                raise _first_refusal(group) or group
             return
         import uvicorn
 

@@ -87,6 +87,8 @@ class AgentSession:
                 return engine
             except StoreLocked:
                 pass  # another front end took the lock meanwhile: attach to it
+            except StoreError as exc:  # e.g. a read-only directory: a refusal that says what to do
+                raise AgentError(str(exc)) from None
         remote = attach(self.problem)
         if remote is None:
             raise AgentError(f"{lock_holder(self.problem.root) or 'another process holds the store'}; and its "

@@ -12,6 +12,7 @@ path relative to the state directory. The files on disk and their recovery are s
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -64,6 +65,19 @@ class StoreLocked(StoreError):
             f"{state_dir} is held by trialtui {holder}: one writer (TUI or watcher) owns a problem "
             "directory at a time. Stop that one, or use a read-only command (status, show, diff, export)."
         )
+
+
+class StoreReadOnly(StoreError):
+    """The problem directory cannot be written, so no writer can keep its trials there."""
+
+    def __init__(self, root: Path, error: OSError):
+        super().__init__(
+            f"{root} is not writable ({error.strerror}): trialtui keeps its trials in {root / STATE_DIR}. "
+            f"Make the directory writable, or copy it somewhere writable (cp -r {root} ~/) and run trialtui "
+            "there; read-only commands (trials status, show, diff, export) work as it is.")
+
+
+_NOT_WRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
 
 def sha256_of(data: bytes) -> str:
@@ -179,8 +193,13 @@ class Store:
         state = root / STATE_DIR
         lock_fd = None
         if writer:
-            (state / SNAPSHOTS).mkdir(parents=True, exist_ok=True)
-            lock_fd = _take_lock(state / LOCK_NAME)
+            try:
+                (state / SNAPSHOTS).mkdir(parents=True, exist_ok=True)
+                lock_fd = _take_lock(state / LOCK_NAME)
+            except OSError as exc:
+                if exc.errno in _NOT_WRITABLE:
+                    raise StoreReadOnly(root, exc) from None
+                raise
         db = TinyDB(state / DB_NAME, storage=Checkpointed(JournaledStorage), read_only=not writer)
         store = cls(root, db, lock_fd)
         try:

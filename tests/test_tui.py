@@ -9,6 +9,7 @@ import textwrap
 import pytest
 from textual.command import CommandPalette
 
+from trialtui.core.decide import decide
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store
 from trialtui.engine import events as ev
@@ -22,7 +23,7 @@ from trialtui.tui.widgets.detail import TrialDetail
 from trialtui.tui.widgets.trial_tree import BLANK, BRANCH, LAST, layout
 
 from conftest import KB_GOOD, write_problem
-from test_tui_scenarios import STORY, FakeEngine, add_running, running_events, scenario, utc, version  # noqa: F401
+from test_tui_scenarios import STORY, FakeEngine, add_running, gpu_result, running_events, scenario, utc, version  # noqa: F401
 
 SIZE = (120, 36)
 
@@ -67,11 +68,33 @@ def test_tree_shows_glyph_id_strategy_outcome_best_and_head(story):
         app = TrialApp(problem, engine)
         async with app.run_test(size=SIZE):
             lines = app.tree.plain_lines()
-            assert lines[0].startswith("● t1 kernel.py  one program per row")
+            assert lines[0].startswith("● t1 one program per row")  # no room for the file name too
             assert lines[0].endswith("1.00×")
-            assert lines[1].startswith("✗ t2") and lines[1].endswith("wrong (err 4.1e+01)")
+            assert lines[1].startswith("✗ t2 four rows per program") and lines[1].endswith(" wrong")
             assert lines[7].startswith(BLANK + "★ t8 ▸ rows per program") and lines[7].endswith("2.10×")
             assert app.tree.cursor_id == "t8"  # opens on the newest trial
+
+    run(body())
+
+
+def test_a_wrong_shape_reads_both_shapes_in_the_tree_and_the_next_panel(story):
+    problem, store, engine = story
+    shapes = "case 1 (defaults) seed 0: output: shape expected (16384, 8192), got (16384, 4096)"
+    store.update("t2", result=gpu_result(None, "incorrect", shapes, max_abs_err=0.0, max_rel_err=0.0))
+    trial = store.get("t2")
+    store.update("t2", decision=decide(store.trials(), trial, [], problem.config).to_dict())
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=SIZE) as pilot:
+            assert app.tree.plain_lines()[1].endswith(" wrong shape")
+            app.go_to("t2")
+            await pilot.pause()
+            text = screen_text(app)
+            assert "wrong shape: expected (16384, 8192), got (16384, 4096)" in text  # the detail's header
+            reason = store.get("t2").decision["reason"]
+            assert "shape expected (16384, 8192), got (16384, 4096)" in reason
+            assert "0.0e+00" not in text and "e+00" not in " ".join(store.get("t2").decision["evidence"])
 
     run(body())
 
@@ -548,7 +571,7 @@ def test_live_updates_from_the_real_engine_on_the_cpu(tmp_path):
             await pilot.pause(0.2)
             assert app.trials["t2"].parent == "t1"
             assert app.tree.cursor_id == "t2"  # followed
-            assert "wrong (err" in app.tree.plain_lines()[1]
+            assert "wrong" in app.tree.plain_lines()[1]
             assert "Incorrect: t2 fails the correctness check" in screen_text(app)
             await pilot.press("q")
 

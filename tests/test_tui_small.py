@@ -116,3 +116,66 @@ def test_live_gpu_numbers_keep_measured_on_and_cupti(tmp_path, utc):
         asyncio.run(body())
     finally:
         store.close()
+
+
+
+def row_texts(app: TrialApp) -> dict[str, str]:
+    width = app.tree.scrollable_content_region.width
+    return {row.trial_id: app.tree.row_text(row, width).plain.rstrip() for row in app.tree.rows}
+
+
+def shown_name(line: str, trial_id: str) -> str:
+    return line.split(f"{trial_id} ", 1)[1].removeprefix("▸ ")
+
+
+def test_narrow_headers_keep_this_machine_cpu_and_the_replayed_label(tmp_path, utc):
+    """Issue 36, point 7: at 120 and 80 columns the header keeps "this machine: CPU" and that the
+    numbers are replayed (the baseline's time and the long label go first); rows keep their label."""
+    problem, store, _ = scenario(tmp_path, len(STORY))
+    for trial in store.trials():
+        recorded = {"gpu": "NVIDIA H200", "date": "2026-11-29", "source": "replay"}
+        store.update(trial.id, result={**trial.result, "recorded": recorded})
+    engine = FakeEngine(problem, store, device="cpu")
+    strategies = {trial.id: trial.strategy for trial in store.trials()}
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=(120, 36)) as pilot:
+            for size in ((120, 36), SMALL):
+                await pilot.resize_terminal(*size)
+                await pilot.pause(0.3)
+                header = screen_text(app).splitlines()[0]
+                assert "this machine: CPU" in header and "replayed" in header, (size, header)
+                assert "★ t8 2.10× (replayed)" in header and "budget 8/30" in header, (size, header)
+                for trial_id, line in row_texts(app).items():
+                    name = shown_name(line, trial_id).split("…")[0].split("  ")[0]
+                    assert len(name) >= 3 and strategies[trial_id].startswith(name), (size, line)
+                assert row_texts(app)["t1"].endswith("1.00× (replayed)")
+
+    try:
+        asyncio.run(body())
+    finally:
+        store.close()
+
+
+def test_narrow_tree_rows_keep_the_strategy_before_the_file_and_the_error(tmp_path, utc):
+    """Issue 36, point 7: a tree row gives up the file name and the failure's details ("wrong", not
+    its error) before its strategy, at 120 columns as at 80."""
+    problem, store, engine = scenario(tmp_path, len(STORY))
+    strategies = {trial.id: trial.strategy for trial in store.trials()}
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=(120, 36)) as pilot:
+            for size in ((120, 36), SMALL):
+                await pilot.resize_terminal(*size)
+                await pilot.pause(0.3)
+                rows = row_texts(app)
+                for trial_id, line in rows.items():
+                    assert shown_name(line, trial_id).startswith(strategies[trial_id][:12]), (size, line)
+                assert rows["t2"].endswith(" wrong"), (size, rows["t2"])  # the error is in the detail pane
+
+    try:
+        asyncio.run(body())
+    finally:
+        store.close()

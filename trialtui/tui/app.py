@@ -107,7 +107,8 @@ class TrialApp(KeyActions, AppMessages, App):
         self.running: set[str] = set()
         self.engine_worker: Worker | None = None
         self._find_origin: str | None = None
-        self._gpu_name: str | None = None  # the GPU of the latest GPU result, for the status bar
+        # The GPU of the latest GPU result for the status bar, longest form first (StatusBar's `where`).
+        self._gpu_name: tuple[str, ...] | None = None
         self._pending: set[str] = set()  # what _recompute redoes: "best", "history"
         self._best_changed: set[str] = set()  # trials whose result may change the best
         self._recompute_queued = False
@@ -302,24 +303,32 @@ class TrialApp(KeyActions, AppMessages, App):
             return False
         rec = describe.elsewhere(trial.result)
         here = " · this machine: CPU" if self.engine.device == "cpu" else ""
-        self._gpu_name = f"{rec}{here}" if rec else env["gpu"]
+        origin = provenance.short(trial.result)
+        if not rec:
+            self._gpu_name = (env["gpu"],)
+        elif here:
+            self._gpu_name = (f"{rec}{here}", f"{env['gpu']} ({origin}){here}", here.removeprefix(" · "))
+        else:
+            self._gpu_name = (rec, f"{env['gpu']} ({origin})")
         return True
 
-    def _where(self) -> str:
-        """The GPU that timed the latest GPU result (and whether it was a recording), else the device;
-        jobs off this machine name where they run first (`ssh alice@gpu-box · …`)."""
+    def _where(self) -> tuple[str, ...]:
+        """The GPU that timed the latest GPU result (and whether it was a recording), else the device,
+        longest form first; jobs off this machine name where they run first (`ssh alice@gpu-box · …`)."""
         remote = getattr(self.engine, "where", "this machine")
+        here = self._where_here()
         if remote != "this machine":
-            return f"{remote} · {self._where_here()}"
-        return self._where_here()
+            return tuple(f"{remote} · {form}" for form in here) + (remote,)
+        return here
 
-    def _where_here(self) -> str:
+    def _where_here(self) -> tuple[str, ...]:
         if self._gpu_name:
             return self._gpu_name
         if self.engine.device == "cpu":
-            return "CPU · Triton interpreter (correctness only)"
+            return "CPU · Triton interpreter (correctness only)", "CPU · Triton interpreter", "CPU"
         lanes = [lane.name for lane in self.engine.lanes.lanes]
-        return f"GPU lane{'s' if len(lanes) != 1 else ''} {', '.join(lanes)} (its name comes with the first result)"
+        named = f"GPU lane{'s' if len(lanes) != 1 else ''} {', '.join(lanes)}"
+        return f"{named} (its name comes with the first result)", named
 
     def _refresh_standing(self) -> None:
         standing = self.status.standing

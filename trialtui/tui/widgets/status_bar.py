@@ -35,7 +35,9 @@ class Activity:
 @dataclass
 class Standing:
     problem: str = ""
-    where: str = ""
+    # Where numbers come from, longest form first, down to the few words a narrow header keeps:
+    # ("replayed from a recording on NVIDIA H200, 2026-11-29 · this machine: CPU", …, "this machine: CPU")
+    where: tuple[str, ...] = ()
     baseline: str = "eager"
     baseline_us: float | None = None
     best_id: str | None = None
@@ -78,18 +80,24 @@ class StatusBar(Themed, Widget):
 
     def _identity(self) -> Text:
         """Problem and where on the left, best and budget on the right: when the line is too long
-        the left part gives way, so the best and the budget always show."""
+        the left part gives way, least telling first (the baseline's time, then where's long form),
+        so the best, the budget and "this machine: CPU" show."""
         s = self.standing
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(" trialtui ", Style(bold=True, reverse=True) + self.color("primary"))
-        text.append(f" {s.problem}", Style(bold=True))
-        text.append(f" · {s.where}", self.color("trial-muted"))
-        if s.baseline_us is not None:
-            text.append(f" · {s.baseline} {fmt_us(s.baseline_us)}", self.color("trial-muted"))
         standing = self._standing()
-        room = self.size.width - standing.cell_len
-        if self.size.width and text.cell_len > room:
-            text.truncate(max(room, 10), overflow="ellipsis")
+        room = self.size.width - standing.cell_len if self.size.width else None
+        base = f" · {s.baseline} {fmt_us(s.baseline_us)}" if s.baseline_us is not None else ""
+        forms = s.where or ("",)
+        choices = [(True, forms[0], base)] + [(True, where, "") for where in forms] + [(False, forms[-1], "")]
+        for badge, where, tail in choices:
+            text = Text(no_wrap=True, overflow="ellipsis")
+            if badge:
+                text.append(" trialtui ", Style(bold=True, reverse=True) + self.color("primary"))
+            text.append(f" {s.problem}", Style(bold=True))
+            if where:
+                text.append(f" · {where}{tail}", self.color("trial-muted"))
+            if room is None or text.cell_len <= room:
+                return text + standing
+        text.truncate(max(room, 10), overflow="ellipsis")
         return text + standing
 
     def _standing(self) -> Text:

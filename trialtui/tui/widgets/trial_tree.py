@@ -271,9 +271,6 @@ class TrialTree(Themed, ScrollView, can_focus=True):
         if trial.id in self.head_ids:
             text.append(" ▸", self.color("accent"))
         dim = state in (TrialState.CANCELLED, TrialState.SUPERSEDED, TrialState.INTERRUPTED)
-        name = tree.label(trial)
-        if row.show_file:
-            name = f"{trial.file}  {name}" if name else trial.file
         outcome, out_var = describe.outcome(trial, self.baseline)
         if state in describe.RUNNING and self.progress.get(trial.id):
             outcome = self.progress[trial.id]
@@ -283,6 +280,7 @@ class TrialTree(Themed, ScrollView, can_focus=True):
             outcome += " (stale)"
         if tree.disqualified(trial):  # never best: the detail pane says why
             outcome, out_var = f"⚑ flagged {outcome}", "trial-failure"
+        name, outcome = self._fit(row, trial, outcome, width - text.cell_len - 3)
         room = width - text.cell_len - len(outcome) - 3
         if name and room > 3:
             shown = name if len(name) <= room else name[: room - 1] + "…"
@@ -292,6 +290,19 @@ class TrialTree(Themed, ScrollView, can_focus=True):
         text.append(outcome, self.color("trial-best") + Style(bold=True) if best else self.color(out_var))
         text.truncate(width)
         return text
+
+    @staticmethod
+    def _fit(row: Row, trial: Trial, outcome: str, room: int) -> tuple[str, str]:
+        """The name and outcome a row has room for, giving up the least telling part first: the file
+        name beside a strategy, then the failure's details ("wrong", not its error), then the
+        strategy's tail."""
+        strategy = tree.label(trial)
+        name = strategy or (trial.file if row.show_file else "")
+        brief = describe.brief(trial) or outcome
+        choices = [(name, outcome), (name, brief)]
+        if row.show_file and strategy:
+            choices.insert(0, (f"{trial.file}  {strategy}", outcome))
+        return next(((n, o) for n, o in choices if len(n) + len(o) <= room), (name, brief))
 
     def _render_row(self, row: Row, width: int) -> Strip:
         text = self.row_text(row, width)

@@ -159,13 +159,17 @@ def test_branch_command_puts_the_trial_back_and_keeps_unrecorded_work(problem):
 def bench(monkeypatch):
     calls = []
 
-    def fake(problem, path, *, device=None, use_cache=True, **kw):
+    def fake(problem, path, *, device=None, use_cache=True, heldout=None, **kw):
+        if heldout is not None:  # finalize's held-out check: every case passes here
+            bench.heldout.append(heldout)
+            return {"state": "correct", "correctness": {"heldout": [{"outcome": "passed"} for _ in heldout]}}
         calls.append({"path": Path(path), "device": device, "use_cache": use_cache, "source": Path(path).read_text()})
         return copy.deepcopy(bench.result)
 
     bench.result = GPU_RESULT
     monkeypatch.setattr("trialtui.engine.bench.bench_file", fake)
     bench.calls = calls
+    bench.heldout = []
     return bench
 
 
@@ -184,6 +188,10 @@ def test_finalize_rebenchmarks_the_best_without_cache_and_writes_final(problem, 
     assert report["sol"] == 0.71 and report["bound"] == "bandwidth"
     text = (problem / "final" / "REPORT.md").read_text()
     assert "NVIDIA H200" in text and "**2.38× faster than eager**" in text and "71% of the ceiling" in text
+    (cases,) = bench.heldout  # held out at the bench sizes of the clean run's GPU
+    assert cases[0]["sizes"] == {"batch_size": 8, "dim": 32} and {"dim": 37} in [c["changed"] for c in cases]
+    line = f"generalizes: {len(cases)} of {len(cases)} held-out cases"
+    assert report["generalizes"] == line and f"- {line}" in text
 
 
 def test_finalize_a_named_trial_on_a_cpu_run_says_so_and_claims_no_speedup(problem, bench):
@@ -244,6 +252,10 @@ def test_finalize_end_to_end_on_the_cpu(problem):
     assert report["device"] == "cpu" and report["timing_label"] == CPU_TIMING_LABEL
     assert report["speedup"] is None and report["correctness"]["passed"] is True
     assert report["time_us"]["median_us"] > 0
+    failed = [c for c in report["generalization"]["cases"] if c["outcome"] == "failed"]  # kernel.py indexes flat
+    assert [c["label"] for c in failed] == ["non-contiguous inputs at the checked sizes"]
+    assert report["generalizes"].startswith(f"generalizes: {len(report['generalization']['cases']) - 1} of ")
+    assert (problem / "final" / "REPORT.md").read_text().splitlines()[2] == f"**{report['generalizes']}**"
 
 
 def test_export_jsonl_is_one_full_record_per_line(problem):

@@ -95,14 +95,17 @@ def validate(file: Path, as_json: bool, arch: str | None, no_compile: bool, exec
 @click.option("--cuda-graph", is_flag=True, help="Time CUDA-graph replays (for kernels of a few µs).")
 @click.option("--all-gpus", is_flag=True, help="Benchmark on every visible GPU at once, one job per GPU, to compare them.")
 @click.option("--sandbox", is_flag=True, help="Run the job under bubblewrap: read-only files, no network (docs/SECURITY.md).")
+@click.option("--generalize", is_flag=True, help="Check held-out sizes, layouts and fresh seeds instead, untimed "
+              "(finalize's check; its card then says these cases were not held out for this source).")
 @executor_option
 def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_graph, all_gpus, sandbox,
-          executor_url) -> None:
+          generalize, executor_url) -> None:
     """Check FILE against the reference on several seeds and, only if correct, time it.
 
     \b
     Exit status: 0 correct, 1 incorrect, 2 error, timeout or invalid (and a refusal,
     e.g. a file outside a problem directory); with --all-gpus the worst of the GPUs.
+    With --generalize: 0 every held-out case passed, 1 one failed, 2 the check could not run.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -126,6 +129,16 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
             env={"CUDA_VISIBLE_DEVICES": gpu} if gpu else None,
         )
 
+    if generalize:
+        from trialtui.engine.generalize import check_file
+
+        try:
+            found = check_file(problem, file.resolve(), device=device if here else device or executor.device,
+                               bench=run, on_demand=True)
+        finally:
+            executor.close()
+        click.echo(json.dumps(found.to_dict(), indent=2) if as_json else found.text())
+        sys.exit(2 if found.error or found.off else 1 if found.fails else 0)
     gpus = ((visible_gpus() or ["0"]) if here else [s.gpu for s in executor.slots]) if all_gpus else [None]
     try:
         with ThreadPoolExecutor(max_workers=len(gpus)) as pool, cancel_on_interrupt():  # one job per GPU, in parallel

@@ -61,6 +61,18 @@ class ExecutorSettings:
     connect_timeout_s: float = 30.0
 
 
+GENERALIZE_KEYS = ("budget_s", "fixed")
+
+
+@dataclass
+class GeneralizeSettings:
+    """`[generalize]`: the held-out check at finalize (core/heldout.py). `budget_s` bounds its run (0 turns it
+    off); `fixed` names sizes a candidate may rely on (the problem defines them), which are never varied."""
+
+    budget_s: float = 30.0
+    fixed: list[str] = field(default_factory=list)
+
+
 class ConfigError(ValueError):
     """A trialtui.toml that cannot be used; the message names the key."""
 
@@ -89,6 +101,7 @@ class Config:
     rerun_interrupted: bool = True  # on start, trials a dead session interrupted run again
     limits: Limits = field(default_factory=Limits)
     executor: ExecutorSettings = field(default_factory=ExecutorSettings)
+    generalize: GeneralizeSettings = field(default_factory=GeneralizeSettings)
 
     @property
     def tolerance(self) -> tuple[float, float]:
@@ -128,6 +141,7 @@ def parse_config(data: dict[str, Any]) -> Config:
     watch = data.pop("watch", {}) or {}
     cfg.limits = parse_limits(data.pop("limits", {}) or {})
     cfg.executor = parse_executor(data.pop("executor", {}) or {})
+    cfg.generalize = parse_generalize(data.pop("generalize", {}) or {})
     if "when" in profile:
         cfg.profile_when = profile.pop("when")
     if profile:
@@ -184,6 +198,21 @@ def parse_executor(table: Any) -> ExecutorSettings:
     timeout = settings.connect_timeout_s
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ConfigError(f"executor.connect_timeout_s must be a positive number, got {timeout!r}")
+    return settings
+
+
+def parse_generalize(table: Any) -> GeneralizeSettings:
+    if not isinstance(table, dict):
+        raise ConfigError(f"[generalize] must be a table, got {table!r}")
+    unknown = sorted(set(table) - set(GENERALIZE_KEYS))
+    if unknown:
+        raise ConfigError(f"unknown key(s) in [generalize]: {', '.join(unknown)} (known: {', '.join(GENERALIZE_KEYS)})")
+    settings = GeneralizeSettings(**table)
+    budget = settings.budget_s
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget < 0:
+        raise ConfigError(f"generalize.budget_s must be a number of seconds, 0 to turn the check off, got {budget!r}")
+    if not isinstance(settings.fixed, list) or not all(isinstance(name, str) for name in settings.fixed):
+        raise ConfigError(f"generalize.fixed must be a list of size names, got {settings.fixed!r}")
     return settings
 
 

@@ -4,13 +4,16 @@ A pure function of the problem, the trial and the clean re-benchmark's result, s
 tested without a GPU. Every number carries its GPU, dtype, sizes and baseline kind; a CPU run is
 labelled as such and has no speedup. Every number says whose it is: a re-benchmark that did not
 measure (a replay) says so instead of "Measured on", and a trial chosen on a replayed or imported
-number has that number and its origin named beside this run's.
+number has that number and its origin named beside this run's. The held-out check's "generalizes:" line
+(core/generalization.py) is in the card; a kernel that fails a held-out case has it at the top and no
+headline win.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from trialtui.core.generalization import Generalization
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.provenance import KEY as PROVENANCE
@@ -22,8 +25,9 @@ FINAL_DIR = "final"
 _TIME_KEYS = ("median_us", "min_us", "p20_us", "p80_us", "mean_us", "std_us", "n", "rse", "kernel_us")
 
 
-def build_report(problem: Problem, trial: Trial, result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(REPORT.md text, report.json dict) for a correct re-benchmark of `trial`."""
+def build_report(problem: Problem, trial: Trial, result: dict[str, Any],
+                 generalization: Generalization | None = None) -> tuple[str, dict[str, Any]]:
+    """(REPORT.md text, report.json dict) for a correct re-benchmark of `trial` and its held-out check."""
     if result.get("state") != TrialState.CORRECT.value:
         raise ValueError(f"a report needs a correct result, got {result.get('state')!r}")
     env = result.get("env") or {}
@@ -76,6 +80,8 @@ def build_report(problem: Problem, trial: Trial, result: dict[str, Any]) -> tupl
         "bound": _bound(trial)[0],
         "bound_source": _bound(trial)[1],
         "flags": result.get("flags") or [],
+        "generalizes": generalization.line() if generalization else None,
+        "generalization": generalization.to_dict() if generalization else None,
         # whose numbers these are: this run's (measured here, unless the bench given replays) ...
         **_origin(fresh),
         # ... and the number the trial was chosen on, with its own origin (a replay, an import)
@@ -140,14 +146,19 @@ def render_markdown(data: dict[str, Any]) -> str:
     here = data["measured_here"]
     measured = (f"- Measured on: {where}" if here
                 else f"- Not measured in this run: {data['origin']}; {where}")
+    general = data.get("generalization") or {}
+    fails = bool(general.get("fails"))
     lines = [
         f"# {data['problem']}: {data['trial']} ({data['file']})",
         "",
+        *([f"**{data['generalizes']}**", "", "Not a clean win: the kernel is wrong on inputs it was never checked on.", ""]
+          if fails else []),
         f"{measured}; torch {data['torch']}, triton {data['triton']}",
         *([f"- Ran on: {data['host'] or 'unknown host'} through {data['executor']}"] if data.get("executor") else []),
         f"- Timing: {data['timing_label']}",
         f"- dtype {data['dtype']}; sizes {_sizes(data['sizes'])}",
         f"- Strategy: {data['strategy'] or '—'}",
+        *([f"- {data['generalizes']}"] if data.get("generalizes") and not fails else []),
         "",
         "| | median | p20–p80 | speedup |",
         "|---|---|---|---|",
@@ -161,7 +172,11 @@ def render_markdown(data: dict[str, Any]) -> str:
     lines.append("")
     if data["speedup"] is not None:
         origin = f" ({data['origin_short']})" if data["origin_short"] else ""
-        lines.append(f"**{data['speedup']:.2f}× faster than {data['primary_baseline']}{origin}**")
+        if fails:
+            lines.append(f"{data['speedup']:.2f}× faster than {data['primary_baseline']}{origin} at the sizes it was "
+                         "checked at only: it fails a held-out case")
+        else:
+            lines.append(f"**{data['speedup']:.2f}× faster than {data['primary_baseline']}{origin}**")
     elif not on_gpu:
         lines.append("No speedup: a CPU run in Triton's interpreter says nothing about GPU speed.")
     else:

@@ -44,8 +44,12 @@ def bench_file(
     env: dict[str, str] | None = None,
     warm: WarmChildren | None = None,
     name: str | None = None,
+    heldout: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Check and time one candidate file in a child process; returns the result JSON as a dict."""
+    """Check and time one candidate file in a child process; returns the result JSON as a dict.
+
+    With `heldout` (core/heldout.py's cases as dicts) it checks those cases instead, each on its own,
+    and times nothing (engine/generalize.py)."""
     device = device or detect_device()
     cfg = problem.config
     invalid = static_verdict(problem, Path(path), name)
@@ -61,6 +65,8 @@ def bench_file(
     spec = problem_spec(problem, device, seeds=seeds, cuda_graph=cuda_graph,
                         candidate=str(Path(path).resolve()), given_baselines=given,
                         candidate_as=str(problem.root / name) if name else None)  # a snapshot runs under the name the user knows
+    if heldout:
+        spec.update(heldout_spec(problem, heldout))
     cache = BaselineCache(problem.state_dir)
     key = baseline_key(problem, cases[0], cuda_graph)
     if on_progress is not None and use_cache:
@@ -70,7 +76,7 @@ def bench_file(
     if log_path is None:
         log_path = problem.state_dir / "logs" / f"bench-{Path(path).stem}-{int(time.time() * 1000)}.log"
     result = run_child(
-        BENCH_MODULE, spec, timeout_s=cfg.bench_timeout_s, log_path=log_path,
+        BENCH_MODULE, spec, timeout_s=spec["timeout_s"], log_path=log_path,
         env={**child_env(device), **(env or {})}, handle=handle, on_progress=on_progress, warm=warm,
     )
     result["log"] = str(log_path)
@@ -90,6 +96,13 @@ def problem_spec(problem: Problem, device: str, *, seeds: int | None = None, cud
     cfg = problem.config
     return problem.job_spec(device=device, seeds=seeds or cfg.seeds, baselines=cfg.baselines, cuda_graph=cuda_graph,
                             timeout_s=cfg.bench_timeout_s, **candidate)
+
+
+def heldout_spec(problem: Problem, cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """A bench spec's part for held-out cases: correctness only, within the budget, past the job's start."""
+    budget = problem.config.generalize.budget_s
+    return {"heldout": cases, "heldout_budget_s": budget, "correctness_only": True, "test_cases": [],
+            "bench_cases": [], "timeout_s": problem.config.bench_timeout_s + budget}
 
 
 def static_verdict(problem: Problem, path: Path, name: str | None = None) -> dict[str, Any] | None:

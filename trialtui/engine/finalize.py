@@ -1,4 +1,5 @@
-"""Finalize: the trial's source into final/, a clean re-benchmark (no cached baseline), the report card.
+"""Finalize: the trial's source into final/, a clean re-benchmark (no cached baseline), the held-out check
+(engine/generalize.py), the report card.
 
 One function for `trialtui trials finalize`, the TUI's `F` and the demo; each caller holds the store
 and keeps the GPU lanes idle meanwhile.
@@ -16,6 +17,7 @@ from trialtui.core.problem import Problem
 from trialtui.core.report import FINAL_DIR, build_report
 from trialtui.core.store import Store, atomic_write
 from trialtui.engine import bench as engine_bench
+from trialtui.engine.generalize import check_file
 
 
 class FinalizeError(RuntimeError):
@@ -44,7 +46,9 @@ def finalize(
         kernel.unlink(missing_ok=True)
         raise FinalizeError(f"{trial.id} is {result.get('state')} on the clean re-benchmark, so nothing was "
                             f"finalized: {result.get('message') or 'no message'}")
-    text, report = build_report(problem, trial, result)
+    generalization = check_file(problem, kernel, device=(result.get("env") or {}).get("device") or device, bench=bench,
+                                env=env, log_path=problem.state_dir / "logs" / f"finalize-{trial.id}-heldout.log")
+    text, report = build_report(problem, trial, result, generalization)
     if extra is not None:
         section, more = extra(trial)
         text += section

@@ -21,6 +21,7 @@ from trialtui.core.result import CPU_TIMING_LABEL, RESULT_VERSION, flag
 from trialtui.runner.candidate import describe
 from trialtui.core.prctl import seal
 from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline
+from trialtui.runner import heldout
 from trialtui.runner.child import serve
 from trialtui.runner.prepared import Prepared, prepare, problem_key
 
@@ -538,7 +539,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         phase("load")
         stage = "checking correctness"
         splits = Splits(sync=on_gpu)
-        correctness = check_correctness(spec, reference, link, cases, seeds, progress, deadline, facts, prepared, splits)
+        if spec.get("heldout"):  # cases derived at finalize or on demand (runner/heldout.py), each on its own
+            correctness = heldout.check_each(spec, reference, link, progress, deadline, facts, check_correctness)
+        else:
+            correctness = check_correctness(spec, reference, link, cases, seeds, progress, deadline, facts, prepared, splits)
         del prepared
         phase("correctness")
         result["correctness"] = correctness
@@ -554,6 +558,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                 flag("no-custom-kernel", "no kernel of the candidate's own was launched (no Triton kernel, no call "
                      "into a CUDA extension that defines a __global__ kernel): it runs PyTorch or a library only")
             )
+        if spec.get("correctness_only"):
+            result["state"] = "correct"
+            return result
         ledger.close_phase(stage, link, deadline)
         stage = "timing"
         if on_gpu:

@@ -194,11 +194,12 @@ class Session:
 
         from trialtui.runner.compare import poisoned_allocations
         from trialtui.runner.compare import inputs_changed
+        from trialtui.runner.layouts import arrange
         from trialtui.runner.loader import map_tensors
 
         steps = Steps()
         fn = self._build(payload)
-        given = payload["inputs"]
+        given = arrange(payload.get("layout"), payload["inputs"])  # a held-out case's layout (runner/heldout.py)
         pristine = map_tensors(given, self._keeper(given)) if msg.get("check_inputs") else None
         steps.mark("pristine")
         before = self.counter.count

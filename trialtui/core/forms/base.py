@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from trialtui.core.problem import Problem
@@ -39,6 +39,11 @@ class ProblemForm(ABC):
     @abstractmethod
     def load(self, problem: Problem, tree: ast.Module) -> None:
         """Fill the problem's cases, size defaults, support files and non-candidate names."""
+
+    def held_out_sizes(self, problem: Problem, case: dict[str, Any]) -> dict[str, int]:
+        """The sizes a held-out case may change (core/heldout.py), at their values in `case`: its whole
+        numbers by default."""
+        return {key: value for key, value in case.items() if isinstance(value, int) and not isinstance(value, bool)}
 
     def scaffold_candidate(self, reference_source: str) -> tuple[str, dict[str, object]] | None:
         """A first candidate written from a reference file of this form, and the sizes the config

@@ -109,6 +109,10 @@ class GpuMode(ProblemForm):
         problem.test_cases = problem.config.test_sizes or tests
         problem.bench_cases = problem.config.bench_sizes or benches
 
+    def held_out_sizes(self, problem: Problem, case: dict[str, Any]) -> dict[str, int]:
+        """`generate_input`'s whole-number arguments but its seed, which the run's fresh seed joins."""
+        return {key: value for key, value in super().held_out_sizes(problem, case).items() if key != "seed"}
+
 
 FORM = GpuMode()
 plugins.register("trialtui.forms", FORM.name, FORM)

@@ -70,6 +70,11 @@ class KernelBench(ProblemForm):
         problem.test_cases = problem.config.test_sizes or [{}]
         problem.bench_cases = problem.config.bench_sizes or [{}]
 
+    def held_out_sizes(self, problem: Problem, case: dict[str, Any]) -> dict[str, int]:
+        """The reference's literal whole-number sizes (`dim = 4096`; derived ones follow them), as `case` sets them."""
+        tree = ast.parse(problem.reference.read_text(encoding="utf-8"))
+        return super().held_out_sizes(problem, {**literal_sizes(tree), **case})
+
     def scaffold_candidate(self, reference_source: str) -> tuple[str, dict[str, object]]:
         candidate = (
             "# strategy: first version\n# Define ModelNew with the same constructor arguments as Model.\n"

@@ -117,7 +117,7 @@ def run_job(job: JobData, workspace: Workspace, *, on_progress: Callable[[dict[s
                                 baseline_us=o.get("baseline_us"), use_cache=bool(o.get("use_cache", True)),
                                 log_path=state_dir / o["log"], handle=handle, on_progress=on_progress,
                                 cuda_graph=bool(o.get("cuda_graph")), env=o.get("env") or {}, warm=warm,
-                                name=o.get("name"))
+                                name=o.get("name"), heldout=o.get("heldout"))
             result["env"] = {**(result.get("env") or {}), "host": socket.gethostname()}
         elif job.kind == "validate":
             result = validate_file(problem, candidate, arch=o.get("arch"), compile=True, timeout_s=o.get("timeout_s"),

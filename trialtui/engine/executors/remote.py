@@ -60,13 +60,15 @@ class RemoteExecutor(Executor):
               baseline_us: float | None = None, use_cache: bool = True, log_path: Path | None = None,
               handle: Any = None, on_progress: Progress | None = None, cuda_graph: bool = False,
               env: dict[str, str] | None = None, warm: Any = None, name: str | None = None,
-              model: str | None = None) -> dict[str, Any]:
+              model: str | None = None, heldout: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """`bench_file` there; `model` asks for a GPU of that model where the executor knows models (Ray)."""
         del warm  # the far side keeps its own warm job processes
         log_path = Path(log_path or problem.state_dir / "logs" / f"bench-{Path(path).stem}-{int(time.time() * 1000)}.log")
         options = {"device": device or self.device, "seeds": seeds, "baseline_us": baseline_us, "use_cache": use_cache,
                    "cuda_graph": cuda_graph, "env": env or {}, "name": name, "log": _state_rel(problem, log_path),
-                   "timeout_s": problem.config.bench_timeout_s, **({"model": model} if model else {})}
+                   "timeout_s": problem.config.bench_timeout_s + (problem.config.generalize.budget_s if heldout else 0.0),
+                   **({"model": model} if model else {}),
+                   **({"heldout": heldout} if heldout else {})}
         state = {CACHE_NAME: (problem.state_dir / CACHE_NAME).read_bytes()} if use_cache and (problem.state_dir / CACHE_NAME).is_file() else {}
         try:
             outcome = self.run(pack(problem, "bench", path, options, state), on_progress=on_progress, handle=handle)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from trialtui.core.config import Config
-from trialtui.core.decide import decide
+from trialtui.core.decide import decide, naming_current_best
 from trialtui.core.model import Trial
 
 EAGER_US = 184.0
@@ -521,3 +521,16 @@ def test_a_cpu_correct_trial_is_its_own_category_not_a_bare_wait() -> None:
     assert "trialtui bench softmax.py --device cuda" in decision.reason
     assert "budget 0/30 GPU trials, unchanged by CPU runs" in decision.evidence
     assert_one_sentence(decision.reason)
+
+
+def test_a_stored_decision_names_the_current_best_that_b_goes_to():
+    """Issue 36, point 9: every phrase that sends the reader to `b` names the best of now."""
+    stored = {"action": "fix", "key": "", "reason": "Regressed: t5 is slower; go back to best t3 at 1.96× eager [b] "
+              "and try a different strategy.",
+              "hints": ["4 failed saves in a row on this branch: if the fix keeps slipping, go back to best t3 [b]",
+                        "go back to t3 [b]", "autotune BLOCK sizes"]}
+    now = naming_current_best(stored, "t7")
+    assert "go back to best t7 [b] (t3 was best then) and try" in now["reason"]
+    assert now["hints"] == ["4 failed saves in a row on this branch: if the fix keeps slipping, go back to best t7 "
+                            "[b] (t3 was best then)", "go back to best t7 [b] (t3 was best then)", "autotune BLOCK sizes"]
+    assert naming_current_best(stored, "t3") == stored and naming_current_best(stored, None) == stored

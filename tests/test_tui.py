@@ -143,6 +143,27 @@ def test_b_branches_to_best_writing_its_source_and_moving_the_head(story):
     run(body())
 
 
+def test_an_old_trials_next_panel_names_the_best_that_b_goes_to(story):
+    """Issue 36, point 9: t4 was decided when t3 was best ("go back to t3 [b]"); t8 is best now."""
+    problem, store, engine = story
+    then = store.trials()[:4]
+    store.update("t4", decision=decide(then, then[-1], [], problem.config).to_dict())
+    assert "go back to t3 [b]" in store.get("t4").decision["reason"]
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=SIZE) as pilot:
+            app.go_to("t4")
+            await pilot.pause()
+            panel = " ".join(screen_text(app).split("Next · t4", 1)[1].split())
+            assert "go back to best t8 [b] (t3" in panel and "was best then)" in panel, panel
+            assert "go back to t3" not in panel
+            await pilot.press("b")
+            assert engine.calls[-1] == ("branch", "t8")
+
+    run(body())
+
+
 def test_B_branches_from_the_cursor_trial(story):
     problem, store, engine = story
 

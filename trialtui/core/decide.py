@@ -29,6 +29,9 @@ from trialtui.core.model import Action, Decision, Trial, TrialState
 from trialtui.core.strategies import BY_NAME, LADDER, detect_rung, next_rung, recognise
 from trialtui.core.verdict_registry import ABOUT_THE_PROFILE, VerdictId
 
+# "go back to best t3 at 1.96× eager [b]", "go back to t3 [b]": how a decision names the best that `b`
+# branches to.
+_GO_BEST = re.compile(r"go back to (?:best )?(t\d+)(?: at [^\[]+?)? \[b\]")
 # After this many failed saves in a row on a branch, the fix hints mention going back to best.
 FIX_STREAK = 3
 _UNMEASURED = (TrialState.CANCELLED, TrialState.SUPERSEDED, TrialState.INTERRUPTED)
@@ -93,6 +96,26 @@ def decide(
     return _next_step(tree, trial, best, verdicts, config, used, source)
 
 
+def naming_current_best(decision: dict[str, Any], best_id: str | None) -> dict[str, Any]:
+    """A stored decision whose "go back to best tN [b]" names the best of now.
+
+    A decision is kept as it was made, but `b` always branches to the current best: an old trial's
+    decision that names a former best would send the reader to one trial and `b` to another.
+    """
+    if not best_id:
+        return decision
+
+    def now(match: re.Match[str]) -> str:
+        return match[0] if match[1] == best_id else f"{_go_best(best_id)} ({match[1]} was best then)"
+
+    return {**decision, "reason": _GO_BEST.sub(now, decision.get("reason") or ""),
+            "hints": [_GO_BEST.sub(now, str(hint)) for hint in decision.get("hints") or []]}
+
+
+def _go_best(best_id: str, speed: str = "") -> str:
+    return f"go back to best {best_id}{f' at {speed}' if speed else ''} [b]"
+
+
 # --- the actions ------------------------------------------------------------------------------------
 
 
@@ -137,6 +160,8 @@ _FLAG_HINTS = {
     "timing-mismatch": "the events, the kernel time and the wall clock disagree: wait for all work before returning",
     "fallback": "compute the result in your own kernel; calling the reference (or torch's op) is not a candidate",
     "sol-implausible": "a speed above the hardware's limit means work escapes the timing: check streams and caching",
+    "impossible": "no kernel reads and writes that much, or does that many FLOPs, that fast on this GPU: make every "
+                  "timed call do the whole work on the current stream",
     "speed-of-light": "a speed above the hardware's limit means work escapes the timing: check streams and caching",
 }
 
@@ -260,7 +285,7 @@ def _fix(tree: Tree, trial: Trial, best: Trial | None, used: int, config: Config
     streak = tree.failure_streak(trial)
     if streak >= FIX_STREAK and best is not None:
         hints.append(f"{streak} failed saves in a row on this branch: if the fix keeps slipping, "
-                     f"go back to best {best.id} [b]")
+                     f"{_go_best(best.id)}")
     evidence.append(f"failed saves in a row on this branch: {streak}")
     return Decision(Action.FIX.value, reason, evidence, hints, "")
 
@@ -309,7 +334,7 @@ def _next_step(tree: Tree, trial: Trial, best: Trial | None, verdicts: list[dict
             than = f"best {prev.id}"
         else:
             than = f"its parent {prev.id}" if prev.id == trial.parent else f"its last correct ancestor {prev.id}"
-        go = f"go back to {back.id} [b]" if back is prev else f"go back to best {back.id} at {speed_text(tree, back)} [b]"
+        go = f"go back to {back.id} [b]" if back is prev else _go_best(back.id, speed_text(tree, back))
         loser = f" than '{trial.strategy.strip()}'" if trial.strategy and trial.strategy.strip() else ""
         reason = (f"Regressed: {trial.id} is {change.text()} than {than} {versus}; {go} and try a "
                   f"different strategy{loser}: {lead_clause(tips)}.")

@@ -176,6 +176,7 @@ class TrialApp(KeyActions, AppMessages, App):
         self.trials = {t.id: t for t in self.store.trials()}
         self.heads = self.store.heads
         self.best = tree.best(self.trials.values(), self.baseline)
+        self.next_action.best_id = self._best_id
         self.running = {t.id for t in self.trials.values() if t.state_enum in describe.RUNNING}
         for trial in reversed(self.trials.values()):
             if self._note_gpu(trial):
@@ -270,6 +271,7 @@ class TrialApp(KeyActions, AppMessages, App):
                     self.best, top = trial, key
         self.tree.set_marks(self._best_id, self.heads)
         self.detail.set_marks(self._best_id, set(self.heads.values()))
+        self.next_action.set_best(self._best_id)
 
     def _refresh_bindings(self) -> None:
         """Tell the footer only when the set of usable keys changed: it rebuilds itself each time."""

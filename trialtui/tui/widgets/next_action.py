@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from trialtui.core.decide import naming_current_best
 from trialtui.core.model import Action, Trial, TrialState
 from trialtui.tui.palette import Themed
 
@@ -33,6 +34,12 @@ class NextAction(Themed, Static):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.trial: Trial | None = None
+        self.best_id: str | None = None  # the best that `b` goes to now, which the shown decision names
+
+    def set_best(self, best_id: str | None) -> None:
+        if best_id != self.best_id:
+            self.best_id = best_id
+            self.show(self.trial)
 
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.show(self.trial))
@@ -44,7 +51,7 @@ class NextAction(Themed, Static):
 
     def show(self, trial: Trial | None) -> None:
         self.trial = trial
-        decision = (trial.decision if trial else None) or {}
+        decision = naming_current_best((trial.decision if trial else None) or {}, self.best_id)
         if trial is None:
             self.update(Text("Save a candidate file: each save becomes a trial, validated, checked, timed and "
                              "given a next step here.", self.color("trial-muted")), layout=False)

@@ -136,3 +136,55 @@ def test_the_agent_attaches_to_a_running_engine_and_leaves_it_running(tmp_path):
         thread.join(30)
         loop.close()
         engine.close()
+
+
+def test_an_agent_checks_a_trial_on_held_out_cases_and_is_told_the_case_it_fails(tmp_path):
+    """generalize(trial_id): finalize's held-out check on demand (issue 38). kb_add's add.py indexes its
+    inputs as if packed, so of the five cases it fails only the non-contiguous one; the source's cases are
+    then recorded as seen."""
+    from trialtui.core import revealed
+
+    root = one_candidate(tmp_path)
+    with (root / "trialtui.toml").open("a") as config:
+        config.write("[generalize]\nbudget_s = 900\n")  # a loaded machine: every case runs
+
+    async def body():
+        async with mcp_client(root) as s:
+            assert "generalize" in {t.name for t in (await s.list_tools()).tools}
+            assert (await call(s, "result", trial_id="t1", wait_s=DEADLINE_S))["state"] == "correct"
+            found = await call(s, "generalize", trial_id="t1")
+            assert found["generalizes"].startswith(
+                "generalizes: 4 of 5 held-out cases; fails at non-contiguous inputs at the checked sizes ("), found
+            assert found["fails"] is True and [c["outcome"] for c in found["cases"]].count("passed") == 4
+            assert "no trial 't9'" in await refused(s, "generalize", trial_id="t9")
+
+    asyncio.run(body())
+    assert list(revealed._read(root / ".trialtui").values())[0]["cases"][2] == "non-contiguous inputs at the checked sizes"
+
+
+def test_the_agents_finalize_answer_carries_the_generalizes_line(tmp_path):
+    """finalize() through MCP, beside an engine with a fake GPU whose held-out run fails one case: the
+    answer, the report's JSON and REPORT.md's top all carry the line."""
+    from test_control import Running
+    from test_engine import GpuBench, make_engine
+
+    class FailsOneHeldOutCase(GpuBench):
+        def __call__(self, problem, path, *, heldout=None, **kw):
+            if heldout is None:
+                return super().__call__(problem, path, **kw)
+            outcomes = [{"outcome": "passed"} for _ in heldout]
+            outcomes[1] = {"outcome": "failed", "message": "3 of 4099 values differ; first at (4096,)"}
+            return {"state": "incorrect", "correctness": {"heldout": outcomes}}
+
+    root = one_candidate(tmp_path)
+    config = (root / "trialtui.toml").read_text() + '[profile]\nwhen = "never"\n'
+    with Running(make_engine(root, bench=FailsOneHeldOutCase([100.0, 100.0]), config=config)):
+        async def body():
+            async with mcp_client(root) as s:
+                assert (await call(s, "result", trial_id="t1", wait_s=DEADLINE_S))["state"] == "correct"
+                return await call(s, "finalize")
+
+        answer = asyncio.run(body())
+    line = "generalizes: 4 of 5 held-out cases; fails at n=4099 (3 of 4099 values differ; first at (4096,))"
+    assert answer["generalizes"] == line and answer["report_json"]["generalizes"] == line
+    assert answer["report"].splitlines()[2] == f"**{line}**"

@@ -108,6 +108,13 @@ def build_server(session: AgentSession) -> MCPServer:
         there is no best or it is flagged."""
         return await _answer(session.finalize())
 
+    @server.tool()
+    async def generalize(trial_id: str) -> dict[str, Any]:
+        """Check a trial where it was never tuned, as finalize will: sizes off the common block sizes, smaller
+        and larger, non-contiguous and unaligned inputs, fresh seeds; untimed. Returns the card's
+        "generalizes:" line and each case. Those cases are then not held out for that source: the card says so."""
+        return await _answer(session.generalize(trial_id))
+
     @server.resource("trialtui://reference", name="reference", mime_type="text/x-python",
                      description="reference.py: the PyTorch reference every candidate is checked against")
     def reference() -> str:

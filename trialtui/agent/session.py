@@ -27,6 +27,7 @@ from trialtui.engine import events as ev
 from trialtui.engine.attach import RemoteEngine, attach
 from trialtui.engine.demo_story import editor_save
 from trialtui.engine.finalize import FinalizeError
+from trialtui.engine.generalize import check_file
 from trialtui.engine.validate import validate_file
 from trialtui.agent import views
 
@@ -263,7 +264,26 @@ class AgentSession:
             text, report, out_dir = await engine.finalize(None)
         except FinalizeError as exc:
             raise AgentError(str(exc)) from None
-        return {"report": text, "report_json": report, "out_dir": str(out_dir)}
+        return {"generalizes": report.get("generalizes"), "report": text, "report_json": report, "out_dir": str(out_dir)}
+
+    async def generalize(self, trial_id: str) -> dict[str, Any]:
+        """Finalize's held-out check on a trial now, untimed, with watching paused and the lanes idle meanwhile."""
+        engine = await self._live()
+        trial = self._get(trial_id)
+        source = engine.store.snapshot_path(trial.sha256)
+        executor = getattr(engine, "executor", None)
+        was_paused = engine.paused
+        if not was_paused:
+            engine.toggle_pause()
+        try:
+            while not engine.lanes.idle:
+                await asyncio.sleep(0.2)
+            found = await asyncio.to_thread(check_file, self.problem, source, device=engine.device,
+                                            bench=executor.bench if executor is not None else None, on_demand=True)
+        finally:
+            if not was_paused and engine.paused:
+                engine.toggle_pause()
+        return views.generalization_view(trial, found)
 
     # Resources
 

@@ -12,6 +12,7 @@ from typing import Any
 from trialtui.core import provenance, tree
 from trialtui.core.flags import DISQUALIFYING, KINDS
 from trialtui.core.forms import get_form
+from trialtui.core.generalization import Generalization
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
 from trialtui.core.text import label, trial_summary
@@ -151,3 +152,15 @@ def best_view(problem: Problem, trials: list[Trial]) -> dict[str, Any]:
     if best is None:
         return {"trial_id": None, "reason": tree.no_best_reason(trials, baseline), "budget": budget(problem, trials)}
     return {**row(best, baseline), "numbers": numbers(best, baseline), "budget": budget(problem, trials)}
+
+
+def generalization_view(trial: Trial, found: Generalization) -> dict[str, Any]:
+    """The on-demand held-out check of a trial: the card's line, each case, and what running it gave away."""
+    return {
+        "trial_id": trial.id,
+        "generalizes": found.line(),
+        "fails": found.fails,
+        "cases": [{k: case[k] for k in ("label", "why", "seed", "outcome", "message")} for case in found.to_dict()["cases"]],
+        "message": (f"these cases are now known for {trial.id}'s source: finalize still runs them (with fresh "
+                    "seeds), and its card says they were not held out"),
+    }

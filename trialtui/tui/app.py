@@ -25,7 +25,7 @@ from textual.notifications import Notify
 from textual.widgets import Static
 from textual.worker import Worker
 
-from trialtui.core import provenance, tree
+from trialtui.core import provenance, revealed, tree
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.report import FINAL_DIR
@@ -391,7 +391,8 @@ class TrialApp(KeyActions, AppMessages, App):
             if yes:
                 self.finalize(target.id)
 
-        body = (f"Re-benchmark {target.id} ({describe.outcome(target, self.baseline)[0]}) with no cached baseline "
+        body = (f"Re-benchmark {target.id} ({describe.outcome(target, self.baseline)[0]}) with no cached baseline, "
+                f"check it on held-out cases (sizes, layouts and seeds it was never checked on){_shown(self.problem, target)}, "
                 f"and write {FINAL_DIR}/{target.file}, {FINAL_DIR}/REPORT.md and {FINAL_DIR}/report.json.\n"
                 "Watching pauses until it is done, and the GPU lane finishes its current job first.")
         self.push_screen(ConfirmScreen(f"Finalize {target.id}?", body, yes="Finalize"), answer)
@@ -424,10 +425,20 @@ def finalize_trial(problem: Problem, store: Store, trial: Trial, device: str | N
     from trialtui.engine.finalize import FinalizeError, finalize
 
     try:
-        _, _, out_dir = finalize(problem, store, trial, device=device, bench=bench)
+        _, report, out_dir = finalize(problem, store, trial, device=device, bench=bench)
     except FinalizeError as exc:
         return False, str(exc)
-    return True, f"wrote {out_dir / trial.file}, {out_dir / 'REPORT.md'} and {out_dir / 'report.json'}"
+    return True, (f"{report.get('generalizes') or ''}\n"
+                  f"wrote {out_dir / trial.file}, {out_dir / 'REPORT.md'} and {out_dir / 'report.json'}").lstrip()
+
+
+def _shown(problem: Problem, trial: Trial) -> str:
+    """What the finalize dialog adds when the held-out cases are not held out for this source."""
+    if problem.config.generalize.budget_s <= 0:
+        return " (off: [generalize] budget_s = 0)"
+    if revealed.was_revealed(problem.state_dir, trial.sha256):
+        return " (checked on demand for this source before: the card says they were not held out)"
+    return f" (at most {problem.config.generalize.budget_s:g} s)"
 
 
 def make_app(problem: Problem, *, engine: Any = None, device: str | None = None, theme: str | None = None,

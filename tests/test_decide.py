@@ -156,6 +156,18 @@ CASES: dict[str, Case] = {
         hints=("Already tried: 'fuse passes' (t2 improved), 'vectorize loads' (t3 regressed)",),
         never=("vectorize loads:",),
     ),
+    "a regression after a tie ends a plateau: back to best and switch approach": Case(
+        [ok("t1", us=x(1.2)), ok("t2", "t1", us=x(1.96)), ok("t3", "t2", us=x(1.95)), ok("t4", "t3", us=x(1.86))],
+        verdicts=[EXTRA_DRAM], config={"target_speedup": 3.0},
+        action="switch_approach", key="b",
+        says=("Plateau: 2 trials on this branch (t3, t4) gained nothing beyond noise over t2",
+              "the last 4.6% slower than t3", "go back to best t2 [b] and switch approach"),
+    ),
+    "two regressions in a row are bad tweaks, not a plateau": Case(
+        [ok("t1", us=x(2.0)), ok("t2", "t1", us=x(1.5)), ok("t3", "t2", us=x(1.0))],
+        config={"target_speedup": 3.0},
+        action="branch_back", key="b", says=("Regressed: t3", "go back to best t1 at 2.00× eager [b]"),
+    ),
     "a regression on a side branch goes back to the best elsewhere": Case(
         [ok("t1", us=x(1.2)), ok("t2", "t1", us=x(2.0)), ok("t3", "t1", us=x(1.5)), ok("t4", "t3", us=x(1.3))],
         config={"target_speedup": 3.0},

@@ -278,6 +278,36 @@ def test_shipped_recordings_match_the_current_versions(name):
         assert "FIXTURE" not in json.dumps(data), f"{path}: test fixtures never go into sample_kernels"
 
 
+def test_the_first_commands_story_holds_on_its_recordings():
+    """Issue 36, point 11: the story README's first command plays (`trialtui demo --headless`) holds,
+    beat by beat, on the recorded H200 numbers: what each beat claims is what decide says (a plateau
+    that ends in a regression after a tie is a plateau, not a branch back)."""
+    from trialtui.core.decide import decide
+    from trialtui.core.model import Trial
+
+    name, = ds.resolve_names(SAMPLES, [], every=False, tui=False)
+    story = ds.load_story(SAMPLES / name)
+    recorded = SAMPLES / name / ds.RECORDED_DIR
+    recordings = {p.stem: json.loads(p.read_text()) for p in recorded.glob("*.json")} if recorded.is_dir() else {}
+    if any(v.stem not in recordings for v in story.versions):
+        pytest.skip(f"not every version of {name} is recorded")
+    config = load_config(SAMPLES / name)
+    trials: list[Trial] = []
+    ids: dict[str, str] = {}
+    for n, version in enumerate(story.versions, start=1):
+        rec = recordings[version.stem]
+        parent = ids.get(version.parent) if version.parent else None
+        trial = Trial(f"t{n}", story.candidate, rec["sha256"], float(n), state=rec["state"], parent=parent,
+                      result=rec["result"], sol=rec.get("sol"), verdicts=rec.get("verdicts") or [],
+                      profile=rec.get("profile"))
+        trials.append(trial)
+        ids[version.file] = trial.id
+        trial.decision = decide(trials, trial, trial.verdicts, config, source=story.source(version).decode()).to_dict()
+        judged = ds.judge(version, trial, trials, config)
+        assert trial.state == version.expected and judged.held, (version.file, version.beat, judged.text,
+                                                                 trial.decision["reason"])
+
+
 def test_final_table_labels_every_number():
     replayed = {**cpu_result(), "speedup": {"eager": 2.5, "compile": 1.5}, "env": {"gpu": "NVIDIA H200"},
                 "sizes": [{"rows": 8}], "dtype": "float16",

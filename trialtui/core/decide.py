@@ -327,6 +327,11 @@ def _next_step(tree: Tree, trial: Trial, best: Trial | None, verdicts: list[dict
                     + (f" ({change.basis})" if change.basis else ""))
     versus = f"({speed_text(tree, prev, short=True)} → {speed_text(tree, trial, short=True)}, {change.noise_text()})"
 
+    if change.outcome == "slower" and stuck and _tied_before(tree, flat):
+        back = best if best is not None and best.id != trial.id else prev
+        return _switch(verdicts, memory, flat, f"{stuck}, the last {change.text()} than {prev.id} {versus}",
+                       config.max_trials - used, config, source, evidence, back=back)
+
     if change.outcome == "slower":
         back = best if best is not None and best.id != trial.id else prev
         tips = suggest(verdicts, "tweaks", memory.banned)
@@ -382,9 +387,18 @@ def _profile_reason(tree: Tree, trial: Trial, best: Trial | None, verdicts: list
     return ""
 
 
+def _tied_before(tree: Tree, flat: list[Trial]) -> bool:
+    """Whether a regression ends a plateau: a tie came before it on the branch, so the tweaks had
+    stopped paying before this one cost time, and going back to tweak again would repeat them.
+    Regressions alone are no plateau: those tweaks were bad, not exhausted."""
+    return any(tree.compare(t, tree.prev_correct(t)).outcome == "tie" for t in flat[1:])
+
+
 def _switch(verdicts: list[dict[str, Any]], memory: Memory, flat: list[Trial], stuck: str,
-            left: int, config: Config, source: str | None, evidence: list[str]) -> Decision:
-    """Never stop on a plateau: a different approach from the verdicts, or the next ladder rung."""
+            left: int, config: Config, source: str | None, evidence: list[str],
+            back: Trial | None = None) -> Decision:
+    """Never stop on a plateau: a different approach from the verdicts, or the next ladder rung;
+    from `back` (the best) when the plateau ended in a regression."""
     tied = {s.name for t in flat for s in recognise(t.strategy or "")}
     approaches = suggest(verdicts, "approaches", memory.banned | tied)
     rung = detect_rung(source)
@@ -410,9 +424,10 @@ def _switch(verdicts: list[dict[str, Any]], memory: Memory, flat: list[Trial], s
         plan = climb
     else:
         plan = f"rethink the algorithm itself (a different decomposition, precision or fusion boundary); {climb}"
-    reason = f"Plateau: {stuck}; with {left} of {config.max_trials} trials left, switch approach: {plan}."
+    go = f"{_go_best(back.id)} and " if back is not None else ""
+    reason = f"Plateau: {stuck}; with {left} of {config.max_trials} trials left, {go}switch approach: {plan}."
     tips = approaches + ([ladder] if ladder is not None else [])
-    return _decision(Action.SWITCH_APPROACH, reason, evidence, tips, memory, "")
+    return _decision(Action.SWITCH_APPROACH, reason, evidence, tips, memory, "b" if back is not None else "")
 
 
 def _profile(why: str, evidence: list[str]) -> Decision:

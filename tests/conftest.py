@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
+
+# GPU lane locks (engine/gpu_lock.py) of this test process (each xdist worker its own), never the user's
+os.environ["TRIALTUI_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="trialtui-run-")
 
 KB_REFERENCE = '''
 import torch

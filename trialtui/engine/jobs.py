@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 from trialtui.core.prctl import seal, start_ticks
 from trialtui.core.config import ConfigError, Limits, load_config
 from trialtui.core.result import RESULT_VERSION, ResultError, check_result
-from trialtui.engine import guard
+from trialtui.engine import gpu_lock, guard
 from trialtui.engine.forkservers import Forked, ForkServer
 from trialtui.engine.runner_deps import missing_runner
 
@@ -36,6 +36,7 @@ LOG_TAIL_BYTES = 4000
 SUPERVISOR = "trialtui.runner.supervisor"
 GRACE_S = 5.0  # past the job's timeout, the engine stops waiting for a supervisor that does not answer
 CANCEL_GRACE_S = 1.0  # after a cancel, the supervisor has this long to sweep before it is killed
+PREPARE_POLL_S = 0.05  # how often a waiting `prepare` asks whether a job wants the lane
 NO_FORKSERVER_ENV = "TRIALTUI_NO_FORKSERVER"  # warm jobs as new interpreters, each importing torch
 SANDBOX_ENV = "TRIALTUI_SANDBOX"  # set by `--sandbox`; [limits] sandbox = true does the same per problem
 
@@ -269,12 +270,15 @@ class WarmChildren:
             while len(waiting) < self._depth.get(key, 1):
                 waiting.append(self._started(key, module, env))
 
-    def prepare(self, module: str, env: dict[str, str], problem: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+    def prepare(self, module: str, env: dict[str, str], problem: dict[str, Any], timeout_s: float,
+                give_up: Callable[[], bool] | None = None) -> dict[str, Any] | None:
         """Hand the first waiting job the problem part of the next one and wait until it is made ready.
 
         Call it only from a lane job (runner/prepared.py says what is made ready): that work runs on
         the GPU, and the lane stays taken until it is done, so it never overlaps another job's timing.
-        Returns the job's `prepared` progress line, or None (sandboxed, died, or not done in time).
+        Once `give_up` says a job waits for the lane, it stops waiting: that job `take`s this very
+        process, which finishes preparing before it reads the spec, so the GPU is still never shared.
+        Returns the job's `prepared` progress line, or None (given up, sandboxed, died, or not done in time).
         """
         self.prime(module, env)
         with self._lock:
@@ -283,12 +287,16 @@ class WarmChildren:
                 return None
             supervised = waiting[0]
             supervised.send({"prepare": problem})
-        for event in supervised.events(time.monotonic() + timeout_s):
-            data = event.get("data") if event.get("event") == "progress" else None
-            if isinstance(data, dict) and data.get("phase") == "prepared":
-                return data
-            if event.get("event") in ("done", "eof", "late"):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if give_up is not None and give_up():
                 return None
+            for event in supervised.events(min(deadline, time.monotonic() + PREPARE_POLL_S)):
+                data = event.get("data") if event.get("event") == "progress" else None
+                if isinstance(data, dict) and data.get("phase") == "prepared":
+                    return data
+                if event.get("event") in ("done", "eof"):
+                    return None
         return None
 
     def take(self, module: str, env: dict[str, str]) -> Supervised | None:
@@ -345,14 +353,42 @@ def run_child(
 
     Progress lines the job writes are passed to `on_progress` as dicts. With `warm`, a pre-started
     pair takes the job if one is ready, and the next one is primed. `limits` default to the problem's.
+    A job that sees a GPU holds that GPU's host-wide lane (engine/gpu_lock.py) unless the lane job it
+    runs in holds it already; while another process holds it, it says so (`waiting` progress, or stderr).
     """
+    handle = handle or ChildHandle()
+    with gpu_lock.held_for(env, _waiting(on_progress), lambda: handle.cancelled) as took:
+        if not took:
+            return failure("cancelled", "cancelled while waiting for the GPU")
+        return _run_held(module, spec, timeout_s=timeout_s, log_path=log_path, env=env, handle=handle,
+                         on_progress=on_progress, warm=warm, limits=limits)
+
+
+def _waiting(on_progress: Callable[[dict[str, Any]], None] | None) -> gpu_lock.Wait:
+    """Where a job waiting for its GPU says so: its progress lines, else stderr (`trialtui bench`)."""
+    if on_progress is not None:
+        return lambda text: on_progress({"phase": "waiting", "message": text})
+    return lambda text: print(f"trialtui: {text}", file=sys.stderr, flush=True)
+
+
+def _run_held(
+    module: str,
+    spec: dict[str, Any],
+    *,
+    timeout_s: float,
+    log_path: Path,
+    env: dict[str, str] | None,
+    handle: ChildHandle,
+    on_progress: Callable[[dict[str, Any]], None] | None,
+    warm: WarmChildren | None,
+    limits: Limits | None,
+) -> dict[str, Any]:
     seal()  # a job's processes cannot open this process's pipes or memory through /proc
     if missing_runner():  # a laptop install: say so, rather than a job that dies importing torch
         return failure("error", missing_runner())
     log_path = Path(log_path)
     env = env or {}
     limits = limits or job_limits(spec)
-    handle = handle or ChildHandle()
     sandbox = sandbox_wanted(limits)
     if sandbox and shutil.which("bwrap") is None:
         return failure("error", "the sandbox needs bubblewrap (bwrap), which is not installed: apt-get install bubblewrap")

@@ -1,6 +1,8 @@
 """GPU lanes: one per visible GPU, strictly one job at a time each (concurrent GPU work gives wrong numbers).
 
-Without a GPU there is one `cpu` lane, so interpreted checks are serialized the same way.
+Without a GPU there is one `cpu` lane, so interpreted checks are serialized the same way. A GPU lane of
+this machine also takes its GPU's host-wide lane (engine/gpu_lock.py) around each job's GPU work, so
+other trialtui processes wait too.
 """
 
 from __future__ import annotations
@@ -9,10 +11,14 @@ import asyncio
 import os
 import re
 import sys
+import threading
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from trialtui.engine.gpu_lock import GpuLock, Wait
 
 
 def visible_gpus() -> list[str]:
@@ -29,6 +35,8 @@ class Lane:
     name: str
     gpu: str | None  # the CUDA_VISIBLE_DEVICES value its children get; None for the cpu lane
     job: Job | None = None
+    host: GpuLock | None = None  # this GPU's lane across the host (a GPU of this machine); see `held`
+    preparing: bool = False  # its warm checker was still preparing when a job came: the job waits for it
 
     @property
     def running(self) -> str | None:
@@ -37,6 +45,32 @@ class Lane:
     @property
     def env(self) -> dict[str, str]:
         return {"CUDA_VISIBLE_DEVICES": self.gpu} if self.gpu is not None else {}
+
+    @asynccontextmanager
+    async def held(self, on_wait: Wait | None = None, give_up: Callable[[], bool] | None = None) -> AsyncIterator[bool]:
+        """The GPU's host-wide lane around a lane job's GPU work (engine/gpu_lock.py): True once held, False
+        when `give_up` said so while another process held it. The cpu lane, or a remote one, needs none."""
+        host = self.host
+        if host is None or host.holds():
+            yield True
+            return
+        stop = threading.Event()
+        taking = asyncio.get_running_loop().run_in_executor(
+            None, host.acquire, None, on_wait, lambda: stop.is_set() or (give_up is not None and give_up()))
+        try:
+            took = await asyncio.shield(taking)
+        except asyncio.CancelledError:  # the engine stops: the waiting thread gives up, or lets go of what it took
+            stop.set()
+            taking.add_done_callback(lambda f: host.release() if not f.cancelled() and not f.exception() and f.result() else None)
+            raise
+        if not took:
+            yield False
+            return
+        try:
+            with host.owned():  # the job's threads (asyncio.to_thread copies the context) see it held
+                yield True
+        finally:
+            host.release()
 
 
 @dataclass
@@ -108,6 +142,10 @@ class Lanes:
         if taken:
             self.on_change()
         return taken
+
+    def wanted(self, lane: Lane) -> bool:
+        """Whether a queued job may run on `lane`; safe from another thread (it reads one snapshot of the queue)."""
+        return any(job.lane in (None, lane.name) for job in list(self.queue))
 
     @property
     def idle(self) -> bool:

@@ -33,6 +33,7 @@ from trialtui.engine.finalize import FinalizeError
 from trialtui.engine.finalize import finalize as finalize_trial
 from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env
 from trialtui.engine.executors.local import LocalExecutor
+from trialtui.engine.gpu_lock import GpuLock
 from trialtui.engine.jobs import ChildHandle, WarmChildren
 from trialtui.engine.lanes import Job, Lane, Lanes
 from trialtui.engine.trial_jobs import TrialJobs
@@ -85,6 +86,10 @@ class Engine(TrialJobs):
         self.store = store or Store.open(problem.root, writer=True)
         self.lanes = lanes or Lanes([Lane(slot.name, slot.gpu) for slot in self.executor.slots])
         self.lanes.listeners.append(self._queue_changed)
+        if isinstance(self.executor, LocalExecutor) and self.device == "cuda":
+            for lane in self.lanes.lanes:  # this machine's GPUs: every trialtui process takes their host-wide lanes
+                if lane.gpu is not None and lane.host is None:
+                    lane.host = GpuLock(lane.gpu, lane.name)
         self.paused = False
         self.saves_while_paused = 0
         self._subscribers: list[Subscriber] = []
@@ -572,7 +577,7 @@ class Engine(TrialJobs):
         for trial_id in stale:
             self.store.update(trial_id, stale=True)
         self.emit(ev.Notice(f"reference.py changed: baselines will be re-measured; {len(stale)} trial(s) marked stale", "warning"))
-        for lane in self.lanes.lanes:  # what the idle lanes made ready was the old reference's
-            if lane.job is None:
+        for lane in self.lanes.lanes:  # what the lanes made ready, or are making ready, was the old reference's
+            if lane.job is None or (lane.job.owner is self and not lane.job.trial_id):
                 self._prepare_soon(lane)
 

@@ -42,8 +42,30 @@ class TrialJobs:
             compile_future = None
         handle = ChildHandle()
         self._handles[trial.id] = handle
+        try:
+            async with lane.held(self._waiting(trial.id), lambda: handle.cancelled) as took:
+                if not took:
+                    self._set_state(trial.id, TrialState.CANCELLED, f"cancelled while waiting for {lane.name}")
+                    return
+                if not await self._bench_on(lane, trial, handle, compile_future):
+                    return
+        finally:
+            self._handles.pop(trial.id, None)
+        self._track(self._conclude(trial.id, lane), trial.id)  # analysis, verdicts, decision: off the lane
+        self._prepare_soon(lane)
+
+    def _waiting(self, trial_id: str):
+        """What a queued trial says while another process holds its GPU (told from the waiting thread)."""
+        loop = asyncio.get_running_loop()
+        return lambda text: loop.call_soon_threadsafe(self.emit, ev.StateChanged(trial_id, TrialState.QUEUED.value, text))
+
+    async def _bench_on(self, lane: Lane, trial: Trial, handle: ChildHandle, compile_future: asyncio.Future | None) -> bool:
+        """The bench job, and counters where the policy wants them, with the GPU held; False when the trial
+        ended otherwise (invalid, retried)."""
         log_rel = f"logs/{trial.id}.log"
-        self._set_state(trial.id, TrialState.BENCHMARKING, f"on {lane.name}", log=log_rel)
+        after_warm_up = "; its checker finishes preparing first" if lane.preparing else ""
+        lane.preparing = False
+        self._set_state(trial.id, TrialState.BENCHMARKING, f"on {lane.name}{after_warm_up}", log=log_rel)
         loop = asyncio.get_running_loop()
 
         def progress(event: dict[str, Any]) -> None:
@@ -55,41 +77,49 @@ class TrialJobs:
             handle=handle, on_progress=progress, env=lane.env, name=trial.file, **({"warm": self._warm} if self._warm else {}),
         ))
         try:
-            try:
-                compiled = await self._compiled(trial, compile_future, handle) if compile_future is not None else trial
-            except BaseException:
-                handle.cancel()  # the compile stage itself failed: its job must not hold the GPU past the lane
-                await asyncio.gather(bench, return_exceptions=True)
-                raise
-            if compiled is None:
-                await asyncio.gather(bench, return_exceptions=True)  # the cancelled job sweeps before the lane frees
-                return
-            result = await bench
-        finally:
-            self._handles.pop(trial.id, None)
+            compiled = await self._compiled(trial, compile_future, handle) if compile_future is not None else trial
+        except BaseException:
+            handle.cancel()  # the compile stage itself failed: its job must not hold the GPU past the lane
+            await asyncio.gather(bench, return_exceptions=True)
+            raise
+        if compiled is None:
+            await asyncio.gather(bench, return_exceptions=True)  # the cancelled job sweeps before the lane frees
+            return False
+        result = await bench
         if result.get("state") == TrialState.INTERRUPTED.value and trial.id not in self._retried:
             self._retried.add(trial.id)  # a connection lost mid-job (a remote executor): said so, tried once more
             self._set_state(trial.id, TrialState.INTERRUPTED, f"{result.get('message', '')}; trying once more")
             self.rerun(trial.id, front=True)
-            return
-        await self._finish(trial, result, log_rel, lane)
-        self._prepare_soon(lane)
+            return False
+        event = await self._finish(trial, result, log_rel)
+        if event is not None and profile_policy(self.problem.config.profile_when, event):
+            await self._counters(trial.id, lane)  # a correct trial timed on a GPU, where the policy asks
+        return True
 
     def _prepare_soon(self, lane: Lane) -> None:
         """While watching and nothing of ours waits: the lane's warm checker makes the next job's problem part ready.
 
-        It is a lane job of its own, so that GPU work never overlaps another job; a job of ours queued
-        meanwhile does the work itself in the same warm process.
+        It is a lane job of its own, so that its GPU work (CUDA contexts, CUPTI, the reference's outputs)
+        never overlaps another job's. It yields to a save: once a job is queued for the lane it stops
+        waiting, and the job takes that very checker, which finishes preparing and then runs it (the H200
+        kept saves 1.8-3.3 s in `queued` behind a prepare with nothing else running).
         """
         if self._warm is None or not self._watching or any(j.owner is self for j in self.lanes.queue):
             return
         env = {**child_env(self.device), **lane.env}
 
+        def wanted() -> bool:
+            return self.lanes.wanted(lane)
+
         async def run(_: Lane) -> None:
-            if any(j.owner is self for j in self.lanes.queue):
+            if wanted():
                 return
             spec = guard.with_sibling_modules(problem_spec(self.problem, self.device))  # as run_child's
-            await asyncio.to_thread(self._warm.prepare, BENCH_MODULE, env, spec, self.problem.config.bench_timeout_s)
+            async with lane.held(give_up=wanted) as took:
+                if took:
+                    done = await asyncio.to_thread(self._warm.prepare, BENCH_MODULE, env, spec,
+                                                   self.problem.config.bench_timeout_s, wanted)
+                    lane.preparing = done is None and wanted()
 
         self.lanes.submit(Job("", "", run, lane.name, owner=self, on_error=lambda job, exc: self._fail(None, exc, "preparing")))
 
@@ -117,7 +147,8 @@ class TrialJobs:
             return
         self.emit(ev.Progress(trial_id, event.get("phase", ""), event.get("i"), event.get("n"), event.get("runs")))
 
-    async def _finish(self, trial: Trial, result: dict[str, Any], log_rel: str, lane: Lane) -> None:
+    async def _finish(self, trial: Trial, result: dict[str, Any], log_rel: str) -> str | None:
+        """The result into the trial and its events; for a trial timed on a GPU, which profile event it is."""
         others = [t for t in await asyncio.to_thread(self.store.trials) if t.id != trial.id]  # one read, off the loop
         before = tree.best(others, self.problem.config.primary_baseline)
         state = TrialState(result["state"]) if result["state"] in TrialState._value2member_map_ else TrialState.ERROR
@@ -131,58 +162,67 @@ class TrialJobs:
             base = self.problem.config.primary_baseline
             self.emit(ev.NewBest(after.id, after.speedup(base) or 0.0, before.id if before else None,
                                  before.speedup(base) if before else None, provenance.short(after.result)))
-        if trial.median_us is not None:  # a correct trial timed on a GPU: verdicts, maybe counters
-            first = not any(t.median_us is not None for t in others)
-            event = "first_correct" if first else ("new_best" if after is not None and after.id == trial.id else "correct")
-            await self._profile(trial.id, lane, profile_policy(self.problem.config.profile_when, event))
-        trial = self.store.get(trial.id)
+        if trial.median_us is None:
+            return None
+        if not any(t.median_us is not None for t in others):
+            return "first_correct"
+        return "new_best" if after is not None and after.id == trial.id else "correct"
+
+    async def _conclude(self, trial_id: str, lane: Lane) -> None:
+        """Verdicts and the decision, off the lane: they wait for the reference's analysis (13 s of a problem's
+        first job on the H200), and the next save must not. A plateau queues counters, then decides again."""
+        trial = self.store.get(trial_id)
+        if trial.median_us is not None:
+            await self._verdicts(trial_id)
+            trial = self.store.get(trial_id)
         decision = await self._decide_async(trial)
         if (decision.action == "switch_approach" and trial.profile is None and trial.median_us is not None
                 and profile_policy(self.problem.config.profile_when, "plateau")):
-            await self._profile(trial.id, lane, True)  # a plateau: counters choose the new approach
-            await self._decide_async(self.store.get(trial.id))
+            self.profile_now(trial_id, lane.name)  # counters choose the new approach
 
-    async def _profile(self, trial_id: str, lane: Lane, with_counters: bool) -> None:
-        """Verdicts for a correct GPU trial: from the best profiler that runs here when asked for, else analytic."""
+    async def _counters(self, trial_id: str, lane: Lane) -> None:
+        """The best profiler's pass over a correct GPU trial, on its lane (the GPU held); stored with the trial."""
+        trial = self.store.get(trial_id)
+        self._set_state(trial_id, TrialState.PROFILING, f"profiling on {lane.name}")
+        handle = ChildHandle()
+        self._handles[trial_id] = handle
+        try:
+            profile = await asyncio.to_thread(self.executor.profile, self.problem, self.store.snapshot_path(trial.sha256),
+                                              name=trial_id, env=lane.env, handle=handle)
+        finally:
+            self._handles.pop(trial_id, None)
+        profile = {k: v for k, v in profile.items() if k not in ("log_tail", "command")}
+        self._set_state(trial_id, TrialState.CORRECT, f"profiled: {profile.get('label') or source_of(profile)}",
+                        profile=profile)  # correct again before the lane frees: the next job ranks it as best
+
+    async def _verdicts(self, trial_id: str) -> None:
+        """Verdicts for a correct GPU trial: from its profile where counters ran, else analytic."""
         trial = self.store.get(trial_id)
         env = (trial.result or {}).get("env") or {}
-        # started when the first trial was queued (Engine._enqueue), so the lane seldom waits for it
+        # started when the first trial was queued (Engine._enqueue), so this seldom waits for it
         analysis = await asyncio.shield(self._analysis) if self._analysis is not None else None
         if not analysis or analysis.get("state") != "ok":
             analysis = await asyncio.to_thread(self.executor.analyze, self.problem, gpu=env.get("gpu"), driver=env.get("driver"))
-        profile = None
-        if with_counters:
-            self._set_state(trial_id, TrialState.PROFILING, f"profiling on {lane.name}")
-            handle = ChildHandle()
-            self._handles[trial_id] = handle
-            try:
-                profile = await asyncio.to_thread(self.executor.profile, self.problem, self.store.snapshot_path(trial.sha256),
-                                                  name=trial_id, env=lane.env, handle=handle)
-            finally:
-                self._handles.pop(trial_id, None)
-            profile = {k: v for k, v in profile.items() if k not in ("log_tail", "command")}
+        profile = trial.profile
         verdicts, sol, roof = trial_verdicts(self.problem, trial, analysis, profile)
         fields: dict[str, Any] = {"verdicts": verdicts, "sol": sol}
         if roof is not None:
             fields["result"] = {**(trial.result or {}), "roofline": roof}
-        if profile is not None:
-            fields["profile"] = profile
-        if self.store.get(trial_id).state != TrialState.CORRECT.value:
-            fields["state"] = TrialState.CORRECT
         self.store.update(trial_id, **fields)
-        if "state" in fields:
-            said = f" from {profile.get('label') or source_of(profile)}" if profile else ""
+        if profile is not None:  # the counters' verdicts: views reload the trial (the decision follows in any case)
+            said = f" from {profile.get('label') or source_of(profile)}"
             self.emit(ev.StateChanged(trial_id, TrialState.CORRECT.value, f"{len(verdicts)} verdict(s){said}"))
 
-    def profile_now(self, trial_id: str) -> None:
-        """Queue a profile of a correct GPU trial on a lane (the `p` key)."""
+    def profile_now(self, trial_id: str, lane: str | None = None) -> None:
+        """Queue a profile of a correct GPU trial on a lane (the `p` key, or a plateau)."""
         trial = self.store.get(trial_id)
         if trial.median_us is None:
             self.emit(ev.Notice(f"{trial_id} has no GPU timing to profile (correct trials on a GPU only)", "warning"))
             return
 
-        async def run(lane: Lane) -> None:
-            await self._profile(trial_id, lane, True)
-            await self._decide_async(self.store.get(trial_id))
+        async def run(on: Lane) -> None:
+            async with on.held(self._waiting(trial_id)):
+                await self._counters(trial_id, on)
+            self._track(self._conclude(trial_id, on), trial_id)
 
-        self.lanes.submit(Job(trial_id, trial.file, run, owner=self, on_error=self._job_failed))
+        self.lanes.submit(Job(trial_id, trial.file, run, lane, owner=self, on_error=self._job_failed))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import select
 import sys
 import time
 import traceback
@@ -680,12 +681,11 @@ _JOB_PROCESS = False  # True in `python -m trialtui.runner.bench_job`: nothing b
 
 def prewarm() -> None:
     """A warm checker starts its job's candidate process at once (before any CUDA call or reference:
-    on the CPU it is a fork of this process), so that process's imports are done too; on a GPU it
-    makes its CUDA context and launches Triton once while it waits (CUPTI waits for an idle lane)."""
+    on the CPU it is a fork of this process), so that process's imports are done too. Nothing touches
+    the GPU here: a warm checker starts while another job may be timing on it; its CUDA contexts, Triton
+    launch and CUPTI wait for the engine's `prepare`, sent only while it holds the lane."""
     if not _READY:
         _READY.append(CandidateProcess(fork=_JOB_PROCESS))
-    if _gpu_job() and not _READY[0].op_s and not _READY[0]._owed:
-        _READY[0].warm_up()
 
 
 def _gpu_job() -> bool:
@@ -707,7 +707,8 @@ def prepare_problem(message: dict[str, Any]) -> None:
     if not on_gpu or torch.cuda.is_available():
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = bool(spec.get("allow_tf32"))
         seeds = spec.get("seeds_list") or list(range(spec.get("seeds", 5)))
-        done = prepare(spec, _case_list(spec, on_gpu), seeds, _higher_precision, _bytes, _READY[0] if _READY else None)
+        done = prepare(spec, _case_list(spec, on_gpu), seeds, _higher_precision, _bytes, _READY[0] if _READY else None,
+                       idle=lambda: not select.select([sys.stdin], [], [], 0)[0])  # no spec waits yet
     _PREPARED[:] = [done] if done is not None else []
     if _READY and _READY[0].process.poll() is not None:  # the candidate's process died making its context
         _READY.pop().close()  # the job starts a fresh one

@@ -73,12 +73,15 @@ def budget(device) -> int:
     return int(min(BUDGET_BYTES, BUDGET_FRACTION * total))
 
 
-def prepare(spec: dict[str, Any], cases: list[dict[str, Any]], seeds: list[int], higher, sizeof, link=None) -> Prepared | None:
+def prepare(spec: dict[str, Any], cases: list[dict[str, Any]], seeds: list[int], higher, sizeof, link=None,
+            idle=None) -> Prepared | None:
     """Load the reference and fill the cache in the job's order until the budget is reached.
 
     `higher(reference, model, inputs)` is the checker's higher-precision run, `sizeof` its byte
-    count; `link` (the checker's candidate process) gets its CUDA context made too. Failures are
-    printed and leave the job to do the work itself.
+    count; `link` (the checker's candidate process) gets its CUDA context made too, and CUPTI started
+    last (3.7-5.3 s on the H200), only while `idle()` says no job waits for this checker: a save
+    that came meanwhile runs without it rather than after it. Failures are printed and leave the job
+    to do the work itself.
     """
     import torch
 
@@ -92,22 +95,30 @@ def prepare(spec: dict[str, Any], cases: list[dict[str, Any]], seeds: list[int],
         if device.type == "cuda":
             torch.empty(1, device=device)  # the context, made now rather than in the job
             if link is not None:
-                link.request("ready", timeout_s=60.0, device="cuda", cupti=True)  # the lane is idle: CUPTI too
+                link.request("ready", timeout_s=60.0, device="cuda")  # its context and a Triton launch
         prepared = Prepared(key, Reference(spec, device.type))
-        limit = budget(device)
-        for ci, case in enumerate(cases):
-            for seed in seeds:
-                entry = expected_for(prepared.reference, case, seed, higher)
-                size = sizeof([entry.inputs, entry.expected, entry.truth])
-                if prepared.held_bytes + size > limit:
-                    return prepared
-                prepared.cases[(ci, seed)] = entry
-                prepared.held_bytes += size
-        return prepared
+        _fill(prepared, cases, seeds, higher, sizeof, budget(device))
     except Exception:  # noqa: BLE001 - the reference may raise anything; the job will say it properly
         print(f"trialtui: preparing the problem failed; the job computes it itself\n{traceback.format_exc()}",
               file=sys.stderr)
         return None
+    if device.type == "cuda" and link is not None and (idle is None or idle()):
+        try:
+            link.request("ready", timeout_s=60.0, device="cuda", cupti=True)
+        except Exception:  # noqa: BLE001 - without CUPTI the job skips only its kernel-time step
+            print(f"trialtui: starting CUPTI failed\n{traceback.format_exc()}", file=sys.stderr)
+    return prepared
+
+
+def _fill(prepared: Prepared, cases: list[dict[str, Any]], seeds: list[int], higher, sizeof, limit: int) -> None:
+    for ci, case in enumerate(cases):
+        for seed in seeds:
+            entry = expected_for(prepared.reference, case, seed, higher)
+            size = sizeof([entry.inputs, entry.expected, entry.truth])
+            if prepared.held_bytes + size > limit:
+                return
+            prepared.cases[(ci, seed)] = entry
+            prepared.held_bytes += size
 
 
 def expected_for(reference, case: dict[str, Any], seed: int, higher) -> Expected:

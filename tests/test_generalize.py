@@ -185,6 +185,7 @@ def test_the_sample_kernel_generalizes(sample):
 def test_a_sample_kernel_tuned_to_what_it_saw_is_named_with_the_case_it_fails(sample, name, case):
     found = _check(sample, name)
     assert _failed_at(found) == case, found.text()
+    assert not found.first_failure.message.startswith("case 1 "), found.text()  # the case is named once, by its label
     assert found.line().startswith(f"generalizes: {found.count(Outcome.PASSED)} of ")
 
 

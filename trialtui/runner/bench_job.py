@@ -541,7 +541,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         stage = "checking correctness"
         splits = Splits(sync=on_gpu)
         if spec.get("heldout"):  # cases derived at finalize or on demand (runner/heldout.py), each on its own
-            correctness = heldout.check_each(spec, reference, link, progress, deadline, facts, check_correctness)
+            correctness = heldout.check_each(spec, reference, link, deadline, facts, check_correctness)
         else:
             correctness = check_correctness(spec, reference, link, cases, seeds, progress, deadline, facts, prepared, splits)
         del prepared

@@ -57,8 +57,8 @@ class LaidOut:
         return ReferenceCall(laid_out, {**call.payload, "layout": layout.value}, call.model)
 
 
-def check_each(spec: dict[str, Any], reference: Any, link: CandidateProcess, progress: Callable[..., None],
-               deadline: Deadline, facts: Any, check: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+def check_each(spec: dict[str, Any], reference: Any, link: CandidateProcess, deadline: Deadline, facts: Any,
+               check: Callable[..., dict[str, Any]]) -> dict[str, Any]:
     """Every held-out case through `check` (bench_job.check_correctness), within `heldout_budget_s`.
 
     Returns a correctness report as `check` makes one (passed only if no case failed; the first
@@ -70,8 +70,7 @@ def check_each(spec: dict[str, Any], reference: Any, link: CandidateProcess, pro
                               "mismatch_frac": 0.0, "first_mismatch": None, "message": "", "warnings": [],
                               "launches": 0, "case_bytes": 0, "heldout": []}
     stop = ""
-    for i, case in enumerate(cases):
-        progress(phase="heldout", i=i + 1, n=len(cases))
+    for case in cases:
         left = ends - time.monotonic()
         if not stop and left <= 0:
             stop = f"the {spec.get('heldout_budget_s', 30.0):g} s budget ran out"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from trialtui.core import bottleneck
 from trialtui.core.config import Config
 from trialtui.core import tree as tree_rules
 from trialtui.core.decide_evidence import (
@@ -420,6 +421,8 @@ def _switch(verdicts: list[dict[str, Any]], memory: Memory, flat: list[Trial], s
         first = (f"{top.because}, so try '{top.name}': {top.advice}" if top.because
                  else f"try '{top.name}': {top.advice}")
         plan = f"{first}, or {climb}" if higher is not None else f"{first}; {climb}"
+        if bottleneck.launch_bound(verdicts) and (higher is None or higher.level > 1):
+            plan, ladder = first, None  # past Triton's fusion, no rung makes launches cheaper
     elif higher is not None:
         plan = climb
     else:

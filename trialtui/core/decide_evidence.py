@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from trialtui.core import bottleneck
 from trialtui.core.config import Config
 from trialtui.core import tree as tree_rules
 from trialtui.core.model import Trial, TrialState
@@ -19,7 +20,6 @@ from trialtui.core.verdict_registry import ABOUT_THE_PROFILE, REMEDIES
 
 # A change counts when it exceeds two combined standard errors (about 95%, two-sided).
 NOISE_Z = 2.0
-_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 
 # --- the tree, as much of it as a decision needs ------------------------------------------------
@@ -188,14 +188,14 @@ def _because(verdict: dict[str, Any]) -> str:
 
 
 def suggest(verdicts: list[dict[str, Any]], pick: str, excluded: set[str]) -> list[Suggestion]:
-    """Ranked suggestions: the remedies of known verdicts, most severe first, then unknown
-    verdicts' own hints, then (only when no known verdict spoke) the generic steps. Catalog
-    strategies in `excluded` are never offered."""
-    ranked = sorted(verdicts, key=lambda v: _SEVERITY_RANK.get(v.get("severity", ""), len(_SEVERITY_RANK)))
+    """Ranked suggestions for one bottleneck (core.bottleneck): the remedies of known verdicts, the
+    limiter's first, none that a better-ranked one pulls against, then unknown verdicts' own hints,
+    then (only when no known verdict spoke) the generic steps. Catalog strategies in `excluded` are
+    never offered."""
     known: list[Suggestion] = []
     passed: list[Suggestion] = []
     seen: set[str] = set(excluded)
-    for verdict in ranked:
+    for verdict in bottleneck.focus(verdicts):
         vid = verdict.get("id") or "verdict"
         if vid in ABOUT_THE_PROFILE or vid in seen:
             continue
@@ -206,8 +206,8 @@ def suggest(verdicts: list[dict[str, Any]], pick: str, excluded: set[str]) -> li
                 seen.add(vid)
                 passed.append(Suggestion(vid, text, _because(verdict)))
             continue
-        for name in getattr(remedy, pick):
-            if name not in seen:
+        for name in bottleneck.remedy(verdict, getattr(remedy, pick)):
+            if name not in seen and not bottleneck.opposed(name, {tip.name for tip in known}):
                 seen.add(name)
                 known.append(Suggestion(name, BY_NAME[name].advice, _because(verdict)))
     generic = [] if known else [Suggestion(n, BY_NAME[n].advice, "") for n in getattr(GENERIC, pick) if n not in seen]

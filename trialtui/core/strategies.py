@@ -108,7 +108,7 @@ CATALOG: tuple[Strategy, ...] = (
     ),
     Strategy(
         "fewer launches",
-        "fuse the launches into one kernel or capture them in a CUDA graph",
+        "fuse the launches into one kernel, give each launch more work, or capture them in a CUDA graph",
         r"cuda.?graph|launch",
     ),
     Strategy(

@@ -174,7 +174,8 @@ VERDICTS: dict[VerdictId, VerdictKind] = {k.id: k for k in (
           _NCU_DOC.format("LaunchConfiguration"), nvidia_rules=("LaunchConfiguration",)),
     _kind(V.LAUNCH_BOUND, "a kernel (or the call) under TINY_US; from kernel records, MANY_LAUNCHES or more tiny "
           "launches per call or a GPU busy under GPU_BUSY of the call",
-          ("TINY_US", "MANY_LAUNCHES", "GPU_BUSY"), ("fewer launches",), ("fewer launches", "persistent kernel"),
+          ("TINY_US", "MANY_LAUNCHES", "GPU_BUSY"), ("fewer launches", "fuse passes"),
+          ("fewer launches", "persistent kernel"),
           "Fuse with neighbouring ops, batch more work per launch, or replay with CUDA graphs.",
           "project rule over gpu__time_duration.sum or CUPTI kernel records"),
     _kind(V.LATENCY_BOUND, "SM and memory both under LATENCY % over at least a full wave",

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from trialtui.core.forms import get_form
+
 if TYPE_CHECKING:
     from trialtui.core.problem import Problem
 
@@ -108,8 +110,6 @@ def plan(problem: Problem, on_gpu: bool, draw: Callable[[], int]) -> list[HeldOu
     tail); non-contiguous inputs; each size one below a power of two under its value; an odd offset;
     every size at that smaller value at once. A value any test or bench case already has is skipped.
     """
-    from trialtui.core.forms import get_form
-
     settings = problem.config.generalize
     if settings.budget_s <= 0:
         return []

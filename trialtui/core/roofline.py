@@ -6,7 +6,7 @@ light fraction floor / measured is the one number that says how much headroom is
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from trialtui.core.gpus import Ceilings
@@ -74,3 +74,32 @@ def sol_fraction(floor_us: float | None, measured_us: float | None) -> float | N
     if not floor_us or not measured_us or measured_us <= 0:
         return None
     return floor_us / measured_us
+
+
+def physical_floor(flops: float, min_bytes: float, dtype: str, gpu_name: str, allow_tf32: bool = False) -> Roofline | None:
+    """The floor no honest headline can beat: the work at the GPU's datasheet ceilings (its peak DRAM
+    bandwidth and its fastest dense tensor rate). Not the calibrated ones: a measured copy bandwidth is no
+    ceiling (an honest bias + GELU kernel reached 101 % of it on the H200), and the calibration file
+    lives where a candidate can write. None for a GPU without a datasheet entry."""
+    from trialtui.core.gpus import datasheet
+
+    sheet = datasheet(gpu_name)
+    if sheet is None or min_bytes <= 0:
+        return None
+    # the fastest dense math of the chip, whatever the dtype: an fp32 problem may be solved correctly with
+    # split tensor-core products (3xTF32), so its floor is not the CUDA cores' fp32 rate
+    rates = [r for r in sheet.tflops.values() if r]
+    peak = max(rates) * (2 if dtype.startswith("float8") else 1) if rates else None
+    fastest = replace(sheet, tflops={compute_dtype(dtype, allow_tf32): peak})
+    return roofline(flops, min_bytes, dtype, fastest, allow_tf32)
+
+
+def impossible_message(floor: Roofline, median_us: float) -> str | None:
+    """Why a headline below the physical floor cannot be the work done, naming both numbers; None above it."""
+    if median_us >= floor.floor_us:
+        return None
+    memory = f"{floor.min_bytes / 1e6:.1f} MB at {floor.hbm_gbps / 1000:.2f} TB/s = {floor.memory_us:.1f} µs"
+    compute = (f"{floor.flops / 1e9:.1f} GFLOP at {floor.peak_tflops:g} TFLOP/s ({floor.compute_dtype}) = "
+               f"{floor.compute_us:.1f} µs" if floor.peak_tflops and floor.flops else "no FLOPs counted")
+    return (f"{median_us:.1f} µs is below the physical floor of {floor.floor_us:.1f} µs on {floor.gpu} "
+            f"({memory}; {compute}; {floor.source} ceilings): the timing misses work")

@@ -27,6 +27,7 @@ from trialtui.runner.child import serve
 from trialtui.runner.prepared import Prepared, prepare, problem_key
 
 SUSPICIOUS_SPEEDUP = 10.0
+LIBRARY_SHARE = 0.5  # the candidate's own kernels did less of the timed calls' GPU time than this: `fallback`
 # On the CPU one request holds the three calls and its reply: the samples stand unless under a tenth of the checker's figure (a busy machine stretches the reply, never the calls).
 CPU_CONFIRM_TOL = 0.9
 
@@ -270,8 +271,9 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
     """
     import torch
 
-    from trialtui.runner import canaries, timing
-    from trialtui.runner.loader import clone
+    from trialtui.core.roofline import impossible_message, physical_floor
+    from trialtui.runner import timing
+    from trialtui.runner.timed_checker import TimedCalls
 
     flags = []
     splits = splits or Splits(sync=True)
@@ -284,7 +286,10 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
     payload: dict[str, Any] = {"input_sets": sets, "seed": 0, **ref_call.payload}
     ref_fn = ref_call.fn
     use_graph = bool(spec.get("cuda_graph", False))
-    reply, _ = link.request("prepare_timing", payload, timeout_s=deadline.left(), into="cuda", cuda_graph=use_graph)
+    layout, work = _work(ref_call, sets[0])  # the sets are one case: one output structure, one amount of work
+    batches = layout.batch_sizes()
+    reply, _ = link.request("prepare_timing", payload, timeout_s=deadline.left(), into="cuda", cuda_graph=use_graph,
+                            layout=layout.to_wire(), keep=batches[-1])
     facts.see(reply)
     if reply.get("launches") == 0 and own_kernels:
         flags.append(flag("fallback", f"no kernel of the candidate's own ran at the timed size {case or '(defaults)'} "
@@ -308,42 +313,21 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
             fns = {name: [timing.cuda_graph_call(c) for c in calls] for name, calls in fns.items()}
         flush_us = bencher.flush_cost_us()
 
-        out_bytes = _bytes(ref_fn(sets[0]))  # the sets are one case: one output size
-        draws = random.SystemRandom()
-        targets = canaries.Targets()  # the same structure test as the candidate's process makes: the same tensor
+        timed = TimedCalls(link, deadline, sets, ref_fn, layout, see=facts.see, judge=lambda expected, output, inputs, where: check_timed(
+            spec, reference, expected, output, inputs, lambda: _timing_truth(reference, ref_call, inputs), where))
+        overhead_us = timed.overhead_us(flush_us)
 
         def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
-            seed = draws.getrandbits(62)  # this batch's canaries: drawn here, told to the candidate's process
-            t0 = time.perf_counter()
-            reply, outputs = link.request("time", timeout_s=deadline.left(), into="cuda", start=start, n=n,
-                                          canaries=seed, max_bytes=2 * 64 * out_bytes + 2**20)
-            wall_us = (time.perf_counter() - t0) * 1e6
-            facts.see(reply)
-            samples = reply.get("samples")
-            if not isinstance(samples, list) or len(samples) != n or not all(isinstance(x, (int, float)) and x >= 0 for x in samples):
-                raise CandidateFailed("the candidate's process sent malformed timing samples")
-            calls = sorted({0, n - 1})
-            if not isinstance(outputs, list) or len(outputs) != len(calls):
-                raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
-            order = [sets[(start + k) % len(sets)] for k in range(len(sets))]
-            tensor = targets.of(order[0])
-            draw = canaries.Draw.make(seed, n, tensor.numel()) if tensor is not None else None
-            for call, output in zip(calls, outputs):
-                base = order[call % len(order)]
-                inputs = canaries.input_of(base, draw, call, targets) if draw is not None else base
-                expected = ref_fn(clone(inputs))
-                where = f"timed call {start + call + 1} (input set {(start + call) % len(sets) + 1}, its own canaries)"
-                check_timed(spec, reference, expected, output, inputs,
-                            lambda inputs=inputs: _timing_truth(reference, ref_call, inputs), where)
-            return [float(x) for x in samples], wall_us
+            batch = timed.batch(start, n)
+            return batch.samples, batch.wall_us
 
         def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
-            progress(**timing.preliminary(so_far, walls_so_far, flush_us))
+            progress(**timing.preliminary(so_far))
 
         splits.mark("timing.prepare")
         samples, walls = timing.time_alternating(
             bencher, candidate_batch, fns, on_run=lambda r: progress(phase="timing", runs=r),
-            time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S), on_preliminary=first_number,
+            time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S), on_preliminary=first_number, batches=batches,
         )
         splits.mark("timing.loop")
         stats = {name: timing.summarize(s) for name, s in samples.items()}
@@ -351,16 +335,25 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
         reply, _ = link.request("kernel_time", timeout_s=deadline.left(), into="cuda")
         facts.see(reply)
         splits.mark("timing.kernel_time")
-    cand = timing.confirmed_stats(stats.pop("candidate"), walls, flush_us)
+    cand = timing.confirmed_stats(stats.pop("candidate"), walls, overhead_us)
     cand["kernel_us"] = _number(reply.get("kernel_us"))
     cand["host_wall_us"] = _number(reply.get("host_wall_us"))
     cand["cuda_graph"] = use_graph
     cand["label"] = ("GPU, CUDA events, L2 flushed, median" if cand["confirmed"] else
                      "GPU, the checker's clock per call, L2 flushed, median (the candidate's own events were not confirmed)")
     cand["peak_mem_bytes"] = _number(reply.get("peak_mem_bytes"))
+    split = _kernel_split(reply.get("kernels"))
+    cand["kernels"] = split
+    if split is not None and split["own_share"] < LIBRARY_SHARE:
+        names = ", ".join(name.split("(")[0][:60] for name, _ in split["library_top"][:3])
+        flags.append(flag("fallback", f"library kernels did {1 - split['own_share']:.0%} of the GPU time of the timed "
+                          f"calls ({names}); the candidate's own kernels {split['own_share']:.0%}: the number is "
+                          "mostly not its kernel's"))
     cand["checker_wall_us_per_call"] = timing.wall_per_call(walls)
     cand["checker_us_per_call"] = timing.checker_per_call_us(walls)
     cand["flush_us"] = flush_us
+    cand["overhead_us"] = overhead_us  # per call besides the call (flush, new inputs, the output's copies): off the checker's clock
+    cand["checked_calls"] = sum(n for _, n, _ in walls)  # every timed call's output was judged
     kernel_us = cand["kernel_us"]
     if kernel_us and kernel_us > 1.5 * cand["median_us"] + 5.0:
         flags.append(
@@ -370,13 +363,48 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
                 f"{cand['median_us']:.1f} µs: work escapes the timed stream (side stream?)",
             )
         )
-    mismatch = timing.wall_mismatch(walls, (cand.get("claimed") or cand)["median_us"], flush_us)
+    floor = physical_floor(work["flops"], work["min_bytes"], spec["dtype"], props.name, bool(spec.get("allow_tf32")))
+    cand["work"] = {**work, "floor_us": floor.floor_us if floor else None, "floor_gpu": floor.gpu if floor else None}
+    impossible = impossible_message(floor, cand["median_us"]) if floor else None
+    if impossible:
+        flags.append(flag("impossible", impossible))
+    mismatch = timing.wall_mismatch(walls, (cand.get("claimed") or cand)["median_us"], overhead_us)
     if mismatch:
         flags.append(flag("timing-mismatch", mismatch))
     baselines = {kind: {**s, "cached": False} for kind, s in stats.items()}
     for kind, s in given.items():
         baselines[kind] = {**s, "cached": False}
     return cand, baselines, flags
+
+
+def _kernel_split(value: Any) -> dict[str, Any] | None:
+    """The candidate's process's kernel split (timing.kernel_split), checked as data."""
+    if not isinstance(value, dict):
+        return None
+    own, library, share = (_number(value.get(k)) for k in ("own_us", "library_us", "own_share"))
+    if own is None or library is None or share is None or not 0 <= share <= 1:
+        return None
+    top = [[str(n)[:120], float(us)] for n, us in (value.get("library_top") or [])[:5]
+           if isinstance(us, (int, float)) and not isinstance(us, bool)]
+    return {"own_us": own, "library_us": library, "own_share": share, "library_top": top}
+
+
+def _work(ref_call, inputs) -> tuple[Any, dict[str, float]]:
+    """The reference once at the timed size: its output's layout (the timed calls' slots) and the least
+    work any kernel must do (FLOPs counted by torch; bytes: every input and weight read once, every output
+    written once), for the physical floor."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from trialtui.runner.loader import clone
+    from trialtui.runner.timed_batch import Layout
+
+    model = ref_call.model
+    weights = list(model.parameters()) + list(model.buffers()) if model is not None else []
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        output = ref_call.fn(clone(inputs))
+    min_bytes = _bytes(inputs) + _bytes(weights) + _bytes(output)
+    return Layout.of_output(output), {"flops": float(counter.get_total_flops()), "min_bytes": float(min_bytes)}
 
 
 def judge(spec, reference, expected, output, inputs, truth, floor_notes: list[str] | None = None, where: str = ""):
@@ -665,9 +693,9 @@ def _cpu_timing(spec, reference, link: CandidateProcess, case, deadline, facts: 
     reply, outputs = link.request("cpu_time", timeout_s=deadline.left(), max_bytes=2 * 64 * _bytes(expected) + 2**20)
     wall_us = (time.perf_counter() - t0) * 1e6
     facts.see(reply)
-    if not isinstance(outputs, list) or len(outputs) != 2:
+    if not isinstance(outputs, list) or len(outputs) != 3:
         raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
-    for where, output in zip(("the first timed call", "the last timed call"), outputs):
+    for where, output in zip(("timed call 1", "timed call 2", "timed call 3"), outputs):
         check_timed(spec, reference, expected, output, inputs, lambda: _timing_truth(reference, call, inputs), where)
     samples = [float(x) for x in reply.get("samples") or [] if isinstance(x, (int, float)) and x >= 0][:3] or [0.0]
     stats = confirmed_stats(summarize(samples), [(wall_us, len(samples), samples)], 0.0, tol=CPU_CONFIRM_TOL)

@@ -22,6 +22,8 @@ class LaunchCounter:
 
     def __init__(self) -> None:
         self.count = 0
+        self.own_names: set[str] = set()  # kernels of the candidate's own (not torch.compile's, not a library's)
+        self.home = ""  # the candidate's directory: a Triton kernel defined under it is its own
 
     def install(self) -> None:
         import triton.runtime.jit as jit
@@ -39,6 +41,10 @@ class LaunchCounter:
 
             def run(self, *args, __original=original, **kwargs):
                 counter.count += 1
+                fn = getattr(self, "fn", None)
+                code = getattr(fn, "__code__", None)
+                if code is not None and counter.home and os.path.realpath(code.co_filename).startswith(counter.home):
+                    counter.own_names.add(fn.__name__)
                 return __original(self, *args, **kwargs)
 
             cls.run = run
@@ -115,6 +121,7 @@ class Session:
         self.imported_reference = False
         self.runs = 0
         self.cupti_started = False
+        self.library_ops: set[str] = set()
 
     # -- operations ---------------------------------------------------------------------------
     def op_ready(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
@@ -153,6 +160,7 @@ class Session:
         self.dtype = getattr(torch, msg["dtype"])
         torch.backends.cuda.matmul.allow_tf32 = bool(msg.get("allow_tf32"))
         torch.backends.cudnn.allow_tf32 = bool(msg.get("allow_tf32"))
+        self.counter.home = os.path.dirname(os.path.realpath(msg["candidate"])) + os.sep
         self.counter.install()
         install_launch_counter(msg["candidate"], self.counter)  # launches Triton's JIT does not see (CUDA C++)
         self.integrity = Integrity()
@@ -239,16 +247,24 @@ class Session:
         import torch
 
         from trialtui.runner import timing
+        from trialtui.runner.fresh_inputs import Refresher
+        from trialtui.runner.timed_batch import Layout
 
         fn = self._build(payload)
         self.input_sets = payload["input_sets"]
-        from trialtui.runner.canaries import Targets
-
-        self.canary_targets = Targets()
         self.calls = [(lambda inputs=inputs: fn(inputs)) for inputs in self.input_sets]
         self.bencher = timing.Bencher.for_device(self.device)
+        self.layout = Layout.from_wire(msg["layout"])
+        self.ring = torch.empty(int(msg["keep"]) * self.layout.slot_bytes, dtype=torch.uint8, device=self.device)
+        self.refresher = Refresher(self.input_sets)
         before = self.counter.count
         with torch.no_grad():
+            try:
+                with timing.LibraryOps() as seen:  # torch's own compute ops in a call: its kernels get weighed
+                    self.calls[0]()
+                self.library_ops = seen.ops
+            except Exception:  # noqa: BLE001 - e.g. torch.compile under a dispatch mode: weigh it then
+                self.library_ops = {"(the call raised under the op recorder)"}
             for call in self.calls:  # warm-up: JIT and autotuning outside the numbers
                 call()
                 call()
@@ -258,35 +274,31 @@ class Session:
         return {"launches": self.counter.count - before, **self.facts()}, None  # at the timed size
 
     def op_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
+        """One batch of timed calls (runner/timed_batch.py): before each, its inputs made new from the
+        batch's seed (runner/fresh_inputs.py); after its end event, its output copied into its slot.
+        The reply carries every slot: the checker judges every call."""
         import torch
 
-        from trialtui.runner import canaries
-        from trialtui.runner.loader import map_tensors
-
-        start_run = int(msg.get("start", 0))
-        n = int(msg["n"])
-        kept: list = []
+        start, n, seed = int(msg.get("start", 0)), int(msg["n"]), int(msg["seed"])
+        slot = self.layout.slot_bytes
+        if n * slot > self.ring.numel():
+            raise ValueError(f"a batch of {n} calls does not fit the kept outputs' buffer")
         m = len(self.calls)
-        writer = None
-        if isinstance(msg.get("canaries"), int):  # every call an input no earlier call had (runner/canaries.py)
-            sets = [self.input_sets[(start_run + k) % m] for k in range(m)]
-            tensor = self.canary_targets.of(sets[0])
-            draw = canaries.Draw.make(msg["canaries"], n, tensor.numel()) if tensor is not None else None
-            writer = canaries.Writer(sets, draw, self.canary_targets) if draw is not None else None
+        mismatch = None
         with torch.no_grad():
             pending = []
             for i in range(n):
-                if writer is not None:
-                    writer.before(i)
-                pending.append(self.bencher.time_round([self.calls[(start_run + i) % m]], kept if i in (0, n - 1) else None))
-                if i == 0 and n > 1:  # a copy: an output buffer the kernel reuses holds a later call's answer by the end
-                    kept[0] = map_tensors(kept[0], lambda t: t.clone())
-            if writer is not None:  # an output may be its input (a passthrough): the last one is kept as the call left it
-                kept[-1] = map_tensors(kept[-1], lambda t: t.clone())
-                writer.restore()
+                which = (start + i) % m
+                self.refresher.before(seed, i, which)
+                out: list = []
+                pending.append(self.bencher.time_round([self.calls[which]], out))
+                mismatch = mismatch or self.layout.pack(out[0], self.ring[i * slot:(i + 1) * slot])
+                del out
+            self.refresher.restore()
             torch.cuda.synchronize()
-        samples = [start.elapsed_time(end) * 1000.0 for pairs in pending for start, end in pairs]
-        return {"samples": samples, **self.facts()}, kept  # the first and last call's outputs: the checker checks them
+        samples = [a.elapsed_time(b) * 1000.0 for pairs in pending for a, b in pairs]
+        reply = {"samples": samples, "mismatch": mismatch, **self.facts()}
+        return reply, self.ring[:n * slot]
 
     def op_kernel_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         """CUPTI's kernel time where CUPTI already runs in this process (a warm lane's `ready`); a cold
@@ -299,8 +311,11 @@ class Session:
         with torch.no_grad():
             kernel_us = timing.kernel_time_us(self.bencher, self.calls) if self.cupti_started else None
             host_us = timing.host_wall_us(self.calls[0])
+            weighed = self.cupti_started or self.library_ops
+            split = timing.kernel_split(self.calls, self.counter.own_names) if weighed else None
         peak = torch.cuda.max_memory_allocated(self.device)
-        return {"kernel_us": kernel_us, "host_wall_us": host_us, "peak_mem_bytes": peak, **self.facts(scan=True)}, None
+        return {"kernel_us": kernel_us, "host_wall_us": host_us, "peak_mem_bytes": peak, "kernels": split,
+                "library_ops": sorted(self.library_ops)[:20], **self.facts(scan=True)}, None
 
     def op_cpu_prepare(self, msg: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         """The inputs cross before the timed request, so the checker's clock around it holds only the calls."""
@@ -317,7 +332,7 @@ class Session:
                 t0 = time.perf_counter()
                 outputs.append(fn(inputs))
                 samples.append((time.perf_counter() - t0) * 1e6)
-        return {"samples": samples, **self.facts()}, [outputs[0], outputs[-1]]  # checked like the others
+        return {"samples": samples, **self.facts()}, outputs  # every one checked, like the GPU's timed calls
 
     def op_peak(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         import torch

@@ -43,6 +43,12 @@ class Counted:
 def defines_kernel(kind: str, arguments: dict[str, Any]) -> bool:
     """Whether the sources of a load_inline/load call define a __global__ kernel: an extension that
     only calls ATen or a library (cuBLAS) from host code launches no kernel of the candidate's own."""
+    return bool(kernel_names(kind, arguments))
+
+
+def kernel_names(kind: str, arguments: dict[str, Any]) -> set[str]:
+    """The __global__ kernels the sources of a load_inline/load call define: the candidate's own, where
+    the timed calls' GPU time is weighed."""
     if kind == "load_inline":
         texts = arguments.get("cuda_sources") or []
         texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
@@ -54,7 +60,7 @@ def defines_kernel(kind: str, arguments: dict[str, Any]) -> bool:
                     texts.append(Path(entry).read_text(errors="replace"))
                 except OSError:
                     continue
-    return any(device_code(text).kernels for text in texts)
+    return {name for text in texts for name in device_code(text).kernels}
 
 
 def install(counter: Any) -> None:
@@ -68,8 +74,10 @@ def install(counter: Any) -> None:
 
         def build(*args, __original=original, __kind=kind, __signature=signature, **kwargs):
             module = __original(*args, **kwargs)
-            if module is None or not defines_kernel(__kind, __signature.bind(*args, **kwargs).arguments):
+            arguments = __signature.bind(*args, **kwargs).arguments
+            if module is None or not defines_kernel(__kind, arguments):
                 return module
+            getattr(counter, "own_names", set()).update(kernel_names(__kind, arguments))
             return Counted(module, counter)
 
         setattr(ext, kind, build)

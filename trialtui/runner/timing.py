@@ -18,7 +18,7 @@ MIN_RUNS = 10
 TARGET_RSE = 0.005  # the median's relative standard error (from the IQR) the loop stops at
 MAX_RUNS = 500
 TIME_CAP_S = 3.0
-BATCHES = (10, 40)  # the candidate's batch sizes, alternating: the checker's per-call time is their slope
+BATCHES = (10, 40)  # the candidate's batch sizes, alternating (fewer where its kept outputs are large: runner/timed_batch.py): the checker's per-call time is their slope
 MIN_BATCHES = 8  # four of each size: the slope's medians shrug off one slow round trip
 KERNEL_TIME_RUNS = 20
 # Wall-clock cross-check of the candidate's own timing: launch and round-trip allowance per call.
@@ -107,6 +107,7 @@ def time_alternating(
     on_run: Callable[[int], None] | None = None,
     time_cap_s: float = TIME_CAP_S,
     on_preliminary: Callable[[dict[str, list[float]], list], None] | None = None,
+    batches: tuple[int, ...] = BATCHES,
 ) -> tuple[dict[str, list[float]], list[tuple[float, int, list[float]]]]:
     """The candidate's batch (in its own process), then each baseline's batch here, until all are stable.
 
@@ -123,7 +124,7 @@ def time_alternating(
     started = time.monotonic()
     run = 0
     while True:
-        size = BATCHES[len(walls) % len(BATCHES)]
+        size = batches[len(walls) % len(batches)]
         batch, wall_us = candidate_batch(run, size)
         samples["candidate"] += batch
         walls.append((wall_us, size, batch))
@@ -141,7 +142,7 @@ def time_alternating(
             break
         if run >= MAX_RUNS or time.monotonic() - started > time_cap_s:
             break
-        if on_preliminary is not None and run >= MIN_RUNS and len(walls) >= len(BATCHES):
+        if on_preliminary is not None and run >= MIN_RUNS and len(walls) >= len(batches):
             on_preliminary({name: list(s) for name, s in samples.items()}, list(walls))
             on_preliminary = None
     return samples, walls
@@ -159,9 +160,11 @@ def median_rse(samples: list[float]) -> float:
     return 1.2533 * (iqr / 1.349) / n**0.5 / median if median > 0 else float("inf")
 
 
-def preliminary(samples: dict[str, list[float]], walls: list, flush_us: float) -> dict[str, Any]:
-    """The progress line of a first median: the candidate's confirmed median and spread, and its speedups so far."""
-    cand = confirmed_stats(summarize(samples["candidate"]), walls, flush_us)
+def preliminary(samples: dict[str, list[float]]) -> dict[str, Any]:
+    """The progress line of a first median: the same quantity as the final headline (the candidate's event
+    times, which the final keeps wherever the checker's clock confirms them) with its spread, and its
+    speedups so far. Two batches are too few for the clock's slope: the final says whether it held."""
+    cand = summarize(samples["candidate"])
     speedup = {name: statistics.median(s) / cand["median_us"] for name, s in samples.items()
                if name != "candidate" and s and cand["median_us"] > 0}
     return {"phase": "preliminary", "median_us": cand["median_us"], "p20_us": cand["p20_us"],
@@ -191,17 +194,17 @@ def checker_per_call_us(walls: list[tuple[float, int, list[float]]]) -> float | 
     return slope if slope > 0 else wall_per_call(walls)
 
 
-def confirmed_stats(claimed: dict[str, Any], walls: list[tuple[float, int, list[float]]], flush_us: float,
+def confirmed_stats(claimed: dict[str, Any], walls: list[tuple[float, int, list[float]]], overhead_us: float,
                     tol: float | None = None) -> dict[str, Any]:
     """The candidate's figures as the headline may hold them: its own where the checker's clock confirms
     the median, else the checker's per-call times (one per batch, the batch's fixed cost taken out), with
     the candidate's under `claimed`."""
     per_call = checker_per_call_us(walls)
-    _, confirmed = confirm(claimed["median_us"], per_call, flush_us, CONFIRM_TOL if tol is None else tol)
+    _, confirmed = confirm(claimed["median_us"], per_call, overhead_us, CONFIRM_TOL if tol is None else tol)
     if confirmed:
         return {**claimed, "confirmed": True}
     fixed = _fixed_cost_us(walls, per_call)
-    seen = [max(0.0, (wall - fixed) / n - flush_us) for wall, n, _ in walls if n]
+    seen = [max(0.0, (wall - fixed) / n - overhead_us) for wall, n, _ in walls if n]
     return {**summarize(seen), "confirmed": False, "claimed": claimed}
 
 
@@ -212,23 +215,24 @@ def _fixed_cost_us(walls: list[tuple[float, int, list[float]]], per_call: float 
     return max(0.0, statistics.median(costs)) if costs else 0.0
 
 
-def confirm(claimed_us: float, per_call_us: float | None, flush_us: float, tol: float = CONFIRM_TOL) -> tuple[float, bool]:
+def confirm(claimed_us: float, per_call_us: float | None, overhead_us: float, tol: float = CONFIRM_TOL) -> tuple[float, bool]:
     """The headline: the candidate's event median where the checker's clock bears it out, else the checker's.
 
-    Each timed call is an L2 flush and the call; so the checker's per-call time less the flush is
+    Each timed call is the call and the harness's work around it (the L2 flush, new inputs, copying its
+    output out: `overhead_us`, measured by the checker); so the checker's per-call time less that is
     what the call took as the checker saw it. The candidate's events are confirmed when they are no
     better than that (less CONFIRM_SLACK_US) by more than CONFIRM_TOL; otherwise the checker's figure is
     the number (a launch-bound kernel's includes its launch cost: time it under a CUDA graph).
     """
     if per_call_us is None:
         return claimed_us, False
-    seen = max(0.0, per_call_us - flush_us)
+    seen = max(0.0, per_call_us - overhead_us)
     if claimed_us >= (seen - CONFIRM_SLACK_US) * (1 - tol):
         return claimed_us, True
     return seen, False
 
 
-def wall_mismatch(walls: list[tuple[float, int, list[float]]], median_us: float, flush_us: float) -> str | None:
+def wall_mismatch(walls: list[tuple[float, int, list[float]]], median_us: float, overhead_us: float) -> str | None:
     """A message when the candidate's own event times are far below what the checker's wall clock allows.
 
     Each timed call also flushes L2 and may wait on the host, so the wall clock per call is at least
@@ -236,11 +240,11 @@ def wall_mismatch(walls: list[tuple[float, int, list[float]]], median_us: float,
     less GPU time than its batches took is lying or timing the wrong thing.
     """
     per_call = checker_per_call_us(walls)  # the batches' fixed cost (the request, the outputs' copy) taken out
-    if per_call is None or per_call - flush_us - WALL_ALLOWANCE_US - (1 + WALL_ALLOWANCE_FRAC) * median_us <= 0:
+    if per_call is None or per_call - overhead_us - WALL_ALLOWANCE_US - (1 + WALL_ALLOWANCE_FRAC) * median_us <= 0:
         return None
     return (
         f"the checker's clock saw {per_call:.1f} µs per timed call but the candidate's events say "
-        f"{median_us:.1f} µs (L2 flush {flush_us:.1f} µs, allowance {WALL_ALLOWANCE_US:g} µs + "
+        f"{median_us:.1f} µs (the harness's own work per call {overhead_us:.1f} µs, allowance {WALL_ALLOWANCE_US:g} µs + "
         f"{WALL_ALLOWANCE_FRAC:.0%}): its timing does not match the work it did"
     )
 
@@ -290,5 +294,71 @@ def cuda_graph_call(fn: Callable[[], Any]) -> Callable[[], Any]:
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        fn()
-    return graph.replay
+        static = fn()
+
+    def replay() -> Any:
+        graph.replay()
+        return static  # the captured output, which each replay writes again: timed calls are checked
+
+    return replay
+
+
+# torch ops that allocate, reshape or only look at tensors: anything else run inside a candidate's call is
+# library work (ATen's kernels, cuBLAS, cuDNN) whose share of the GPU time gets weighed
+SHAPE_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "zero_",
+    "fill_", "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "detach", "clone",
+    "contiguous", "copy_", "_to_copy", "to", "lift_fresh", "arange", "sym_size", "sym_stride", "sym_numel",
+    "_local_scalar_dense", "item", "is_contiguous", "resize_", "set_", "alias", "_unsafe_view",
+})
+
+
+class LibraryOps:
+    """The torch ops a call runs besides allocation and shape handling (a dispatch mode around one call)."""
+
+    def __enter__(self) -> LibraryOps:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        seen = self.ops = set()
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                name = func.overloadpacket.__name__
+                if not func.is_view and name not in SHAPE_OPS:
+                    seen.add(name)
+                return func(*args, **(kwargs or {}))
+
+        self._mode = Mode()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._mode.__exit__(*exc)
+
+
+def kernel_split(calls: list[Callable[[], Any]], own_names: set[str], runs: int = 5) -> dict[str, Any] | None:
+    """GPU time of a few calls, from CUPTI's kernel records, split into the candidate's own kernels (the
+    Triton and CUDA C++ kernels it defines) and everything else (ATen, cuBLAS, cuDNN, torch.compile's)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for i in range(runs):
+            calls[i % len(calls)]()
+        torch.cuda.synchronize()
+    own, other = 0.0, {}
+    for evt in prof.events():
+        if evt.device_type != DeviceType.CUDA:
+            continue
+        us = float(evt.time_range.elapsed_us())
+        if any(name and name in evt.name for name in own_names):
+            own += us
+        else:
+            other[evt.name] = other.get(evt.name, 0.0) + us
+    library = sum(other.values())
+    if own + library <= 0:
+        return None
+    top = sorted(other.items(), key=lambda kv: -kv[1])[:5]
+    return {"own_us": own / runs, "library_us": library / runs, "own_share": own / (own + library),
+            "library_top": [[name[:120], us / runs] for name, us in top]}

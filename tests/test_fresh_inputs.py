@@ -1,0 +1,284 @@
+"""Timed calls: every input new in every element, every output committed and judged.
+
+The candidate's process (candidate.Session.op_time) and the checker (timed_checker.TimedCalls) on the
+CPU, with a fake timer: what the candidate hands back for any timed call is judged against the
+reference on the input the checker rebuilds for that call, so no call can be skipped, kept or
+shortened (issue 33: candidates that read which calls were checked, or diffed their inputs).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from trialtui.runner import fresh_inputs  # noqa: E402
+from trialtui.runner.candidate_link import CandidateFailed, Deadline  # noqa: E402
+from trialtui.runner.compare import close_at_once  # noqa: E402
+from trialtui.runner.timed_batch import Layout  # noqa: E402
+from trialtui.runner.timed_checker import TimedCalls  # noqa: E402
+
+
+def test_every_call_sees_the_input_the_checker_rebuilds_new_in_every_row_and_column_and_the_sets_come_back():
+    sets = [[torch.randn(64, 33), torch.arange(7)], [torch.randn(64, 33), torch.arange(7)]]
+    untouched = [[t.clone() for t in s] for s in sets]
+    refresher = fresh_inputs.Refresher(sets)
+    seen = []
+    for call in range(11):
+        refresher.before(2026, call, call % 2)
+        rebuilt = fresh_inputs.input_of(untouched[call % 2], 2026, call)
+        assert torch.equal(rebuilt[0], sets[call % 2][0]) and torch.equal(rebuilt[1], torch.arange(7))
+        seen.append(rebuilt[0].clone())
+    refresher.restore()
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(sets, untouched))
+    for i, x in enumerate(seen):  # against the set and every earlier call: nearly every element is new
+        for other in [untouched[i % 2][0]] + seen[:i]:
+            changed = x != other
+            assert changed.float().mean() > 0.95
+            assert bool(changed.any(0).all()) and bool(changed.any(1).all())  # every row and every column
+
+
+def test_a_kernel_that_recomputes_only_what_changed_recomputes_everything():
+    """The diffing candidate of issue 33 (it kept its last input and output, recomputed the rows that
+    changed): between two timed calls every row and every 8×8 block changes."""
+    x = torch.randn(256, 128)
+    refresher = fresh_inputs.Refresher([[x]])
+    refresher.before(7, 0, 0)
+    last = x.clone()
+    refresher.before(7, 1, 0)
+    blocks = (x != last).reshape(32, 8, 16, 8).any(3).any(1)
+    assert bool((x != last).any(1).all()) and bool(blocks.all())
+
+
+def test_new_values_stay_inside_the_interval_of_the_tensors_values_and_integers_are_never_touched():
+    x = torch.rand(4096) + 1.0  # a domain: every value in [1, 2)
+    p = torch.rand(4096) * 0.99 + 0.005  # probabilities
+    rebuilt = fresh_inputs.input_of([x, p, torch.arange(5)], 3, 0)
+    assert rebuilt[0].min() >= 1.0 and rebuilt[0].max() < 2.0 and not torch.equal(rebuilt[0], x)
+    assert rebuilt[1].min() > 0 and rebuilt[1].max() < 1
+    assert torch.equal(rebuilt[2], torch.arange(5))
+
+
+def test_a_bf16_input_gets_new_values_too():
+    x = torch.randn(64, 64, dtype=torch.bfloat16)
+    rebuilt = fresh_inputs.input_of([x], 5, 1)[0]
+    assert rebuilt.dtype == torch.bfloat16 and (rebuilt != x).float().mean() > 0.8
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.triu(torch.randn(64, 64)),  # a kernel may skip the zero triangle
+    lambda: (lambda a: a + a.T)(torch.randn(64, 64)),  # ... or read one half of a symmetric matrix
+    lambda: torch.sort(torch.randn(8, 64), -1).values,  # ... or binary-search sorted rows
+    lambda: torch.softmax(torch.randn(8, 64), -1),  # ... or rely on rows summing to one
+    lambda: (torch.rand(8, 64) > 0.5).float(),  # a mask
+    lambda: torch.randint(0, 9, (8, 64)).float(),  # whole numbers: indices or counts stored as floats
+    lambda: torch.randn(8, 64).masked_fill(torch.rand(8, 64) < 0.05, float("nan")),  # values that are not finite
+])
+def test_a_tensor_with_structure_a_kernel_may_rely_on_keeps_its_values(make):
+    tensor, plain = make(), torch.randn(4, 33)
+    assert fresh_inputs.refreshed([tensor, plain]) == [1]
+    rebuilt = fresh_inputs.input_of([tensor, plain], 9, 0)
+    assert torch.equal(rebuilt[0], tensor) or bool(torch.isnan(tensor).any())
+
+
+def test_the_layout_packs_every_tensor_of_an_output_and_names_an_output_that_does_not_fit():
+    expected = (torch.randn(3, 5), [torch.arange(4), 2.0])
+    layout = Layout.from_wire(Layout.of_output(expected).to_wire())
+    ring = torch.zeros(2 * layout.slot_bytes, dtype=torch.uint8)
+    assert layout.pack(expected, ring[layout.slot_bytes:]) is None
+    back = layout.unpack(ring, 1, expected)
+    assert torch.equal(back[0], expected[0]) and torch.equal(back[1][0], expected[1][0]) and back[1][1] == 2.0
+    assert "(5, 3)" in layout.pack((torch.randn(5, 3), [torch.arange(4), 2.0]), ring[:layout.slot_bytes])
+    assert "1 tensors" in layout.pack(torch.randn(3, 5), ring[:layout.slot_bytes])
+
+
+def test_large_outputs_get_smaller_batches_that_fit_the_kept_outputs_budget():
+    softmax_8192 = Layout.of_output(torch.empty(0)).__class__((), 8192 * 8192 * 4)
+    assert softmax_8192.batch_sizes() == (2, 8)
+    assert Layout.of_output(torch.empty(64, 64)).batch_sizes() == (10, 40)
+    assert Layout((), 2**40).batch_sizes() == (1, 2)
+
+
+# -- the candidate's process and the checker, end to end on the CPU ------------------------------------
+
+class FakeEvent:
+    def record(self):
+        pass
+
+    def elapsed_time(self, end):
+        return 0.1
+
+
+class FakeBencher:
+    """time_round as runner/timing.Bencher does it, without CUDA events (the calls run on the CPU)."""
+
+    def time_round(self, calls, outputs=None):
+        pairs = []
+        for fn in calls:
+            out = fn()
+            if outputs is not None:
+                outputs.append(out)
+            pairs.append((FakeEvent(), FakeEvent()))
+        return pairs
+
+
+class Link:
+    """The checker's link, straight into a candidate.Session in this process."""
+
+    def __init__(self, session):
+        self.session = session
+
+    def request(self, op, payload=None, *, timeout_s, into="cpu", max_bytes=None, **msg):
+        reply, out = getattr(self.session, f"op_{op}")(msg, payload)
+        return reply, out.clone() if isinstance(out, torch.Tensor) else out
+
+
+def honest(x):
+    return torch.softmax(x * 2, -1)
+
+
+class SkipsAllButFirstAndLast:
+    """The issue's first class: it knows the old harness kept only the first and last call of a batch."""
+
+    def __init__(self):
+        self.i, self.last = 0, None
+
+    def __call__(self, x):
+        self.i += 1
+        if self.last is None or self.i % 40 in (0, 1):
+            self.last = honest(x)
+        return self.last
+
+
+class SkipsWhenItGuesses:
+    """Skips the work on one call in five, at random: what a candidate that cannot tell which are checked does."""
+
+    def __init__(self):
+        self.rng, self.last = __import__("random").Random(1), None
+
+    def __call__(self, x):
+        if self.last is None or self.rng.random() > 0.2:
+            self.last = honest(x)
+        return self.last
+
+
+class DiffsItsInputs:
+    """Keeps its last input and output and recomputes only the rows that changed (issue 33's GEMM trick)."""
+
+    def __init__(self):
+        self.x = self.out = None
+        self.recomputed = []
+
+    def __call__(self, x):
+        if self.x is None or self.x.shape != x.shape:
+            self.x, self.out = x.clone(), honest(x)
+            return self.out.clone()
+        rows = (x != self.x).any(-1)
+        self.recomputed.append(float(rows.float().mean()))
+        self.out[rows] = honest(x[rows])
+        self.x = x.clone()
+        return self.out.clone()
+
+
+class MemoOnPointer:
+    def __init__(self):
+        self.memo = {}
+
+    def __call__(self, x):
+        key = x.data_ptr()
+        if key not in self.memo:
+            self.memo[key] = honest(x)
+        return self.memo[key]
+
+
+def timed(monkeypatch, forward, n=10, batches=3):
+    from trialtui.runner.candidate import Session
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    sets = [[torch.randn(8, 64)], [torch.randn(8, 64)]]
+    layout = Layout.of_output(honest(sets[0][0]))
+    session = Session(channel=None)
+    session.input_sets = [[t.clone() for t in s] for s in sets]
+    session.calls = [(lambda inputs=inputs: forward(inputs[0])) for inputs in session.input_sets]
+    session.bencher = FakeBencher()
+    session.layout = layout
+    session.ring = torch.empty(n * layout.slot_bytes, dtype=torch.uint8)
+    session.refresher = fresh_inputs.Refresher(session.input_sets)
+    monkeypatch.setattr(session, "facts", lambda scan=False: {})
+
+    def judge(expected, output, inputs, where):
+        if not close_at_once(expected, output, 1e-5, 1e-5):
+            raise CandidateFailed(f"{where} differs", state="incorrect")
+
+    calls = TimedCalls(Link(session), Deadline(60), sets, lambda inputs: honest(inputs[0]), layout, judge, see=lambda r: None)
+    for b in range(batches):
+        batch = calls.batch(b * n, n)
+        assert len(batch.samples) == n
+    return session
+
+
+@pytest.mark.parametrize("forward", [honest, lambda x: (x * 2).softmax(-1).contiguous()], ids=["softmax", "another-way"])
+def test_an_honest_candidate_passes_every_timed_call(monkeypatch, forward):
+    timed(monkeypatch, forward)
+
+
+def test_a_passthrough_is_judged_on_the_input_its_call_saw(monkeypatch):
+    """An output may be its input: it is copied into its slot right after the call, before the next
+    call's new values are written (on the H200 returns_input.py was 'incorrect when timed' once)."""
+    from trialtui.runner import timed_checker
+
+    monkeypatch.setattr(timed_checker.TimedCalls, "check", lambda self, start, call, seed, ring: check_passthrough(self, start, call, seed, ring))
+    timed(monkeypatch, lambda x: x)
+
+
+def check_passthrough(self, start, call, seed, ring):
+    which = (start + call) % len(self.sets)
+    inputs = fresh_inputs.input_of(self.sets[which], seed, call)
+    assert torch.equal(self.layout.unpack(ring, call, inputs[0]), inputs[0])
+
+
+@pytest.mark.parametrize("cheat", [SkipsAllButFirstAndLast, SkipsWhenItGuesses, MemoOnPointer],
+                         ids=["skips-the-calls-it-knows-are-unchecked", "skips-one-in-five", "memo-on-pointer"])
+def test_a_candidate_that_skips_or_keeps_the_work_of_any_timed_call_is_incorrect(monkeypatch, cheat):
+    with pytest.raises(CandidateFailed) as caught:
+        timed(monkeypatch, cheat())
+    assert caught.value.state == "incorrect" and "timed call" in str(caught.value)
+
+
+def test_a_candidate_that_diffs_its_inputs_recomputes_every_row(monkeypatch):
+    cheat = DiffsItsInputs()
+    timed(monkeypatch, cheat)  # correct: it did the whole work ...
+    assert cheat.recomputed and min(cheat.recomputed) == 1.0  # ... on every call
+
+
+def test_an_output_of_another_shape_when_timed_is_incorrect(monkeypatch):
+    with pytest.raises(CandidateFailed) as caught:
+        timed(monkeypatch, lambda x: honest(x).t())
+    assert caught.value.state == "incorrect" and "structure" in str(caught.value)
+
+
+def test_a_reply_without_every_output_is_refused(monkeypatch):
+    from trialtui.runner.candidate import Session
+
+    original = Session.op_time
+
+    def short(self, msg, payload):
+        reply, ring = original(self, msg, payload)
+        return reply, ring[: len(ring) // 2]
+
+    monkeypatch.setattr(Session, "op_time", short)
+    with pytest.raises(CandidateFailed, match="did not send the outputs"):
+        timed(monkeypatch, honest)
+
+
+def test_the_checker_draws_a_new_seed_for_every_batch(monkeypatch):
+    seeds = []
+    from trialtui.runner.candidate import Session
+
+    original = Session.op_time
+    monkeypatch.setattr(Session, "op_time", lambda self, msg, payload: seeds.append(msg["seed"]) or original(self, msg, payload))
+    timed(monkeypatch, honest, batches=4)
+    assert len(set(seeds)) == 4 and all(0 <= s < 2**62 for s in seeds)
+    assert not math.isnan(sum(seeds))

@@ -1,0 +1,110 @@
+"""The contract of one batch of timed calls: every call's output is kept and sent back, and the checker
+judges every one of them.
+
+The candidate's process writes each timed call's output, right after the call's end event, into a
+slot of one device buffer (the ring); the reply carries the ring, which the checker copies into its
+own memory before its clock around the batch stops. So an output is committed before the checker
+looks at any of them, work deferred past the call is inside the clock, and no call is left
+unchecked: a candidate that skips or shortens the work of any timed call hands back a wrong answer
+for that call's input (runner/fresh_inputs.py makes every input new) and is `incorrect`.
+
+The slots' layout comes from the reference's output at the timed size (its tensors' dtypes and
+shapes, in order); an output that does not fit it is a mismatch the candidate's process reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from trialtui.runner.loader import map_tensors
+
+KEEP_BYTES = 2 * 2**30  # kept outputs per batch, on each side: the large batch shrinks to fit (at least 2 calls)
+LARGE_BATCH = 40
+SMALL_PER_LARGE = 4  # the two batch sizes the checker's slope is taken over: n and n / 4
+ALIGN = 256  # each leaf starts at an aligned offset, so a slot's views suit every dtype
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One tensor of an output: where it lies in a slot, and what it must be."""
+
+    dtype: str  # torch dtype name without the prefix ("float32")
+    shape: tuple[int, ...]
+    offset: int  # bytes into the slot
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each tensor of one call's output goes in its slot; the same for every call of a case."""
+
+    leaves: tuple[Leaf, ...]
+    slot_bytes: int
+
+    @classmethod
+    def of_output(cls, expected: Any) -> Layout:
+        found: list[torch.Tensor] = []
+        map_tensors(expected, lambda t: found.append(t) or t)
+        leaves, offset = [], 0
+        for t in found:
+            nbytes = t.numel() * t.element_size()
+            leaves.append(Leaf(str(t.dtype).removeprefix("torch."), tuple(t.shape), offset, nbytes))
+            offset += -(-max(1, nbytes) // ALIGN) * ALIGN
+        return cls(tuple(leaves), max(ALIGN, offset))
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"slot_bytes": self.slot_bytes,
+                "leaves": [[leaf.dtype, list(leaf.shape), leaf.offset, leaf.nbytes] for leaf in self.leaves]}
+
+    @classmethod
+    def from_wire(cls, data: Any) -> Layout:
+        """Checked as it arrives (the candidate's process takes it from the checker, but checks cost nothing)."""
+        leaves = tuple(Leaf(str(d), tuple(int(x) for x in shape), int(off), int(nb)) for d, shape, off, nb in data["leaves"])
+        slot = int(data["slot_bytes"])
+        if any(leaf.offset < 0 or leaf.offset + leaf.nbytes > slot for leaf in leaves):
+            raise ValueError("a leaf lies outside its slot")
+        return cls(leaves, slot)
+
+    def batch_sizes(self, budget: int = KEEP_BYTES) -> tuple[int, int]:
+        """(small, large): the large batch's kept outputs fit in `budget`; at least 2 calls, at most 40."""
+        large = max(2, min(LARGE_BATCH, budget // self.slot_bytes))
+        return max(1, large // SMALL_PER_LARGE), large
+
+    # -- the candidate's process -----------------------------------------------------------------
+    def pack(self, output: Any, slot: torch.Tensor) -> str | None:
+        """Copy one call's output into its slot (queued on the stream, after the call); a message where
+        the output does not fit the layout."""
+        found: list[torch.Tensor] = []
+        map_tensors(output, lambda t: found.append(t) or t)
+        if len(found) != len(self.leaves):
+            return f"{len(found)} tensors where the reference returns {len(self.leaves)}"
+        for i, (t, leaf) in enumerate(zip(found, self.leaves)):
+            got = str(t.dtype).removeprefix("torch.")
+            if got != leaf.dtype or tuple(t.shape) != leaf.shape or t.device != slot.device:
+                return (f"output {i}: {got} {tuple(t.shape)} on {t.device.type} where the reference returns "
+                        f"{leaf.dtype} {leaf.shape}")
+            self._view(slot, leaf).copy_(t.detach())
+        return None
+
+    # -- the checker -------------------------------------------------------------------------------
+    def unpack(self, ring: torch.Tensor, call: int, expected: Any) -> Any:
+        """Call `call`'s output, in the structure of the reference's (`expected`): views of the ring."""
+        slot = ring[call * self.slot_bytes:(call + 1) * self.slot_bytes]
+        leaves = iter(self.leaves)
+
+        def view(_: torch.Tensor) -> torch.Tensor:
+            out = self._view(slot, next(leaves))
+            out.sent_from_device = ring.device.type  # as runner/wire.py marks what crossed
+            return out
+
+        return map_tensors(expected, view)
+
+    @staticmethod
+    def _view(slot: torch.Tensor, leaf: Leaf) -> torch.Tensor:
+        from trialtui.runner.wire import DTYPES
+
+        raw = slot[leaf.offset:leaf.offset + leaf.nbytes]
+        return raw.view(DTYPES[leaf.dtype]).view(leaf.shape)

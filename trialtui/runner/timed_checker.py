@@ -1,0 +1,100 @@
+"""The checker's side of the timed batches: asks the candidate's process for a batch, clocks it, and
+judges every call's output against the reference's for that call's own input.
+
+What this guarantees (docs/SECURITY.md, "The timed calls"): every timed call's input is new in every
+element of its floating tensors (runner/fresh_inputs.py), drawn from a seed this process draws per
+batch from the system's entropy; every call's output is committed (copied into this process's
+memory) before the clock around the batch stops and before any of them is judged; and every one is
+judged. A candidate that skips or shortens the work of any timed call, or carries work from one call
+to the next, gets `incorrect`, whatever it knows of trialtui's code, seeds or call indices.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from trialtui.runner import fresh_inputs
+from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline
+from trialtui.runner.loader import clone
+from trialtui.runner.timed_batch import Layout
+
+# judge(expected, output, inputs, where) raises CandidateFailed("...", state="incorrect") on a wrong output
+Judge = Callable[[Any, Any, Any, str], None]
+
+
+@dataclass
+class Batch:
+    """One timed batch as the checker saw it."""
+
+    start: int  # index of its first call among all timed calls
+    samples: list[float]  # the candidate's own event times per call, µs: claims
+    wall_us: float  # the checker's clock from the request until every output was copied here
+
+
+@dataclass
+class TimedCalls:
+    """The candidate's timed calls on one case's input sets, and what they cost besides the call."""
+
+    link: CandidateProcess
+    deadline: Deadline
+    sets: list[Any]  # the input sets as made (the candidate's process holds its own copy)
+    reference: Callable[[Any], Any]  # the reference's call on one input set
+    layout: Layout
+    judge: Judge
+    see: Callable[[dict[str, Any]], None]  # side facts of every reply (patched timers...)
+    draws: random.Random = field(default_factory=random.SystemRandom)
+
+    def batch(self, start: int, n: int) -> Batch:
+        seed = self.draws.getrandbits(62)  # drawn here, per batch: told to the candidate's process with the request
+        t0 = time.perf_counter()
+        reply, ring = self.link.request("time", timeout_s=self.deadline.left(), into="cuda", start=start, n=n,
+                                        seed=seed, max_bytes=n * self.layout.slot_bytes + 2**20)
+        wall_us = (time.perf_counter() - t0) * 1e6  # the ring is in this process's memory now: committed
+        self.see(reply)
+        samples = reply.get("samples")
+        if not isinstance(samples, list) or len(samples) != n or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in samples):
+            raise CandidateFailed("the candidate's process sent malformed timing samples")
+        if reply.get("mismatch"):
+            raise CandidateFailed(f"a timed call's output does not have the reference's structure: "
+                                  f"{str(reply['mismatch'])[:300]}", state="incorrect")
+        if not (isinstance(ring, torch.Tensor) and ring.dtype == torch.uint8 and ring.dim() == 1
+                and ring.numel() == n * self.layout.slot_bytes):
+            raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
+        for call in range(n):
+            self.check(start, call, seed, ring)
+        del ring
+        return Batch(start, [float(x) for x in samples], wall_us)
+
+    def check(self, start: int, call: int, seed: int, ring: torch.Tensor) -> None:
+        which = (start + call) % len(self.sets)
+        inputs = fresh_inputs.input_of(self.sets[which], seed, call)
+        with torch.no_grad():
+            expected = self.reference(clone(inputs))
+        output = self.layout.unpack(ring, call, expected)
+        self.judge(expected, output, inputs, f"timed call {start + call + 1} (input set {which + 1}, made new for it)")
+
+    def overhead_us(self, flush_us: float, runs: int = 10) -> float:
+        """GPU time per timed call that is not the call, measured here with the same operations: the L2
+        flush, making the inputs new, the copy into its slot and the copy out of the candidate's
+        memory. Taken off the checker's clock before it is compared with the candidate's events."""
+        refresher = fresh_inputs.Refresher([clone(self.sets[0])])
+        slot = torch.empty(self.layout.slot_bytes, dtype=torch.uint8, device="cuda")
+        other = torch.empty_like(slot)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        refresher.before(1, 0, 0)
+        other.copy_(slot)
+        start.record()
+        for i in range(runs):
+            refresher.before(2, i, 0)
+            other.copy_(slot)
+            slot.copy_(other)
+        end.record()
+        end.synchronize()
+        del refresher, slot, other
+        return flush_us + start.elapsed_time(end) * 1000.0 / runs

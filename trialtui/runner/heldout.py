@@ -84,8 +84,12 @@ def check_each(spec: dict[str, Any], reference: Any, link: CandidateProcess, dea
         except NotApplicable as exc:
             outcome, message = Outcome.SKIPPED, str(exc)
         except CandidateFailed as exc:
-            outcome, message = Outcome.FAILED, f"{'timed out: ' if exc.state == 'timeout' else ''}{exc}"
-            if link.process.poll() is not None:
+            if exc.state == "timeout":  # slow is not wrong, and a loaded machine is slow: the budget ran out here
+                outcome = Outcome.NOT_RUN
+                message = stop = f"the candidate did not finish {case.label} within the budget"
+            else:
+                outcome, message = Outcome.FAILED, str(exc)
+            if not stop and link.process.poll() is not None:
                 stop = f"the candidate's process ended at {case.label}"
         else:
             report["cases"] += 1

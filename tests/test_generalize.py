@@ -293,3 +293,34 @@ def test_bench_generalize_on_a_gpu_mode_problem_passes_honest_and_names_the_drop
                              catch_exceptions=False)
     assert out.exit_code == 1, out.output
     assert re.match(r"generalizes: \d of \d held-out cases; fails at size=67 \(", out.output), out.output
+
+
+# -- layouts, in-process ---------------------------------------------------------------------------------
+
+def test_layouts_keep_the_values_and_change_only_where_they_live():
+    torch = pytest.importorskip("torch")
+    from trialtui.runner.layouts import PAD, arrange
+
+    x = torch.randn(5, 7)
+    rows = arrange("padded", [x, torch.arange(6)])
+    assert torch.equal(rows[0], x) and rows[0].stride() == (7 + PAD, 1) and not rows[0].is_contiguous()
+    assert torch.equal(rows[1], torch.arange(6)) and rows[1].stride() == (2,)
+    shifted = arrange("offset", x)
+    assert torch.equal(shifted, x) and shifted.is_contiguous() and shifted.storage_offset() == 1
+    assert arrange(None, x) is x
+
+
+def test_a_reference_that_rejects_a_layout_makes_that_case_not_applicable():
+    torch = pytest.importorskip("torch")
+    from trialtui.runner.forms import ReferenceCall
+    from trialtui.runner.heldout import LaidOut, NotApplicable
+
+    class Flat:  # a reference whose forward needs packed rows, as `.view(-1)` does
+        def call(self, case, seed):
+            return ReferenceCall(lambda inputs: inputs[0].view(-1) * 2, {"weights": {}})
+
+    x = torch.randn(4, 8)
+    packed = LaidOut(Flat(), Layout.CONTIGUOUS).call({}, 0)
+    assert torch.equal(packed.fn([x]), x.view(-1) * 2) and packed.payload["layout"] == "contiguous"
+    with pytest.raises(NotApplicable, match="does not accept non-contiguous inputs"):
+        LaidOut(Flat(), Layout.PADDED).call({}, 0).fn([x])

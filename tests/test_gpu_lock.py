@@ -116,6 +116,8 @@ def test_a_queued_trial_says_which_process_holds_its_gpu_and_runs_once_it_is_gon
     waits = [e for e in seen if isinstance(e, ev.StateChanged) and "held by" in e.message]
     assert waits[0].state == "queued"
     assert waits[0].message.startswith(f"waiting for gpu0: held by trialtui watch, pid {holder.pid}")
+    notices = [e.message for e in seen if isinstance(e, ev.Notice) and "held by" in e.message]
+    assert len(notices) == 1 and notices[0].startswith("t1 is waiting for gpu0: held by trialtui watch")  # the TUI's toast
     assert engine.store.get("t1").state == "correct"
     engine.close()
 

@@ -36,6 +36,8 @@ class TrialJobs:
         trial = self.store.get(lane.job.trial_id)
         compile_future = self._compiles.pop(trial.id, None)
         if compile_future is not None and (compile_future.done() or lane.gpu is None):
+            if not compile_future.done():  # what the lane waits for, as the tree and the status bar say
+                self._set_state(trial.id, TrialState.VALIDATING, "compiling and checking on the CPU first")
             trial = await self._compiled(trial, compile_future)
             if trial is None:
                 return
@@ -55,9 +57,17 @@ class TrialJobs:
         self._prepare_soon(lane)
 
     def _waiting(self, trial_id: str):
-        """What a queued trial says while another process holds its GPU (told from the waiting thread)."""
+        """What a queued trial says while another process holds its GPU (told from the waiting thread, about
+        once a second): its state's message, and once a notice, which the TUI shows."""
         loop = asyncio.get_running_loop()
-        return lambda text: loop.call_soon_threadsafe(self.emit, ev.StateChanged(trial_id, TrialState.QUEUED.value, text))
+        told: list[str] = []
+
+        def said(text: str) -> None:
+            loop.call_soon_threadsafe(self.emit, ev.StateChanged(trial_id, TrialState.QUEUED.value, text))
+            if not told:
+                told.append(text)
+                loop.call_soon_threadsafe(self.emit, ev.Notice(f"{trial_id} is {text}", "warning"))
+        return said
 
     async def _bench_on(self, lane: Lane, trial: Trial, handle: ChildHandle, compile_future: asyncio.Future | None) -> bool:
         """The bench job, and counters where the policy wants them, with the GPU held; False when the trial
@@ -125,8 +135,15 @@ class TrialJobs:
 
     async def _compiled(self, trial: Trial, compile_future: asyncio.Future,
                         running: ChildHandle | None = None) -> Trial | None:
-        """The compile stage's report into the trial; None when it makes the trial invalid (a running job is cancelled)."""
+        """The compile stage's report into the trial; None when it makes the trial invalid or the user cancelled
+        it (a running job is cancelled)."""
         report = await compile_future
+        stage = self._stages.pop(trial.id, None)
+        if stage is not None and stage.cancelled:
+            if running is not None:
+                running.cancel()
+            self._set_state(trial.id, TrialState.CANCELLED, "cancelled while compiling")
+            return None
         if report.get("invalid", not report["ok"]):  # a CPU run that raised or hung: the bench job decides
             if running is not None:
                 running.cancel()

@@ -406,13 +406,13 @@ def _run_held(
         handle.attach(supervised)
         supervised.send({"spec": spec, "timeout_s": timeout_s, "log_path": str(log_path),
                          "limits": rlimit_message(limits, timeout_s, env)})
-        if warm is not None and not sandbox:
-            warm.prime(module, env)
         done = _wait(supervised, started + timeout_s + GRACE_S, on_progress)
     finally:
         with _running_lock:
             _running.discard(handle)
         supervised.close()
+    if warm is not None and not sandbox:  # after the job: its timing never shares the host with the next one's imports
+        warm.prime(module, env)
     result = _result(done, timeout_s, log_path, handle, time.monotonic() - started)
     changed, shared = guard.end(token, snapshot, log_path.with_name(log_path.name + ".changed"))
     if changed:

@@ -90,6 +90,10 @@ when = "auto"              # auto: first correct trial, new best, plateau | alwa
 [watch]
 quiet_ms = 150             # an editor's burst of writes within this window is one save
 busy = "queue"             # queue | latest | restart
+
+[generalize]               # finalize checks the kernel on sizes, layouts and seeds it never saw
+budget_s = 30              # at most this long; 0 turns it off
+# fixed = ["num_heads"]    # sizes the problem lets a kernel rely on: never varied
 '''
 
 

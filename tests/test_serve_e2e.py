@@ -104,3 +104,39 @@ def test_browser_view_shows_the_tree_scores_a_save_and_branches_to_best(tmp_path
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=20)
+
+
+def test_a_tab_that_drops_while_its_app_starts_leaves_no_process_and_frees_the_lock(tmp_path):
+    """A browser that goes as soon as the app is started (as `chromium --headless --screenshot` does): its
+    `trialtui open` ends, and with the server, and nothing holds the problem's lock."""
+    from procs import cmdline, descendants, wait_for
+    from trialtui.core.store import lock_holder
+
+    problem, store, _ = scenario(tmp_path, 2)
+    store.close()
+    root = problem.root
+    port = free_port()
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TERM": "xterm-256color"}
+    proc = subprocess.Popen([sys.executable, "-m", "trialtui", "serve", str(root), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+
+    def tabs() -> list[int]:
+        return [pid for pid in descendants(proc.pid) if "trialtui open" in cmdline(pid)]
+
+    try:
+        wait_port(port, proc)
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.click("body")
+            tab = wait_for(tabs, "the tab's `trialtui open`")[0]
+            browser.close()
+        wait_for(lambda: not Path(f"/proc/{tab}").exists(), "the dropped tab's process to end", 120)
+        assert proc.poll() is None  # the server serves on
+        assert lock_holder(root) is None
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=20)

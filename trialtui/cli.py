@@ -47,6 +47,7 @@ def open_(directory: Path | None, theme: str | None, executor_url: str | None) -
     """Open the TUI on DIRECTORY (default: the current directory)."""
     from trialtui.core.store import StoreError
     from trialtui.tui.app import make_app
+    from trialtui.tui.served import serve_app, served
 
     problem = problem_for((directory or Path.cwd()).resolve())
     executor = opened_executor(executor_url, problem)
@@ -55,6 +56,8 @@ def open_(directory: Path | None, theme: str | None, executor_url: str | None) -
     except StoreError as exc:
         executor.close()
         fail(str(exc))
+    if served():  # a browser tab of `trialtui serve`: it ends with its tab or server, never left behind
+        serve_app(app)
     try:
         app.run()
     finally:

@@ -20,11 +20,12 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def serve_command(directory: Path, theme: str | None) -> str:
-    """The command textual-serve starts per browser tab: this interpreter, so the same install."""
+    """The command textual-serve starts per browser tab: this interpreter, so the same install, exec'd by
+    the shell so that the server is its parent and its death reaches the tab (trialtui/tui/served.py)."""
     parts = [sys.executable, "-m", "trialtui", "open", str(directory)]
     if theme:
         parts += ["--theme", theme]
-    return shlex.join(parts)
+    return f"exec {shlex.join(parts)}"
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,8 +1,8 @@
 """Save → number, as a user feels it, and the same kernel's number at any editing pace and beside other processes.
 
 python benches/loop_latency.py [--parts pace,contention,latency] [--device cuda|cpu] [--smoke] [--json OUT.json]
-(on the H200: `python benches/gpu_session.py loop_latency:470:--parts,pace,contention`, under 8 minutes;
-the JSON lands in $OUT; `--device cpu --smoke` is the CPU's reduced run, a smoke test of the script)
+(on the H200: `python benches/gpu_session.py loop_latency:470`, the default parts pace and contention, about
+6 minutes; the JSON lands in $OUT; `--device cpu --smoke` is the CPU's reduced run, a smoke test of the script)
 
 `pace` (issue 34): one unchanged kernel (benches/problems/kb_softmax, profiling off) saved with comment-only
 edits every 5, 8 and 20 s (`--gaps`) into a real engine that watches a fresh copy: per save the final

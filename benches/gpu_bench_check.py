@@ -59,6 +59,8 @@ for name in PROBLEMS:
         runs.append({"state": r["state"], "message": r.get("message"), "median_us": (r.get("timing") or {}).get("median_us"),
                      "kernel_us": (r.get("timing") or {}).get("kernel_us"), "rse": (r.get("timing") or {}).get("rse"),
                      "n": (r.get("timing") or {}).get("n"), "speedup": r.get("speedup"), "flags": r.get("flags"), "wall_s": wall})
+        print(f"{name} run {i + 1}/5: {r['state']} median {runs[-1]['median_us']} µs, kernel {runs[-1]['kernel_us']} µs, "
+              f"wall {wall:.1f} s", flush=True)
         if i == 0:
             (out_dir / f"result_{name}.json").write_text(json.dumps(r, indent=1, default=str))
     t0 = time.perf_counter()
@@ -96,6 +98,7 @@ for name, (old, new) in BAD.items():
     report["bad"][name] = {"state": r["state"], "message": r.get("message"), "flags": r.get("flags"),
                            "next_job_state": after["state"], "next_job_median_us": (after.get("timing") or {}).get("median_us")}
     (out_dir / f"bad_{name}.json").write_text(json.dumps(r, indent=1, default=str))
+    print(f"bad {name}: {r['state']}, next job {after['state']}", flush=True)
 (out_dir / "bench_check.json").write_text(json.dumps(report, indent=1, default=str))
 
 print(f"{'problem':<12}{'trialtui med':>14}{'kernel_us':>11}{'do_bench':>10}{'ncu':>10}{'med/db':>8}{'kern/ncu':>9}{'spread5':>9}{'cli/bare':>9}")

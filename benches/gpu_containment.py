@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -95,14 +95,34 @@ def watch_problem(corpus_dir: Path, problem: str, cases: list[corpus.Case], devi
     } for case in cases]
 
 
+def contained(row: dict) -> bool:
+    return not row["mismatch"] and not row["left"] and not row["files_changed"] and row["largest_log"] <= LOG_LIMIT
+
+
+def row_line(row: dict) -> str:
+    return (f"{'ok ' if contained(row) else 'BAD'} {row['via']:5} {row['case']:38} {str(row['state']):10} "
+            f"left={len(row['left'])} files_changed={row['files_changed']} log={row['largest_log']} {row['mismatch'] or ''}")
+
+
 def hostile(device: str, tmp: Path) -> list[dict]:
+    """Every hostile case through `bench`, then each problem's through the watcher; a row printed as it lands."""
     jobs = [(d, c) for d in CORPORA for c in corpus.cases(d) if device == "cuda" or d.name != "hostile_gpu"]
+    problems = sorted({(d, c.problem) for d, c in jobs})
     with ThreadPoolExecutor(max_workers=6) as pool:
-        rows = list(pool.map(lambda job: bench_case(job[0], job[1], device, tmp), jobs))
-        problems = sorted({(d, c.problem) for d, c in jobs})
-        watched = pool.map(lambda p: watch_problem(p[0], p[1], [c for d, c in jobs if (d, c.problem) == p],
-                                                   device, tmp), problems)
-        rows += [row for batch in watched for row in batch]
+        rows = landed([pool.submit(bench_case, d, c, device, tmp) for d, c in jobs])
+        rows += landed([pool.submit(watch_problem, d, name, [c for cd, c in jobs if (cd, c.problem) == (d, name)],
+                                    device, tmp) for d, name in problems])
+    return rows
+
+
+def landed(futures: list[Future]) -> list[dict]:
+    """The jobs' rows in the order they finish, each printed as it lands (a run takes minutes)."""
+    rows = []
+    for done in as_completed(futures):
+        result = done.result()
+        for row in result if isinstance(result, list) else [result]:
+            print(row_line(row), flush=True)
+            rows.append(row)
     return rows
 
 
@@ -198,12 +218,8 @@ def main() -> None:
         report["hostile_wall_s"] = round(time.monotonic() - started, 1)
     report["overhead"] = [] if args.skip_overhead else overhead(args.device, args.rounds, tmp)
     (out / "gpu_containment.json").write_text(json.dumps(report, indent=2))
-    for row in report.get("hostile", []):
-        ok = not row["mismatch"] and not row["left"] and not row["files_changed"] and row["largest_log"] <= LOG_LIMIT
-        print(f"{'ok ' if ok else 'BAD'} {row['via']:5} {row['case']:38} {str(row['state']):10} left={len(row['left'])} "
-              f"files_changed={row['files_changed']} log={row['largest_log']} {row['mismatch'] or ''}")
     if "hostile" in report:
-        bad = [r for r in report["hostile"] if r["mismatch"] or r["left"] or r["files_changed"] or r["largest_log"] > LOG_LIMIT]
+        bad = [r for r in report["hostile"] if not contained(r)]
         print(f"hostile: {len(report['hostile'])} runs, {len(bad)} bad, {report['hostile_wall_s']} s")
     print(f"{'problem':12} {'supervised s':>12} {'direct s':>9} {'overhead ms':>11}")
     for row in report["overhead"]:

@@ -211,9 +211,12 @@ def main() -> int:
     for path, row, (seconds, error) in zip(paths, rows, builds):
         row["build_s"], row["build_error"] = seconds, error
         bench(path, row, env)  # one at a time: timings on a GPU nothing else uses
+        print(f"done {row['candidate']}: validate {row.get('validate_ok')}, build {seconds} s, bench {row.get('bench_state')} "
+              f"{row.get('median_us')} µs", flush=True)
     watched = {}
     with ThreadPoolExecutor(max_workers=len(roots)) as pool:  # built by now; states only, so sharing the GPU is fine
         for states in pool.map(lambda root: watch(root, env), roots.values()):
+            print(f"watched: {states}", flush=True)
             watched.update(states)
     misses = 0
     print(f"{'candidate':<16} {'expected':<9} {'validate':<9} {'kernels (sm_90 registers)':<34} {'bench':<9} "

@@ -110,6 +110,8 @@ def score(path: Path) -> dict:
     except json.JSONDecodeError:
         result = {"state": "no-json", "message": (done.stdout + done.stderr)[-400:]}
     result["wall_s"] = round(time.perf_counter() - started, 1)
+    print(f"done {path.parent.name}/{path.name}: {result.get('state')} in {result['wall_s']} s, "
+          f"{(result.get('message') or '')[:160]}", flush=True)
     return result
 
 

@@ -108,6 +108,8 @@ def main() -> int:
                 match = [k for k in best["kernels"] if k.get("name") == activity["dominant"]]
                 ncu_us = per_launch_us((match or [None])[0]) or best["dominant_us"]
             rows.append({"sample": sample, "file": file, "activity": activity, "best": best, "ncu_us": ncu_us})
+            print(f"done {sample}/{file}: activity {'ok' if ok else 'FAIL'}, best {(best or {}).get('source')}, "
+                  f"ncu {ncu_us} µs", flush=True)
     header = (f"{'sample/file':<34} {'best':>8} {'dominant kernel':<36} {'CUPTI µs':>9} {'ncu µs':>9}  "
               "verdicts (activity)")
     print(f"{name}, driver {driver}")

@@ -333,6 +333,15 @@ CASES: dict[str, Case] = {
         action="continue", says=("L2 hit rate 12% — reorder programs",),
         hints=("l2_thrash: reorder programs so neighbours share L2 lines",),
     ),
+    "a machine without the runner is told what to install, not to fix the kernel": Case(
+        [ok("t1", us=x(1.2)), _trial("t2", "t1", "error", result={
+            "state": "error", "needs_runner": True, "message": "jobs cannot run on this machine: torch and triton are "
+            "not installed here. Install the runner (pip install 'trialtui[runner]'), or run jobs where it is: "
+            "--executor ssh://user@host or ray://ADDRESS (docs/SCALING.md)"})],
+        action="install", key="r", says=("t2 was not judged — jobs cannot run on this machine: torch and triton are "
+                                          "not installed here;", "nothing is wrong with the candidate", "re-run it [r]"),
+        evident=("ray://ADDRESS (docs/SCALING.md)",), never=("crashed", "fix it"),
+    ),
     "verdicts are ranked by severity": Case(
         [ok("t1", us=x(1.2)), ok("t2", "t1", us=x(1.4))], verdicts=[LOW_OCC, SPILLS], config={"target_speedup": 3.0},
         action="continue", says=("the roofline says 412 bytes spilled per thread — cut live values",),

@@ -169,10 +169,14 @@ LAPTOP = textwrap.dedent("""
             for _ in range(600):
                 await pilot.pause(0.1)
                 trial = app.trials.get("t2")
-                if trial is not None and trial.state_enum.is_final:
+                if trial is not None and trial.state_enum.is_final and trial.decision:
                     break
+            t2 = app.trials["t2"]
             print("TREE", app.tree.plain_lines())
-            print("T2", app.trials["t2"].state, app.trials["t2"].result.get("message"))
+            print("T2", t2.state, t2.result.get("message"))
+            print("DECISION", t2.decision["action"], t2.decision["reason"])
+            print("FINDINGS", [e["code"] for e in t2.validation["errors"]])
+            print("HEADER", app._where()[0])
         print("LOADED", [n for n in ("torch", "triton", "numpy") if sys.modules.get(n) is not None])
 
     asyncio.run(main())
@@ -195,6 +199,13 @@ def test_a_laptop_install_opens_the_tui_reads_the_tree_and_says_why_jobs_do_not_
     assert "t1" in out.stdout.split("TREE", 1)[1].split("\n", 1)[0]
     assert "T2 error jobs cannot run on this machine: torch and triton and numpy are not installed here" in out.stdout
     assert "pip install 'trialtui[runner]'" in out.stdout and "--executor ssh://" in out.stdout
+    # the machine's state, not the kernel's: nothing to fix, the whole message, an honest header
+    decision = out.stdout.split("DECISION ", 1)[1].split("\n", 1)[0]
+    assert decision.startswith("install Cannot run here: t2 was not judged") and "crashed" not in decision
+    assert "torch and triton and numpy are not installed here;" in decision
+    assert "nothing is wrong with the candidate" in decision and "re-run it [r]" in decision
+    assert "FINDINGS ['needs-runner']" in out.stdout
+    assert "HEADER CPU · jobs cannot run: no runner (pip install 'trialtui[runner]')" in out.stdout
 
 
 def test_remote_baselines_are_cached_here_per_gpu_model(tmp_path):

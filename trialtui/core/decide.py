@@ -26,7 +26,7 @@ from trialtui.core.decide_evidence import (
     times,
     timing_text,
 )
-from trialtui.core.model import Action, Decision, Trial, TrialState
+from trialtui.core.model import NEEDS_RUNNER, Action, Decision, Trial, TrialState
 from trialtui.core.strategies import BY_NAME, LADDER, detect_rung, next_rung, recognise
 from trialtui.core.verdict_registry import ABOUT_THE_PROFILE, VerdictId
 
@@ -77,6 +77,9 @@ def decide(
     if best is None or tree_rules.disqualified(best):
         best = tree.best()
     used = tree.budget_used()
+    missing = _missing_runner(trial)
+    if missing:
+        return _install(trial, missing, used, config)
     if state is TrialState.CORRECT and trial.gpu_timing is None:
         return _cpu_only(trial, best, used, config)
     if (trial.result or {}).get("needs_gpu"):
@@ -138,6 +141,24 @@ def _cpu_only(trial: Trial, best: Trial | None, used: int, config: Config) -> De
     hints = [f"on a GPU machine: trialtui bench {trial.file} --device cuda, or run trialtui there to time every "
              "correct trial"]
     return Decision(Action.CONTINUE.value, reason, evidence, hints, "")
+
+
+def _missing_runner(trial: Trial) -> str | None:
+    """Why this machine could not run the trial's jobs (no torch or triton here), or None."""
+    result = trial.result or {}
+    if result.get("needs_runner"):
+        return result.get("message") or "jobs cannot run on this machine"
+    errors = (trial.validation or {}).get("errors") or []
+    return next((e.get("message") for e in errors if isinstance(e, dict) and e.get("code") == NEEDS_RUNNER), None)
+
+
+def _install(trial: Trial, why: str, used: int, config: Config) -> Decision:
+    """The machine, not the kernel: nothing to fix, nothing spent; what to install, then re-run."""
+    first = why.split(". ", 1)[0].rstrip(".")
+    reason = (f"Cannot run here: {trial.id} was not judged — {first}; nothing is wrong with the candidate, so install "
+              "the runner (pip install 'trialtui[runner]') or run jobs elsewhere (--executor), then re-run it [r].")
+    evidence = [f"{trial.id}: not run — {why}", f"budget {used}/{config.max_trials} GPU trials, unchanged"]
+    return Decision(Action.INSTALL.value, reason, evidence, [], "r")
 
 
 def _needs_gpu(trial: Trial, best: Trial | None, used: int, config: Config) -> Decision:

@@ -114,6 +114,11 @@ class Action(str, enum.Enum):
     SWITCH_APPROACH = "switch_approach"
     BUDGET_SPENT = "budget_spent"
     WAIT = "wait"
+    INSTALL = "install"  # the machine cannot run jobs: nothing to fix in the candidate
+
+
+# The validation finding (and result key, `needs_runner`) of a job this machine cannot start: no torch here.
+NEEDS_RUNNER = "needs-runner"
 
 
 @dataclass(frozen=True)

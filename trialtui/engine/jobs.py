@@ -385,7 +385,7 @@ def _run_held(
 ) -> dict[str, Any]:
     seal()  # a job's processes cannot open this process's pipes or memory through /proc
     if missing_runner():  # a laptop install: say so, rather than a job that dies importing torch
-        return failure("error", missing_runner())
+        return failure("error", missing_runner(), needs_runner=True)
     log_path = Path(log_path)
     env = env or {}
     limits = limits or job_limits(spec)

@@ -16,7 +16,7 @@ from typing import Any
 
 from trialtui.core.gpus import sm_limits
 from trialtui.core.languages import DEFAULT, Language, get_language, language_of_file
-from trialtui.core.model import Finding, Severity
+from trialtui.core.model import NEEDS_RUNNER, Finding, Severity
 from trialtui.core.problem import Problem, ProblemError
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.static_checks import check_source
@@ -195,6 +195,9 @@ def trace_findings(trace: dict[str, Any], phase: str, timeout_s: float, entry_po
         if trace.get("launches"):
             return []
         return [finding(WARNING, "no-launch", no_launch[0].format(entry=entry_point), None, no_launch[1])]
+    if trace.get("needs_runner"):  # the machine's state, not the candidate's
+        return [finding(ERROR, NEEDS_RUNNER, message, None, "nothing is wrong with the candidate: install the runner "
+                        "here, or run jobs where it is (--executor); then save again or re-run it")]
     stage = trace.get("stage")
     if stage is None:  # the child died or wrote no result
         return [finding(ERROR, "crash", f"the validation job ended abnormally: {message}", line,

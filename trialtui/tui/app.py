@@ -31,6 +31,7 @@ from trialtui.core.problem import Problem
 from trialtui.core.report import FINAL_DIR
 from trialtui.core.store import Store, UnknownTrial
 from trialtui.engine import events as ev
+from trialtui.engine.runner_deps import missing_runner
 from trialtui.tui import describe
 from trialtui.tui.app_actions import KeyActions
 from trialtui.tui.app_messages import AppMessages
@@ -327,6 +328,8 @@ class TrialApp(KeyActions, AppMessages, App):
         if self._gpu_name:
             return self._gpu_name
         if self.engine.device == "cpu":
+            if getattr(self.engine, "where", "this machine") == "this machine" and missing_runner():
+                return "CPU · jobs cannot run: no runner (pip install 'trialtui[runner]')", "CPU · no runner", "CPU"
             return "CPU · Triton interpreter (correctness only)", "CPU · Triton interpreter", "CPU"
         lanes = [lane.name for lane in self.engine.lanes.lanes]
         named = f"GPU lane{'s' if len(lanes) != 1 else ''} {', '.join(lanes)}"

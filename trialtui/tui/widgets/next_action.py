@@ -21,6 +21,7 @@ ACTION_WORDS = {
     Action.SWITCH_APPROACH.value: ("Switch approach", "secondary"),
     Action.BUDGET_SPENT.value: ("Budget spent", "trial-best"),
     Action.WAIT.value: ("Waiting", "trial-muted"),
+    Action.INSTALL.value: ("Install", "warning"),
 }
 KEY_WORDS = {"b": "branch to best", "B": "branch from here", "F": "finalize", "p": "profile now", "r": "re-run"}
 

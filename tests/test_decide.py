@@ -555,3 +555,4 @@ def test_a_stored_decision_names_the_current_best_that_b_goes_to():
     assert now["hints"] == ["4 failed saves in a row on this branch: if the fix keeps slipping, go back to best t7 "
                             "[b] (t3 was best then)", "go back to best t7 [b] (t3 was best then)", "autotune BLOCK sizes"]
     assert naming_current_best(stored, "t3") == stored and naming_current_best(stored, None) == stored
+    assert naming_current_best({}, "t7") == {}  # no decision yet stays none

@@ -106,7 +106,7 @@ def naming_current_best(decision: dict[str, Any], best_id: str | None) -> dict[s
     A decision is kept as it was made, but `b` always branches to the current best: an old trial's
     decision that names a former best would send the reader to one trial and `b` to another.
     """
-    if not best_id:
+    if not best_id or not decision:
         return decision
 
     def now(match: re.Match[str]) -> str:

@@ -129,7 +129,8 @@ def headline_beyond_checker(result: dict | None) -> list[str]:
     from trialtui.runner.timing import CONFIRM_SLACK_US, CONFIRM_TOL
 
     timing = (result or {}).get("timing") or {}
-    median, per_call, flush = timing.get("median_us"), timing.get("checker_us_per_call"), timing.get("flush_us")
+    median, per_call = timing.get("median_us"), timing.get("checker_us_per_call")
+    flush = timing.get("overhead_us", timing.get("flush_us"))  # what a call costs besides itself, as the checker measured
     if not all(isinstance(x, (int, float)) for x in (median, per_call, flush)):
         return []
     floor = (max(0.0, per_call - flush) - CONFIRM_SLACK_US) * (1 - CONFIRM_TOL)

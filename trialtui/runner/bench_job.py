@@ -288,8 +288,10 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
     use_graph = bool(spec.get("cuda_graph", False))
     layout, work = _work(ref_call, sets[0])  # the sets are one case: one output structure, one amount of work
     batches = layout.batch_sizes()
+    splits.mark("timing.work")
     reply, _ = link.request("prepare_timing", payload, timeout_s=deadline.left(), into="cuda", cuda_graph=use_graph,
                             layout=layout.to_wire(), keep=batches[-1])
+    splits.mark("timing.prepare_candidate")
     facts.see(reply)
     if reply.get("launches") == 0 and own_kernels:
         flags.append(flag("fallback", f"no kernel of the candidate's own ran at the timed size {case or '(defaults)'} "
@@ -315,7 +317,9 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
 
         timed = TimedCalls(link, deadline, sets, ref_fn, layout, see=facts.see, judge=lambda expected, output, inputs, where: check_timed(
             spec, reference, expected, output, inputs, lambda: _timing_truth(reference, ref_call, inputs), where))
-        overhead_us = timed.overhead_us(flush_us)
+        splits.mark("timing.baselines_warm_up")
+        overhead_us = timed.overhead_us(bencher, batches)
+        splits.mark("timing.overhead")
 
         def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
             batch = timed.batch(start, n)
@@ -514,6 +518,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         link.close()
         return {"version": RESULT_VERSION, "state": "error", "message": "--device cuda asked for, but CUDA is not available"}
     device = torch.device(device_name)
+    if device.type == "cuda":
+        link.warm_up()  # this job holds the lane: the candidate's context is made while the reference loads
     torch.backends.cuda.matmul.allow_tf32 = bool(spec.get("allow_tf32"))
     torch.backends.cudnn.allow_tf32 = bool(spec.get("allow_tf32"))
     on_gpu = device.type == "cuda"

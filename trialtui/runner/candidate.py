@@ -250,13 +250,16 @@ class Session:
         from trialtui.runner.fresh_inputs import Refresher
         from trialtui.runner.timed_batch import Layout
 
+        steps = Steps()
         fn = self._build(payload)
         self.input_sets = payload["input_sets"]
         self.calls = [(lambda inputs=inputs: fn(inputs)) for inputs in self.input_sets]
         self.bencher = timing.Bencher.for_device(self.device)
         self.layout = Layout.from_wire(msg["layout"])
         self.ring = torch.empty(int(msg["keep"]) * self.layout.slot_bytes, dtype=torch.uint8, device=self.device)
+        steps.mark("ring")
         self.refresher = Refresher(self.input_sets)
+        steps.mark("refresher")
         before = self.counter.count
         with torch.no_grad():
             try:
@@ -265,13 +268,15 @@ class Session:
                 self.library_ops = seen.ops
             except Exception:  # noqa: BLE001 - e.g. torch.compile under a dispatch mode: weigh it then
                 self.library_ops = {"(the call raised under the op recorder)"}
+            steps.mark("library_ops")
             for call in self.calls:  # warm-up: JIT and autotuning outside the numbers
                 call()
                 call()
             torch.cuda.synchronize()
             if msg.get("cuda_graph"):
                 self.calls = [timing.cuda_graph_call(c) for c in self.calls]
-        return {"launches": self.counter.count - before, **self.facts()}, None  # at the timed size
+            steps.mark("warm_up")
+        return {"launches": self.counter.count - before, "steps_s": steps.seconds, **self.facts()}, None  # at the timed size
 
     def op_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         """One batch of timed calls (runner/timed_batch.py): before each, its inputs made new from the
@@ -279,26 +284,16 @@ class Session:
         The reply carries every slot: the checker judges every call."""
         import torch
 
+        from trialtui.runner.timed_batch import run_batch
+
         start, n, seed = int(msg.get("start", 0)), int(msg["n"]), int(msg["seed"])
-        slot = self.layout.slot_bytes
-        if n * slot > self.ring.numel():
+        if n * self.layout.slot_bytes > self.ring.numel():
             raise ValueError(f"a batch of {n} calls does not fit the kept outputs' buffer")
-        m = len(self.calls)
-        mismatch = None
         with torch.no_grad():
-            pending = []
-            for i in range(n):
-                which = (start + i) % m
-                self.refresher.before(seed, i, which)
-                out: list = []
-                pending.append(self.bencher.time_round([self.calls[which]], out))
-                mismatch = mismatch or self.layout.pack(out[0], self.ring[i * slot:(i + 1) * slot])
-                del out
-            self.refresher.restore()
-            torch.cuda.synchronize()
+            pending, mismatch = run_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring, seed, start, n)
         samples = [a.elapsed_time(b) * 1000.0 for pairs in pending for a, b in pairs]
         reply = {"samples": samples, "mismatch": mismatch, **self.facts()}
-        return reply, self.ring[:n * slot]
+        return reply, self.ring[:n * self.layout.slot_bytes]
 
     def op_kernel_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         """CUPTI's kernel time where CUPTI already runs in this process (a warm lane's `ready`); a cold

@@ -55,6 +55,7 @@ class CandidateProcess:
             )
         self._channel = None
         self.op_s: dict[str, float] = {}
+        self._owed = 0  # replies to requests sent ahead (`warm_up`), read before the next request
 
     @property
     def channel(self):
@@ -64,12 +65,44 @@ class CandidateProcess:
             self._channel = Channel(self.process.stdout, self.process.stdin, self.exchange, "chk", isolate=True)
         return self._channel
 
+    def warm_up(self) -> None:
+        """Ask the process to make its CUDA context and launch Triton once, without waiting for its answer:
+        a job that holds its GPU lane does it while it loads the reference (3 s off a cold bench on the
+        H200); never before the job, when another job may be timing on that GPU."""
+        from trialtui.runner.wire import ChannelClosed
+
+        if "ready" in self.op_s or self._owed:
+            return
+        try:
+            self.channel.send({"op": "ready", "device": "cuda"})
+            self._owed += 1
+        except ChannelClosed:
+            pass  # the next request says how it died
+
+    def _settle(self, deadline: float) -> None:
+        from trialtui.runner.wire import ChannelClosed, ChannelTimeout, WireError
+
+        while self._owed:
+            self._owed -= 1
+            try:
+                self.channel.recv(deadline=deadline)  # its outcome is not the job's: a failed warm-up only costs time
+            except ChannelTimeout:
+                self.kill()
+                raise CandidateFailed("the candidate's process did not make its CUDA context in time; it was killed",
+                                      state="timeout") from None
+            except ChannelClosed:
+                raise
+            except WireError:
+                pass
+            self.op_s.setdefault("ready", 0.0)
+
     def request(self, op: str, payload: Any = None, *, timeout_s: float, into: str = "cpu",
                 max_bytes: int | None = None, **header: Any) -> tuple[dict[str, Any], Any]:
         """Send one request and wait for its reply; failures become CandidateFailed with a clear message."""
         from trialtui.runner.wire import ChannelClosed, ChannelTimeout, WireError
 
         try:
+            self._settle(time.monotonic() + max(0.0, timeout_s))
             self.channel.send({"op": op, **header}, payload)
         except ChannelClosed:
             raise CandidateFailed(self._death(f"before {op}")) from None

@@ -15,7 +15,7 @@ shapes, in order); an output that does not fit it is a mismatch the candidate's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -108,3 +108,23 @@ class Layout:
 
         raw = slot[leaf.offset:leaf.offset + leaf.nbytes]
         return raw.view(DTYPES[leaf.dtype]).view(leaf.shape)
+
+
+def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
+              seed: int, start: int, n: int) -> tuple[list, str | None]:
+    """The timed loop itself, the same code in the candidate's process and in the checker's measure of what
+    it costs besides the calls: per call, its inputs made new, an L2 flush and the call between two
+    events, every stream of the device waited for (work a call left on a side stream is the call's, and
+    its output is whole), its output copied into its slot. Returns the event pairs and the first mismatch."""
+    slot, m, mismatch, pending = layout.slot_bytes, len(calls), None, []
+    for i in range(n):
+        which = (start + i) % m
+        refresher.before(seed, i, which)
+        out: list = []
+        pending.append(bencher.time_round([calls[which]], out))
+        torch.cuda.synchronize()
+        mismatch = mismatch or layout.pack(out[0], ring[i * slot:(i + 1) * slot])
+        del out
+    refresher.restore()
+    torch.cuda.synchronize()
+    return pending, mismatch

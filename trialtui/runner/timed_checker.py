@@ -21,7 +21,8 @@ import torch
 from trialtui.runner import fresh_inputs
 from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline
 from trialtui.runner.loader import clone
-from trialtui.runner.timed_batch import Layout
+from trialtui.runner.timed_batch import Layout, run_batch
+from trialtui.runner.timing import checker_per_call_us
 
 # judge(expected, output, inputs, where) raises CandidateFailed("...", state="incorrect") on a wrong output
 Judge = Callable[[Any, Any, Any, str], None]
@@ -79,22 +80,24 @@ class TimedCalls:
         output = self.layout.unpack(ring, call, expected)
         self.judge(expected, output, inputs, f"timed call {start + call + 1} (input set {which + 1}, made new for it)")
 
-    def overhead_us(self, flush_us: float, runs: int = 10) -> float:
-        """GPU time per timed call that is not the call, measured here with the same operations: the L2
-        flush, making the inputs new, the copy into its slot and the copy out of the candidate's
-        memory. Taken off the checker's clock before it is compared with the candidate's events."""
-        refresher = fresh_inputs.Refresher([clone(self.sets[0])])
-        slot = torch.empty(self.layout.slot_bytes, dtype=torch.uint8, device="cuda")
-        other = torch.empty_like(slot)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        refresher.before(1, 0, 0)
-        other.copy_(slot)
-        start.record()
-        for i in range(runs):
-            refresher.before(2, i, 0)
-            other.copy_(slot)
-            slot.copy_(other)
-        end.record()
-        end.synchronize()
-        del refresher, slot, other
-        return flush_us + start.elapsed_time(end) * 1000.0 / runs
+    def overhead_us(self, bencher: Any, batches: tuple[int, int], rounds: int = 3) -> float:
+        """What a timed call costs besides the call, measured here through the very loop the candidate's
+        process runs (timed_batch.run_batch) on a call that does nothing but return an output of the
+        reference's structure, and the copy of the batch's slots: the slope of its wall time over the two
+        batch sizes. Taken off the checker's clock before that is compared with the candidate's events."""
+        sets = [clone(s) for s in self.sets]
+        refresher = fresh_inputs.Refresher(sets)
+        with torch.no_grad():
+            held = self.reference(clone(self.sets[0]))
+        calls = [lambda: held] * len(sets)
+        ring = torch.empty(batches[-1] * self.layout.slot_bytes, dtype=torch.uint8, device="cuda")
+        walls: list[tuple[float, int, list[float]]] = []
+        for _ in range(rounds):
+            for n in batches:
+                t0 = time.perf_counter()
+                run_batch(calls, refresher, bencher, self.layout, ring, 1, 0, n)
+                ring[:n * self.layout.slot_bytes].clone()  # as the reply's copy into this process
+                torch.cuda.synchronize()
+                walls.append(((time.perf_counter() - t0) * 1e6, n, []))
+        del sets, refresher, ring, held
+        return checker_per_call_us(walls) or 0.0

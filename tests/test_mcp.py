@@ -68,10 +68,15 @@ def test_an_agent_submits_fails_fixes_and_branches_back_through_mcp(tmp_path):
             assert broken["ok"] is False and broken["errors"]
             first = await call(s, "result", trial_id="t1", wait_s=DEADLINE_S)  # add.py, scored on start
             assert first["state"] == "correct" and first["done"]
+            # no GPU: the budget never moves, so the answer itself says this is where to stop
+            assert info["machine"]["gpu"] is False and first["machine"] == info["machine"]
+            assert first["stop"] is True and "correct on CPU" in first["machine"]["stop_when"]
+            assert first["budget"]["used"] == 0 and (await call(s, "best"))["machine"]["gpu"] is False
 
             sent = await call(s, "submit", name="add.py", source=wrong, strategy="subtract by mistake")
             assert sent["new"] and sent["parent"] == "t1"
             bad = await call(s, "result", trial_id=sent["trial_id"], wait_s=DEADLINE_S)
+            assert bad["stop"] is False  # a failure on the CPU is fixed here, not a reason to stop
             assert bad["state"] == "incorrect" and bad["next_action"]["action"] == "fix"
             assert bad["numbers"]["correctness"]["passed"] is False and bad["budget"]["left"] == bad["budget"]["limit"]
 

@@ -335,6 +335,6 @@ def test_the_agents_numbers_carry_their_origin(replayed):
     problem = load_problem(root)
     with Store.open(root, writer=False) as store:
         found = store.trials()
-    view = views.best_view(problem, found)
+    view = views.best_view(problem, found, views.machine_view("cuda", None))
     assert view["numbers"]["measured_here"] is False and view["numbers"]["origin"] == FIXTURE_LABEL
     assert view["numbers"]["provenance"]["origin"] == "replayed" and "(replayed)" in view["summary"]

@@ -27,6 +27,7 @@ from trialtui.engine import events as ev
 from trialtui.engine.attach import RemoteEngine, attach
 from trialtui.engine.demo_story import editor_save
 from trialtui.engine.finalize import FinalizeError
+from trialtui.engine.runner_deps import missing_runner
 from trialtui.engine.generalize import check_file
 from trialtui.engine.validate import validate_file
 from trialtui.agent import views
@@ -128,6 +129,10 @@ class AgentSession:
 
     # Reads
 
+    def _machine(self) -> dict[str, Any]:
+        local = getattr(self.engine, "where", "this machine") == "this machine"
+        return views.machine_view(self.engine.device, missing_runner() if local else None)
+
     def _trials(self) -> list[Trial]:
         return self.engine.store.trials()
 
@@ -139,7 +144,7 @@ class AgentSession:
 
     async def problem_info(self) -> dict[str, Any]:
         engine = await self._live()
-        return views.problem_view(self.problem, self._trials(), engine.device)
+        return views.problem_view(self.problem, self._trials(), engine.device, self._machine())
 
     async def tree(self) -> dict[str, Any]:
         await self._live()
@@ -147,7 +152,7 @@ class AgentSession:
 
     async def best(self) -> dict[str, Any]:
         await self._live()
-        return views.best_view(self.problem, self._trials())
+        return views.best_view(self.problem, self._trials(), self._machine())
 
     async def log(self, trial_id: str) -> dict[str, Any]:
         await self._live()
@@ -174,7 +179,8 @@ class AgentSession:
             return trial if state.is_final and (trial.decision is not None or state in _NO_DECISION) else None
 
         trial = await self._until(settled, time.monotonic() + wait)
-        return views.result_view(self.problem, trial or self._get(trial_id), self._trials(), done=trial is not None)
+        return views.result_view(self.problem, trial or self._get(trial_id), self._trials(), self._machine(),
+                                 done=trial is not None)
 
     # Candidates: checked, then written as an editor saves
 

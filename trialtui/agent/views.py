@@ -27,12 +27,33 @@ RULES = (
 )
 
 
+def machine_view(device: str, missing_runner: str | None) -> dict[str, Any]:
+    """What the machine that runs the jobs can do, and when that alone means stop: without a GPU nothing is
+    timed, so the budget never moves and budget_spent, best and finalize never come (docs/AGENTS.md)."""
+    if missing_runner:
+        return {"runs_jobs": False, "gpu": False, "stop_when": "now: nothing can be checked here; report "
+                f"this to the user ({missing_runner})"}
+    if device == "cpu":
+        return {"runs_jobs": True, "gpu": False, "stop_when": (
+            "a candidate is correct on CPU: no GPU here, so nothing is timed, the budget stays at 0 and best and "
+            "finalize refuse; report that trial and the command that times it on a GPU machine "
+            "(trialtui bench FILE --device cuda)")}
+    return {"runs_jobs": True, "gpu": True, "stop_when": None}
+
+
+def stop_now(trial: Trial, machine: dict[str, Any]) -> bool:
+    """Whether this result is where the machine alone says stop (the budget rule cannot fire here)."""
+    if not machine["runs_jobs"]:
+        return True
+    return not machine["gpu"] and tree.correct_on_cpu(trial)
+
+
 def budget(problem: Problem, trials: list[Trial]) -> dict[str, int]:
     spent = tree.budget(trials, problem.config.max_trials)
     return {"used": spent.used, "limit": spent.limit, "left": spent.left}
 
 
-def problem_view(problem: Problem, trials: list[Trial], device: str) -> dict[str, Any]:
+def problem_view(problem: Problem, trials: list[Trial], device: str, machine: dict[str, Any]) -> dict[str, Any]:
     cfg = problem.config
     form = get_form(problem.form)
     atol, rtol = cfg.tolerance
@@ -52,6 +73,7 @@ def problem_view(problem: Problem, trials: list[Trial], device: str) -> dict[str
         "candidates": [p.name for p in problem.candidates()],
         "not_candidates": sorted({"reference.py", *problem.not_candidates}),
         "device": device,
+        "machine": machine,
         "rules": list(RULES),
     }
 
@@ -96,7 +118,8 @@ def numbers(trial: Trial, baseline: str) -> dict[str, Any] | None:
     }
 
 
-def result_view(problem: Problem, trial: Trial, trials: list[Trial], *, done: bool) -> dict[str, Any]:
+def result_view(problem: Problem, trial: Trial, trials: list[Trial], machine: dict[str, Any], *,
+                done: bool) -> dict[str, Any]:
     baseline = problem.config.primary_baseline
     decision = trial.decision or {}
     result = trial.result or {}
@@ -125,6 +148,8 @@ def result_view(problem: Problem, trial: Trial, trials: list[Trial], *, done: bo
                          "evidence": decision.get("evidence") or [], "hints": decision.get("hints") or []}
                         if decision else None),
         "budget": budget(problem, trials),
+        "machine": machine,
+        "stop": done and stop_now(trial, machine),
     }
 
 
@@ -146,11 +171,12 @@ def tree_view(problem: Problem, trials: list[Trial], heads: dict[str, str]) -> d
     }
 
 
-def best_view(problem: Problem, trials: list[Trial]) -> dict[str, Any]:
+def best_view(problem: Problem, trials: list[Trial], machine: dict[str, Any]) -> dict[str, Any]:
     baseline = problem.config.primary_baseline
     best = tree.best(trials, baseline)
     if best is None:
-        return {"trial_id": None, "reason": tree.no_best_reason(trials, baseline), "budget": budget(problem, trials)}
+        return {"trial_id": None, "reason": tree.no_best_reason(trials, baseline), "budget": budget(problem, trials),
+                "machine": machine}
     return {**row(best, baseline), "numbers": numbers(best, baseline), "budget": budget(problem, trials)}
 
 

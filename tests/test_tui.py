@@ -10,6 +10,7 @@ import pytest
 from textual.command import CommandPalette
 
 from trialtui.core.decide import decide
+from trialtui.core.model import TrialState
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store
 from trialtui.engine import events as ev
@@ -201,7 +202,6 @@ def test_x_cancels_the_running_job_and_is_hidden_when_idle(story):
     async def body():
         app = TrialApp(problem, engine)
         async with app.run_test(size=SIZE) as pilot:
-            assert app.check_action("cancel", ()) is False
             for event in running_events(store):
                 engine.emit(event)
             await pilot.pause()
@@ -212,6 +212,44 @@ def test_x_cancels_the_running_job_and_is_hidden_when_idle(story):
             app.go_to("t10")
             await pilot.press("x")
             assert ("cancel", "t10") in engine.calls  # the cursor's queued trial
+            for trial_id in ("t9", "t10"):
+                store.update(trial_id, state=TrialState.CANCELLED)
+                engine.emit(ev.StateChanged(trial_id, "cancelled", "cancelled"))
+            engine.emit(ev.QueueChanged(lanes={"gpu0": None}, queued=[]))
+            await pilot.pause()
+            assert app.check_action("cancel", ()) is False  # idle: nothing left to cancel
+
+    run(body())
+
+
+def test_x_cancels_a_trial_still_compiling_says_so_and_the_status_bar_agrees_with_the_tree(story):
+    """Issue 36, point 3: the cpu lane waits for t9's compile stage (its CPU preview): the status bar and
+    the tree both say validating, x cancels it with a message, and says so when the engine had no job."""
+    problem, store, engine = story
+    add_running(store, problem, engine)
+    store.update("t9", state=TrialState.VALIDATING)
+    answers = iter([True, False])
+    engine.cancel = lambda trial_id: engine.calls.append(("cancel", trial_id)) or next(answers)
+
+    async def body():
+        app = TrialApp(problem, engine, clock=lambda: 1000.0)
+        async with app.run_test(size=SIZE) as pilot:
+            engine.emit(ev.QueueChanged(lanes={"gpu0": "t9"}, queued=[]))
+            engine.emit(ev.StateChanged("t9", "validating", "compiling and checking on the CPU first"))
+            await pilot.pause()
+            status = screen_text(app).splitlines()[1]
+            assert "▶ t9 validating" in status, status
+            row = next(line for line in app.tree.plain_lines() if " t9 " in line)
+            assert row.endswith("validating"), row
+            app.go_to("t9")
+            await pilot.press("x")
+            assert engine.calls[-1] == ("cancel", "t9")
+            assert any("cancelling t9 (validating)" in n.message for n in app._notifications)
+            await pilot.press("x")  # the engine has nothing left to cancel for it
+            assert any("t9 has no job to cancel any more" in n.message for n in app._notifications)
+            engine.emit(ev.QueueChanged(lanes={"gpu0": None}, queued=[]))  # validating off the lanes (a rerun's)
+            await pilot.pause()
+            assert app.check_action("cancel", ()) is True  # x stays while a trial is unfinished
 
     run(body())
 

@@ -97,6 +97,7 @@ class Engine(TrialJobs):
         self._pool = shared.pool if shared else ThreadPoolExecutor(max_workers=validate_workers, thread_name_prefix="validate")
         self._compiles: dict[str, asyncio.Future] = {}
         self._handles: dict[str, ChildHandle] = {}
+        self._stages: dict[str, ChildHandle] = {}  # each trial's validation and compile stage, until it reports
         self._pending: set[asyncio.Task] = set()
         self._stop = asyncio.Event()
         # warm job processes for the real job functions (the demo's replay wraps them); a test's fake takes none
@@ -172,7 +173,7 @@ class Engine(TrialJobs):
             self._stop.set()
             if watcher is not None:
                 watcher.cancel()
-            for handle in self._handles.values():
+            for handle in [*self._handles.values(), *self._stages.values()]:
                 handle.cancel()
             await asyncio.gather(*([watcher] if watcher else []), return_exceptions=True)
             if self._control is not None:
@@ -287,16 +288,22 @@ class Engine(TrialJobs):
     async def _validate(self, trial: Trial, *, front: bool | None = None) -> None:
         """Static checks decide invalid-or-queued at once; the compile runs on while the trial waits."""
         self._set_state(trial.id, TrialState.VALIDATING)
+        stage = self._stages[trial.id] = ChildHandle()  # `cancel` stops the trial in this stage too
         source = self.store.snapshot_path(trial.sha256)
         loop = asyncio.get_running_loop()
         static = await loop.run_in_executor(
             None, lambda: self._validate_file(self.problem, source, compile=False, name=trial.file))
-        if not static["ok"]:
-            self._invalid(trial.id, static)
+        if stage.cancelled or not static["ok"]:
+            self._stages.pop(trial.id, None)
+            if stage.cancelled:
+                self._set_state(trial.id, TrialState.CANCELLED, "cancelled while validating")
+            else:
+                self._invalid(trial.id, static)
             return
         warm = {"warm": self._warm} if self._warm is not None else {}
         self._compiles[trial.id] = loop.run_in_executor(
-            self._pool, lambda: self._validate_file(self.problem, source, compile=True, name=trial.file, **warm)
+            self._pool, lambda: self._validate_file(self.problem, source, compile=True, name=trial.file,
+                                                    handle=stage, **warm)
         )
         self._set_state(trial.id, TrialState.QUEUED, validation=static)
         self._enqueue(trial, front=front)
@@ -351,15 +358,19 @@ class Engine(TrialJobs):
     # Engine operations (the TUI's keys call these)
 
     def cancel(self, trial_id: str) -> bool:
-        """Cancel a queued or running trial; it stays in the tree as cancelled."""
+        """Cancel a trial in any stage (validating, compiling, queued, running); it stays in the tree as cancelled."""
+        stage = self._stages.get(trial_id)
+        if stage is not None:  # its compile job (the CPU preview) stops too, wherever the trial waits
+            stage.cancel()
         if self.lanes.remove(lambda j: j.owner is self and j.trial_id == trial_id):
+            self._stages.pop(trial_id, None)
+            self._compiles.pop(trial_id, None)
             self._set_state(trial_id, TrialState.CANCELLED, "cancelled while queued")
             return True
         handle = self._handles.get(trial_id)
         if handle is not None:
             handle.cancel()
-            return True
-        return False
+        return handle is not None or stage is not None  # a job waiting on its compile stage ends when it reports
 
     def rerun(self, trial_id: str, lane: str | None = None, *, front: bool | None = None) -> str | None:
         """Queue an existing trial again (interrupted, superseded, cancelled, or to re-measure).

@@ -20,7 +20,7 @@ from trialtui.core.model import NEEDS_RUNNER, Finding, Severity
 from trialtui.core.problem import Problem, ProblemError
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.static_checks import check_source
-from trialtui.engine.jobs import WarmChildren, run_child
+from trialtui.engine.jobs import ChildHandle, WarmChildren, run_child
 
 COMPILE_JOB = "trialtui.runner.compile_job"
 ERROR, WARNING = Severity.ERROR.value, Severity.WARNING.value
@@ -70,6 +70,7 @@ def validate_file(
     timeout_s: float | None = None,
     name: str | None = None,
     warm: WarmChildren | None = None,
+    handle: ChildHandle | None = None,
 ) -> dict[str, Any]:
     """Validate one candidate: static findings, then (unless they hold an error) the compile stage.
 
@@ -79,7 +80,7 @@ def validate_file(
 
     Never raises for bad input: an unreadable file, a broken problem directory, a candidate that
     hangs or exits all become findings. `arch` defaults to the problem's `arch` setting,
-    `timeout_s` to its `validate_timeout_s`.
+    `timeout_s` to its `validate_timeout_s`; `handle` cancels the compile stage from another thread.
 
     Returns `ok` (no error), `errors` and `warnings` (Finding dicts: severity, code, message, line,
     col, hint), `kernels` (per traced launch and arch: name, arch, line, registers, spills in 4-byte
@@ -112,7 +113,7 @@ def validate_file(
     if compile and not any(f["severity"] == ERROR for f in findings):
         stage_started = time.perf_counter()
         timeout = float(timeout_s if timeout_s is not None else problem.config.validate_timeout_s)
-        more, kernels, preview, log = compile_stage(problem, path, report["arch"], timeout, warm)
+        more, kernels, preview, log = compile_stage(problem, path, report["arch"], timeout, warm, handle)
         findings += more
         report.update(kernels=kernels, preview=preview, log=log, compile_ms=_ms(stage_started))
     return _finish(report, findings, started, path, name)
@@ -140,7 +141,8 @@ def compile_env(language: Language) -> dict[str, str]:
     return {**language.compile_env, "CUDA_VISIBLE_DEVICES": ""}
 
 
-def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: float, warm: WarmChildren | None = None):
+def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: float, warm: WarmChildren | None = None,
+                  handle: ChildHandle | None = None):
     """The compile job (trace forked inside it); returns (findings, kernels, preview, log path).
 
     With `warm` (the engine's), a compile job that imported torch while the user edited takes it."""
@@ -154,7 +156,7 @@ def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: flo
     language = language_of_file(path)
     spec = problem.job_spec(candidate=str(path.resolve()), arch=archs)
     result = run_child(language.compile_job, spec, timeout_s=timeout_s, log_path=log,
-                       env=compile_env(language), on_progress=on_progress, warm=warm)
+                       env=compile_env(language), on_progress=on_progress, warm=warm, handle=handle)
     if result.get("state") == "ok":
         trace, compiled = result["trace"], result["compile"]
     else:  # a timeout, or the job died: the findings say where it was

@@ -70,7 +70,7 @@ class TrialApp(KeyActions, AppMessages, App):
         Binding("B", "branch_cursor", "Branch", id="branch-cursor",
                 tooltip="branch from the trial under the cursor: write its source into its file"),
         Binding("r", "rerun", "Re-run", id="rerun", tooltip="queue the trial under the cursor again"),
-        Binding("x", "cancel", "Cancel", id="cancel", tooltip="cancel the running job (or the cursor's queued trial)"),
+        Binding("x", "cancel", "Cancel", id="cancel", tooltip="cancel the cursor's unfinished trial in any stage, validating and compiling too (else the running job)"),
         Binding("p", "profile", "Profile", id="profile", tooltip="profile the trial under the cursor now"),
         Binding("f", "follow", "Follow", id="follow", tooltip="follow mode: the cursor jumps to each new trial"),
         Binding("F", "finalize", "Finalize", id="finalize",

@@ -28,9 +28,10 @@ class KeyActions:
         """
         if action in ("branch_best", "finalize"):
             return self.best is not None
-        if action == "cancel":
-            activity = self.status.activity if self.is_mounted else None
-            return activity is not None and bool(any(activity.lanes.values()) or activity.queued)
+        if action == "cancel":  # any unfinished trial: validating and compiling ones too
+            status = self.status if self.is_mounted else None
+            return status is not None and bool(any(status.activity.lanes.values()) or status.activity.queued
+                                               or status.standing.stale)
         if action in ("branch_cursor", "rerun", "profile"):
             return bool(self.trials)
         return True
@@ -73,15 +74,23 @@ class KeyActions:
             self.engine.rerun(trial.id)
 
     def action_cancel(self) -> None:
+        """Cancel the cursor's trial if it has not finished (validating, compiling, queued or running),
+        else the running job, else the first queued; always with a message."""
         activity = self.status.activity
-        cursor = self.tree.cursor_id
+        cursor = self.cursor_trial
         running = [tid for tid in activity.lanes.values() if tid]
-        if cursor in running or cursor in activity.queued:
-            target = cursor
+        if cursor is not None and not cursor.state_enum.is_final:
+            target = cursor.id
         else:
             target = (running or activity.queued or [None])[0]
-        if target and self.engine.cancel(target):
-            self.notify(f"cancelling {target}", timeout=3)
+        if target is None:
+            self.notify("nothing to cancel: no trial is validating, queued or running", timeout=3)
+            return
+        state = self.trials[target].state if target in self.trials else "running"
+        if self.engine.cancel(target):
+            self.notify(f"cancelling {target} ({state})", timeout=3)
+        else:
+            self.notify(f"{target} has no job to cancel any more ({state})", severity="warning", timeout=3)
 
     def action_profile(self) -> None:
         trial = self.cursor_trial

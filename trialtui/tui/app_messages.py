@@ -50,9 +50,13 @@ class AppMessages:
         if trial is None:
             return
         state = trial.state_enum
+        activity = self.status.activity
+        if not state.is_final:  # the status bar names a lane's trial by the state the tree shows
+            activity.states[trial.id] = state.value
+        elif trial.id not in activity.lanes.values():  # a lane's entry goes when the lane frees
+            activity.states.pop(trial.id, None)
         if state in describe.RUNNING:
             self.running.add(trial.id)
-            self.status.activity.states[trial.id] = state.value
         else:
             self.running.discard(trial.id)
         self._changed(trial)

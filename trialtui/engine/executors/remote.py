@@ -83,13 +83,14 @@ class RemoteExecutor(Executor):
         return result
 
     def validate(self, problem: Problem, path: Path | str, *, compile: bool = True, name: str | None = None,
-                 arch: str | list[str] | None = None, timeout_s: float | None = None, warm: Any = None) -> dict[str, Any]:
-        """The static stage here (pure Python, milliseconds); the compile stage there."""
+                 arch: str | list[str] | None = None, timeout_s: float | None = None, warm: Any = None,
+                 handle: Any = None) -> dict[str, Any]:
+        """The static stage here (pure Python, milliseconds); the compile stage there (`handle` cancels it)."""
         if not compile:
             return validate_file(problem, path, compile=False, name=name, arch=arch)
         options = {"compile": True, "name": name, "arch": arch, "timeout_s": timeout_s or problem.config.validate_timeout_s}
         try:
-            outcome = self.run(pack(problem, "validate", path, options), on_progress=None, handle=None)
+            outcome = self.run(pack(problem, "validate", path, options), on_progress=None, handle=handle)
         except Interrupted as exc:
             report = validate_file(problem, path, compile=False, name=name, arch=arch)
             report["errors"].append({**finding("error", "interrupted", f"the compile stage did not finish: {exc}; "

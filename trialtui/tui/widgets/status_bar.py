@@ -29,7 +29,7 @@ class Activity:
     started: dict[str, float] = field(default_factory=dict)  # trial id → clock() when it started running
     progress: dict[str, ev.Progress] = field(default_factory=dict)
     preliminary: dict[str, str] = field(default_factory=dict)  # running trial id → its first median, as text
-    states: dict[str, str] = field(default_factory=dict)  # running trial id → its state
+    states: dict[str, str] = field(default_factory=dict)  # unfinished trial id → its state, as the tree shows it
 
 
 @dataclass

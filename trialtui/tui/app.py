@@ -87,6 +87,9 @@ class TrialApp(KeyActions, AppMessages, App):
         Binding("3", "tab('source')", "Source tab", show=False, id="tab-source"),
         Binding("4", "tab('log')", "Log tab", show=False, id="tab-log"),
         Binding("escape", "focus_tree", "Tree", show=False, id="focus-tree"),
+        # b and F while they cannot act (no best): say why rather than nothing
+        Binding("b", "no_best('branch to')", show=False, id="branch-best-none"),
+        Binding("F", "no_best('finalize')", show=False, id="finalize-none"),
     ]
 
     def __init__(self, problem: Problem, engine: Any, *, theme: str | None = None, demo: Demo | None = None,

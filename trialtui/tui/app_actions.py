@@ -28,6 +28,8 @@ class KeyActions:
         """
         if action in ("branch_best", "finalize"):
             return self.best is not None
+        if action == "no_best":
+            return self.best is None
         if action == "cancel":  # any unfinished trial: validating and compiling ones too
             status = self.status if self.is_mounted else None
             return status is not None and bool(any(status.activity.lanes.values()) or status.activity.queued
@@ -52,6 +54,10 @@ class KeyActions:
         if trial_id in self.trials:
             self.tree.move_to(trial_id, by_user=True)
             self.tree.focus()
+
+    def action_no_best(self, what: str) -> None:
+        self.notify(f"No best trial to {what} yet: {tree.no_best_reason(self.trials.values(), self.baseline)}",
+                    severity="warning")
 
     def action_branch_best(self) -> None:
         if self.best is not None:

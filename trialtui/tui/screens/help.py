@@ -47,7 +47,7 @@ class HelpScreen(ModalScreen[None]):
         for key, what in TREE_KEYS:
             keys.add_row(key, what)
         for binding in self.app.BINDINGS:
-            if isinstance(binding, Binding) and binding.description and binding.id:
+            if isinstance(binding, Binding) and binding.description and binding.id and binding.show:  # hidden ones (1–4, esc) are in TREE_KEYS
                 shown = binding.key_display or ", ".join(k.replace("question_mark", "?").replace("slash", "/")
                                                          for k in binding.key.split(","))
                 keys.add_row(shown, binding.tooltip or binding.description)

@@ -1,0 +1,55 @@
+"""What a new user meets in the TUI's first hour (issue 36): keys that cannot act say why, and help lists
+each key once."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+
+from rich.console import Console
+
+from trialtui.tui.app import TrialApp
+from trialtui.tui.screens.confirm import ConfirmScreen
+from trialtui.tui.screens.help import HelpScreen
+
+from test_tui_scenarios import scenario, utc  # noqa: F401
+
+
+def test_b_and_F_without_a_best_say_why_instead_of_nothing(tmp_path, utc):
+    problem, store, engine = scenario(tmp_path, 0)
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.press("b", "F")
+            await pilot.pause(0.2)
+            said = [n.message for n in app._notifications]
+            assert "No best trial to branch to yet: no correct trial yet" in said, said
+            assert "No best trial to finalize yet: no correct trial yet" in said, said
+            assert not isinstance(app.screen, ConfirmScreen)  # nothing to confirm
+
+    try:
+        asyncio.run(body())
+    finally:
+        store.close()
+
+
+def test_help_lists_the_tab_keys_once(tmp_path, utc):
+    problem, store, engine = scenario(tmp_path, 0)
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.press("question_mark")
+            await pilot.pause(0.2)
+            assert isinstance(app.screen, HelpScreen)
+            console = Console(width=120, record=True, file=io.StringIO())
+            console.print(app.screen._content())
+            rows = [line.split() for line in console.export_text().splitlines() if line.strip()]
+            assert sum(row[:4] == ["1", "2", "3", "4"] for row in rows) == 1
+            assert not any(row[0] in ("1", "2", "3", "4") and row[1:2] != ["2"] for row in rows), rows
+
+    try:
+        asyncio.run(body())
+    finally:
+        store.close()

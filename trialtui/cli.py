@@ -333,6 +333,7 @@ def detect() -> str:
 
 def main() -> None:
     from trialtui.cli_demo import demo
+    from trialtui.cli_interrupt import CtrlC
     from trialtui.cli_mcp import mcp
     from trialtui.cli_serve import serve
     from trialtui.cli_trials import trials
@@ -341,4 +342,5 @@ def main() -> None:
     cli.add_command(demo)
     cli.add_command(serve)
     cli.add_command(mcp)
+    CtrlC().install()
     cli()

@@ -68,11 +68,23 @@ def test_exclude_patterns_and_private_names_are_not_candidates(tmp_path):
         ({"colour": 1}, "unknown key"),
         ({"profile": {"when": "sometimes"}}, "profile.when"),
         ({"arch": "hopper"}, "arch"),
+        ({"target_speedup": -1.5}, "target_speedup must be a positive number"),
+        ({"sol_target": 0}, "sol_target must be a fraction of speed-of-light"),
     ],
 )
 def test_bad_config_values_name_the_key(data, match):
     with pytest.raises(ConfigError, match=match):
         parse_config(data)
+
+
+def test_every_unknown_config_key_is_named_with_the_key_it_is_closest_to():
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"seed": 3, "max_trial": 10, "colour": 1, "watch": {"quiet": 100}})
+    assert str(caught.value) == "unknown key in [watch]: 'quiet' (did you mean 'quiet_ms'?)"
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"seed": 3, "max_trial": 10, "colour": 1})
+    assert str(caught.value) == ("unknown keys in trialtui.toml: 'colour', 'max_trial' (did you mean 'max_trials'?), "
+                                 "'seed' (did you mean 'seeds'?)")
 
 
 def test_init_scaffolds_a_problem_that_loads(tmp_path):

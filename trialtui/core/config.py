@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,12 +146,15 @@ def parse_config(data: dict[str, Any]) -> Config:
     if "when" in profile:
         cfg.profile_when = profile.pop("when")
     if profile:
-        raise ConfigError(f"unknown key(s) in [profile]: {', '.join(sorted(profile))}")
+        raise unknown_keys(profile, ["when"], "[profile]")
     for key in ("quiet_ms", "busy", "rerun_interrupted"):
         if key in watch:
             setattr(cfg, key, watch.pop(key))
     if watch:
-        raise ConfigError(f"unknown key(s) in [watch]: {', '.join(sorted(watch))}")
+        raise unknown_keys(watch, ["quiet_ms", "busy", "rerun_interrupted"], "[watch]")
+    unknown = [key for key in data if key not in Config.__dataclass_fields__]
+    if unknown:
+        raise unknown_keys(unknown, [*Config.__dataclass_fields__, *SECTIONS], CONFIG_NAME)
     for key, value in data.items():
         if key in ("test_sizes", "bench_sizes"):
             setattr(cfg, key, _sizes(value, key))
@@ -158,13 +162,23 @@ def parse_config(data: dict[str, Any]) -> Config:
             cfg.arch = [a.strip() for a in value.split(",")] if isinstance(value, str) else list(value)
         elif key == "baselines":
             cfg.baselines = [value] if isinstance(value, str) else list(value)
-        elif key in Config.__dataclass_fields__:
-            setattr(cfg, key, value)
         else:
-            raise ConfigError(f"unknown key {key!r} in {CONFIG_NAME}")
+            setattr(cfg, key, value)
     cfg.dtype = DTYPE_ALIASES.get(cfg.dtype, cfg.dtype)
     _check(cfg)
     return cfg
+
+
+SECTIONS = ("profile", "watch", "limits", "executor", "generalize")
+
+
+def unknown_keys(keys: Any, known: list[str], where: str) -> ConfigError:
+    """Every unknown key at once, each with the known one it is closest to (a typo is the usual cause)."""
+    named = []
+    for key in sorted(keys):
+        close = difflib.get_close_matches(key, known, n=1)
+        named.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return ConfigError(f"unknown key{'s' if len(named) > 1 else ''} in {where}: {', '.join(named)}")
 
 
 def parse_limits(table: Any) -> Limits:
@@ -235,6 +249,15 @@ def _check(cfg: Config) -> None:
             raise ConfigError(f"arch must look like sm_90 or sm_80, got {arch!r}")
     if cfg.max_trials < 1:
         raise ConfigError("max_trials must be at least 1")
+    target, sol = cfg.target_speedup, cfg.sol_target
+    if not _number(target) or target <= 0:
+        raise ConfigError(f"target_speedup must be a positive number (1.5: 1.5× the baseline), got {target!r}")
+    if not _number(sol) or not 0 < sol <= 1:
+        raise ConfigError(f"sol_target must be a fraction of speed-of-light, above 0 and at most 1, got {sol!r}")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def load_config(problem_dir: Path) -> Config:

@@ -430,7 +430,7 @@ def judge(spec, reference, expected, output, inputs, truth, floor_notes: list[st
 
 
 def check_timed(spec, reference, expected, output, inputs, truth_of: Callable[[], Any], where: str) -> None:
-    """A timed call's output against the reference's for the same input (on a GPU, its canaries in it):
+    """A timed call's output against the reference's for the same input (on a GPU, made new for that call):
     a candidate that computes something else when it is timed, or hands back an answer it kept, is
     incorrect, whatever its untimed calls returned. Within the tolerance at once is a pass (1.5 ms for
     256 MB on the H200); anything else gets the full judge, with the higher-precision truth made then."""

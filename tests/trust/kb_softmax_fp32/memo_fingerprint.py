@@ -2,7 +2,7 @@
 # gpu-expect: incorrect | when timed
 # why: a kernel that keeps its answers, keyed on a sampled fingerprint of the input (the memoizing exploit of
 # flashinfer-bench issue 21 and kernelbot PR 501), is right wherever the input repeats: every untimed check and,
-# on the CPU, the three timed calls. On a GPU every timed call has canaries of its own (runner/canaries.py), so
+# on the CPU, the three timed calls. On a GPU every timed call has an input new in every element (runner/fresh_inputs.py), so
 # the kept answer is an answer to another input, and the checked calls say so (issue 24.2)
 import torch
 import torch.nn as nn

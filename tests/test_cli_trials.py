@@ -90,6 +90,12 @@ def test_status_draws_the_tree_with_best_head_and_budget(problem):
     assert "[+] t3: 2.40x (bl=98us, tr=41us) SoL 71% | tile 64 ▸ head <<< BEST" in out
 
 
+def test_status_best_and_doctor_take_the_directory_as_their_argument_like_the_other_commands(problem):
+    assert run("status", str(problem)).output == run("status", "--dir", str(problem)).output
+    assert "best_trial: t3" in run("best", str(problem)).output
+    assert run("doctor", str(problem)).output == run("doctor", "--dir", str(problem)).output
+
+
 def test_status_json_lists_every_trial_with_budget_heads_and_best(problem):
     data = json.loads(run("status", "--json", "--dir", str(problem)).output)
     assert data["best"] == "t3" and data["baseline"] == "eager"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+import functools
 import json
 import time
 from collections.abc import Iterator
@@ -46,6 +47,17 @@ def _dir_option(func: Any) -> Any:
         default=".",
         help="The problem directory (default: the current one).",
     )(func)
+
+
+def _dir_argument(func: Any) -> Any:
+    """`trials status DIR` as well as `--dir DIR`: the other commands take the directory as their argument."""
+
+    @functools.wraps(func)
+    def wrapped(*args: Any, directory: Path | None, root: Path, **kwargs: Any) -> Any:
+        return func(*args, root=directory or root, **kwargs)
+
+    return click.argument("directory", required=False,
+                          type=click.Path(exists=True, file_okay=False, path_type=Path))(wrapped)
 
 
 def _json_option(func: Any) -> Any:
@@ -138,6 +150,7 @@ def trials() -> None:
 
 
 @trials.command()
+@_dir_argument
 @_dir_option
 @_json_option
 def status(root: Path, as_json: bool) -> None:
@@ -181,6 +194,7 @@ def status(root: Path, as_json: bool) -> None:
 
 
 @trials.command()
+@_dir_argument
 @_dir_option
 @_json_option
 @click.pass_context
@@ -423,6 +437,7 @@ def finalize(trial_id: str | None, device: str | None, executor_url: str | None,
 
 @trials.command()
 @click.option("--repair", is_flag=True, help="Fix what can be fixed without guessing (needs the store: stop a running trialtui).")
+@_dir_argument
 @_dir_option
 @_json_option
 @click.pass_context

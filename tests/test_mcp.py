@@ -109,6 +109,25 @@ def test_an_agent_submits_fails_fixes_and_branches_back_through_mcp(tmp_path):
     asyncio.run(body())
 
 
+def test_refusals_give_the_real_reason_a_cuda_source_can_be_saved_and_log_leads_with_the_failure(tmp_path):
+    root = one_candidate(tmp_path)
+
+    async def body():
+        async with mcp_client(root) as s:
+            private = await refused(s, "submit", name="_helpers.py", source="x = 1\n")
+            assert "names starting with _ or . are private" in private and "not a candidate file name" not in private
+            saved = await call(s, "submit", name="add.cu", source="__global__ void add() {}\n")
+            assert saved["trial_id"] is None and "not a trial" in saved["message"]
+            assert (root / "add.cu").read_text() == "__global__ void add() {}\n"
+            sent = await call(s, "submit", name="add.py", source="def broken(:\n")
+            failed = await call(s, "result", trial_id=sent["trial_id"], wait_s=DEADLINE_S)
+            log = await call(s, "log", trial_id=sent["trial_id"])
+            assert log["state"] == failed["state"] == "invalid" and log["message"] == failed["message"]
+            assert log["message"].startswith("line 1:")
+
+    asyncio.run(body())
+
+
 def test_the_agent_attaches_to_a_running_engine_and_leaves_it_running(tmp_path):
     """The reverse: a TUI or watcher runs the engine; `trialtui mcp` attaches through the control channel."""
     import threading

@@ -65,7 +65,8 @@ def build_server(session: AgentSession) -> MCPServer:
     async def submit(name: str, source: str, strategy: str = "") -> dict[str, Any]:
         """Save `source` into candidate file `name` (a .py in the problem directory) exactly as an editor
         saves it; the engine scores it like any save. `strategy` labels the trial (as a `# strategy:`
-        first line unless the source has one). Returns trial_id (an existing one when the source is not new)."""
+        first line unless the source has one). Returns trial_id (an existing one when the source is not new).
+        A `.cu`/`.cuh` name saves a CUDA source that a candidate's load(sources=[...]) builds: no trial of its own."""
         return await _answer(session.submit(name, source, strategy))
 
     @server.tool()
@@ -99,7 +100,8 @@ def build_server(session: AgentSession) -> MCPServer:
 
     @server.tool()
     async def log(trial_id: str) -> dict[str, Any]:
-        """The last 64 KB of a trial's job log (what the candidate printed, the harness's messages)."""
+        """The trial's state and what happened (`message`: the failure as the harness said it), then the last
+        64 KB of its job log (what the candidate printed, the harness's messages, interpreter warnings)."""
         return await _answer(session.log(trial_id))
 
     @server.tool()

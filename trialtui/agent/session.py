@@ -19,6 +19,7 @@ from typing import Any
 
 from trialtui.core import tree
 from trialtui.core.model import Trial, TrialState
+from trialtui.core.languages.cuda import CUDA_SUFFIXES
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.report import FINAL_DIR
@@ -37,7 +38,7 @@ MAX_STRATEGY_CHARS = 200
 MAX_WAIT_S = 600.0
 SAVE_WAIT_S = 20.0  # the watcher reports a save within its quiet window; this is for a loaded machine
 LOG_TAIL_BYTES = 64 * 1024
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\.py$")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.(py|cu|cuh)$")
 _NO_DECISION = frozenset({TrialState.CANCELLED, TrialState.SUPERSEDED, TrialState.INTERRUPTED})
 
 
@@ -157,14 +158,15 @@ class AgentSession:
     async def log(self, trial_id: str) -> dict[str, Any]:
         await self._live()
         trial = self._get(trial_id)
+        said = {"trial_id": trial.id, "state": trial.state, "message": views.what_happened(trial)}  # before the noise
         if not trial.log:
-            return {"trial_id": trial.id, "log": "", "truncated": False, "message": f"{trial.id} has no job log yet"}
+            return {**said, "log": "", "truncated": False, "message": said["message"] or f"{trial.id} has no job log yet"}
         path = self.engine.store.state_dir / trial.log
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise AgentError(f"{trial.id}'s log cannot be read: {exc}") from None
-        return {"trial_id": trial.id, "log": data[-LOG_TAIL_BYTES:].decode("utf-8", errors="replace"),
+        return {**said, "log": data[-LOG_TAIL_BYTES:].decode("utf-8", errors="replace"),
                 "truncated": len(data) > LOG_TAIL_BYTES}
 
     async def result(self, trial_id: str, wait_s: float) -> dict[str, Any]:
@@ -186,16 +188,17 @@ class AgentSession:
 
     def _target(self, name: str, source: str) -> Path:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise AgentError(f"{name!r} is not a candidate file name: a plain name ending in .py, no directories "
-                             "(e.g. kernel.py)")
+            raise AgentError(f"{name!r} is not a candidate file name: a plain name ending in .py (or .cu/.cuh for a "
+                             "CUDA candidate's source), no directories (e.g. kernel.py)")
         path = self.problem.root / name
         if name == REFERENCE_NAME:
             raise AgentError(f"{name} is the reference: it is never written through this interface")
         if path.resolve().parent != self.problem.root.resolve() or STATE_DIR in Path(name).parts:
             raise AgentError(f"{name} is outside the problem directory {self.problem.root}")
-        if not self.problem.is_candidate(path):
-            raise AgentError(f"{name} is not a candidate of {self.problem.name} (a support file, a private or an "
-                             f"excluded name); candidates: {', '.join(p.name for p in self.problem.candidates()) or 'none yet'}")
+        why = None if path.suffix in CUDA_SUFFIXES else self.problem.why_not_candidate(path)
+        if why:
+            raise AgentError(f"{name} is not a candidate of {self.problem.name}: {why}; candidates: "
+                             f"{', '.join(p.name for p in self.problem.candidates()) or 'none yet'}")
         size = len(source.encode("utf-8"))
         if size > MAX_SOURCE_BYTES:
             raise AgentError(f"the source is {size} bytes; a candidate may be at most {MAX_SOURCE_BYTES} bytes")
@@ -203,7 +206,9 @@ class AgentSession:
 
     async def validate(self, name: str, source: str) -> dict[str, Any]:
         """The CPU stages on a copy outside the problem directory: no trial, no file written here."""
-        self._target(name, source)
+        if self._target(name, source).suffix in CUDA_SUFFIXES:
+            raise AgentError(f"{name} is a CUDA source, checked with the candidate that loads it: submit {name}, "
+                             "then validate that .py candidate")
         with tempfile.TemporaryDirectory(prefix="trialtui-validate-") as scratch:
             path = Path(scratch) / name
             path.write_text(source, encoding="utf-8")
@@ -213,6 +218,8 @@ class AgentSession:
     async def submit(self, name: str, source: str, strategy: str = "") -> dict[str, Any]:
         """Save the source into the candidate file; the engine's watcher records it. Returns the trial it became."""
         path = self._target(name, source)
+        if path.suffix in CUDA_SUFFIXES:
+            return self._save_cuda_source(path, source)
         strategy = " ".join(str(strategy or "").split())[:MAX_STRATEGY_CHARS]
         if strategy and tree.parse_strategy(source) is None:
             source = f"# strategy: {strategy}\n{source}"
@@ -241,6 +248,17 @@ class AgentSession:
                              "tree() shows whether it arrived later")
         return {"trial_id": trial.id, "file": name, "new": trial.id not in known, "parent": trial.parent,
                 "state": trial.state, "sha256": sha}
+
+    def _save_cuda_source(self, path: Path, source: str) -> dict[str, Any]:
+        """A `.cu` file a candidate's `load(sources=[...])` builds: written beside it, scored through it."""
+        data = source.encode("utf-8")
+        try:
+            editor_save(path, data)
+        except OSError as exc:
+            raise AgentError(f"{path.name} could not be written: {exc}") from None
+        return {"trial_id": None, "file": path.name, "new": False, "parent": None, "state": None,
+                "sha256": sha256_of(data), "message": f"{path.name} saved beside the candidates; it is not a trial "
+                "itself: submit the .py candidate that loads it (a changed source makes a new trial) to score both"}
 
     # Operations on the engine
 

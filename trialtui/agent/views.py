@@ -118,16 +118,23 @@ def numbers(trial: Trial, baseline: str) -> dict[str, Any] | None:
     }
 
 
+def what_happened(trial: Trial) -> str:
+    """The result's message, else the first validation error with its line: a failure as the harness said it."""
+    message = (trial.result or {}).get("message") or ""
+    errors = (trial.validation or {}).get("errors") or []
+    if not message and errors:
+        first = errors[0]
+        message = f"line {first.get('line')}: {first.get('message')}" if first.get("line") else first.get("message", "")
+    return message
+
+
 def result_view(problem: Problem, trial: Trial, trials: list[Trial], machine: dict[str, Any], *,
                 done: bool) -> dict[str, Any]:
     baseline = problem.config.primary_baseline
     decision = trial.decision or {}
     result = trial.result or {}
     validation = trial.validation or {}
-    message = result.get("message") or ""
-    if not message and validation.get("errors"):
-        first = validation["errors"][0]
-        message = f"line {first.get('line')}: {first.get('message')}" if first.get("line") else first.get("message", "")
+    message = what_happened(trial)
     return {
         "trial_id": trial.id,
         "file": trial.file,

@@ -162,17 +162,26 @@ class Problem:
     def is_candidate(self, path: Path) -> bool:
         """Candidate files: top-level `*.py` except the reference, its support modules, private names
         and excludes."""
+        return self.why_not_candidate(path) is None
+
+    def why_not_candidate(self, path: Path) -> str | None:
+        """Why `path` is not a candidate (said to whoever tried to make it one), or None when it is."""
         path = Path(path)
         try:
             rel = path.resolve().relative_to(self.root.resolve())
         except ValueError:
-            return False
-        if len(rel.parts) != 1 or path.suffix != ".py":
-            return False
+            return f"it is outside the problem directory {self.root}"
         name = rel.name
-        if name == REFERENCE_NAME or name in self.not_candidates or name.startswith(("_", ".")):
-            return False
-        return not any(fnmatch.fnmatch(name, pattern) for pattern in self.config.exclude)
+        if len(rel.parts) != 1 or path.suffix != ".py":
+            return "a candidate is a .py file at the top of the problem directory"
+        if name == REFERENCE_NAME:
+            return "it is the reference"
+        if name in self.not_candidates:
+            return "it is a support module of the reference (imported by it, or in task.yml's files:)"
+        if name.startswith(("_", ".")):
+            return "names starting with _ or . are private (helpers of yours, never scored): drop the prefix"
+        pattern = next((p for p in self.config.exclude if fnmatch.fnmatch(name, p)), None)
+        return f"it matches exclude = [{pattern!r}] in trialtui.toml" if pattern else None
 
     def candidates(self) -> list[Path]:
         return sorted(p for p in self.root.glob("*.py") if self.is_candidate(p))

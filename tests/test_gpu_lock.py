@@ -97,6 +97,32 @@ def test_a_lane_job_holds_the_gpu_for_the_threads_it_starts():
     assert not GpuLock("0").holds()
 
 
+def test_a_prepare_cut_short_hands_its_hold_to_the_lanes_next_job_and_an_idle_lane_lets_go():
+    lane = Lane("gpu0", "0", host=GpuLock("0"))
+
+    def taken_elsewhere() -> bool:  # another holder would get it now (a thread of its own, as another process)
+        other, got = GpuLock("0"), []
+        thread = threading.Thread(target=lambda: got.append(other.acquire(give_up=lambda: True)))
+        thread.start()
+        thread.join()
+        other.release()
+        return got[0]
+
+    async def body() -> list[bool]:
+        async with lane.held():
+            lane.carry = True  # the prepare gave way to a queued job, whose checker still prepares on the GPU
+        between = taken_elsewhere()
+        async with lane.held() as took:  # the next job takes the hold without waiting
+            assert took
+        after_job = taken_elsewhere()
+        async with lane.held():
+            lane.carry = True
+        lane.let_go()  # the queued job was cancelled: the idle lane keeps nothing
+        return [between, after_job, taken_elsewhere()]
+
+    assert asyncio.run(body()) == [False, True, True]
+
+
 def test_a_queued_trial_says_which_process_holds_its_gpu_and_runs_once_it_is_gone(root, holder):  # noqa: F811
     engine = make_engine(root, bench=FakeBench())
     assert engine.lanes.lanes[0].host is not None  # a GPU of this machine

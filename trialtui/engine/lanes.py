@@ -37,6 +37,8 @@ class Lane:
     job: Job | None = None
     host: GpuLock | None = None  # this GPU's lane across the host (a GPU of this machine); see `held`
     preparing: bool = False  # its warm checker was still preparing when a job came: the job waits for it
+    carry: bool = False  # set inside a hold: keep it for the lane's next job (a prepare cut short)
+    carried: bool = False  # a hold kept for the next job, which takes it without waiting
 
     @property
     def running(self) -> str | None:
@@ -54,23 +56,34 @@ class Lane:
         if host is None or host.holds():
             yield True
             return
-        stop = threading.Event()
-        taking = asyncio.get_running_loop().run_in_executor(
-            None, host.acquire, None, on_wait, lambda: stop.is_set() or (give_up is not None and give_up()))
-        try:
-            took = await asyncio.shield(taking)
-        except asyncio.CancelledError:  # the engine stops: the waiting thread gives up, or lets go of what it took
-            stop.set()
-            taking.add_done_callback(lambda f: host.release() if not f.cancelled() and not f.exception() and f.result() else None)
-            raise
-        if not took:
-            yield False
-            return
+        if self.carried:  # a prepare cut short for this job: its checker may still be on the GPU, so the hold goes on
+            self.carried = False
+        else:
+            stop = threading.Event()
+            taking = asyncio.get_running_loop().run_in_executor(
+                None, host.acquire, None, on_wait, lambda: stop.is_set() or (give_up is not None and give_up()))
+            try:
+                took = await asyncio.shield(taking)
+            except asyncio.CancelledError:  # the engine stops: the waiting thread gives up, or lets go of what it took
+                stop.set()
+                taking.add_done_callback(lambda f: host.release() if not f.cancelled() and not f.exception() and f.result() else None)
+                raise
+            if not took:
+                yield False
+                return
         try:
             with host.owned():  # the job's threads (asyncio.to_thread copies the context) see it held
                 yield True
         finally:
-            host.release()
+            self.carried, self.carry = self.carry, False
+            if not self.carried:
+                host.release()
+
+    def let_go(self) -> None:
+        """An idle lane keeps no hold carried for a job that never came (it was cancelled meanwhile)."""
+        if self.carried and self.host is not None:
+            self.carried = False
+            self.host.release()
 
 
 @dataclass
@@ -167,6 +180,7 @@ class Lanes:
         while True:
             job = self._take(lane)
             if job is None:
+                lane.let_go()
                 self._wake.clear()
                 await self._wake.wait()
                 continue

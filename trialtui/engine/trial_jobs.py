@@ -112,7 +112,8 @@ class TrialJobs:
         It is a lane job of its own, so that its GPU work (CUDA contexts, CUPTI, the reference's outputs)
         never overlaps another job's. It yields to a save: once a job is queued for the lane it stops
         waiting, and the job takes that very checker, which finishes preparing and then runs it (the H200
-        kept saves 1.8-3.3 s in `queued` behind a prepare with nothing else running).
+        kept saves 1.8-3.3 s in `queued` behind a prepare with nothing else running), and the GPU's
+        host-wide hold with it, so no other process starts on the GPU while that checker still prepares.
         """
         if self._warm is None or not self._watching or any(j.owner is self for j in self.lanes.queue):
             return
@@ -129,7 +130,7 @@ class TrialJobs:
                 if took:
                     done = await asyncio.to_thread(self._warm.prepare, BENCH_MODULE, env, spec,
                                                    self.problem.config.bench_timeout_s, wanted)
-                    lane.preparing = done is None and wanted()
+                    lane.preparing = lane.carry = done is None and wanted()  # the job takes this checker, and this hold
 
         self.lanes.submit(Job("", "", run, lane.name, owner=self, on_error=lambda job, exc: self._fail(None, exc, "preparing")))
 

@@ -282,3 +282,12 @@ def test_the_checker_draws_a_new_seed_for_every_batch(monkeypatch):
     timed(monkeypatch, honest, batches=4)
     assert len(set(seeds)) == 4 and all(0 <= s < 2**62 for s in seeds)
     assert not math.isnan(sum(seeds))
+
+
+def test_the_kernel_split_the_candidates_process_reports_is_checked_as_data():
+    from trialtui.runner.bench_job import _kernel_split
+
+    good = {"own_us": 3.0, "library_us": 130.0, "own_share": 0.02, "library_top": [["sm90_xmma_gemm", 130.0]]}
+    assert _kernel_split(good)["own_share"] == 0.02
+    for bad in (None, [], {"own_us": "x", "library_us": 1, "own_share": 0.5}, {**good, "own_share": 7}, {**good, "own_us": True}):
+        assert _kernel_split(bad) is None

@@ -1,0 +1,38 @@
+"""Headlines no kernel can reach are flagged `impossible` (issue 33): the problem's least work at the GPU's
+datasheet ceilings, with the numbers of the issue's table (H200, 2026-12-01)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trialtui.core.flags import disqualifications
+from trialtui.core.roofline import impossible_message, physical_floor
+
+SOFTMAX_8192_FP32 = dict(flops=5 * 8192 * 8192, min_bytes=2 * 8192 * 8192 * 4, dtype="float32")
+GEMM_4096_BF16 = dict(flops=2 * 4096**3, min_bytes=3 * 4096 * 4096 * 2, dtype="bfloat16")
+GEMM_4096_FP32 = dict(flops=2 * 4096**3, min_bytes=3 * 4096 * 4096 * 4, dtype="float32")
+
+
+@pytest.mark.parametrize("work, median_us, impossible", [
+    (SOFTMAX_8192_FP32, 51.1, True),  # 512 MB in 51 µs: 10.5 TB/s, the H200 copies at 4.3
+    (SOFTMAX_8192_FP32, 55.8, True),
+    (SOFTMAX_8192_FP32, 133.0, False),  # the honest kernel
+    (GEMM_4096_BF16, 50.9, True),  # 137 GFLOP in 50.9 µs: 2.7 PFLOP/s, the H200 peaks at 0.99 dense
+    (GEMM_4096_BF16, 152.6, False),  # faster than cuBLAS but possible: the floor alone cannot say
+    (GEMM_4096_FP32, 1200.0, False),  # an fp32 GEMM on tensor cores (split products) is no fp32 CUDA-core job
+])
+def test_a_headline_below_the_work_at_the_datasheet_ceilings_is_impossible(work, median_us, impossible):
+    floor = physical_floor(work["flops"], work["min_bytes"], work["dtype"], "NVIDIA H200")
+    message = impossible_message(floor, median_us)
+    assert (message is not None) == impossible
+    if message:  # both numbers, and the ceilings they come from
+        assert f"{median_us:.1f} µs" in message and f"{floor.floor_us:.1f} µs" in message and "datasheet" in message
+
+
+def test_no_floor_where_the_gpu_has_no_datasheet_entry():
+    assert physical_floor(1e9, 1e9, "float32", "Some Future GPU") is None
+
+
+def test_an_impossible_result_is_never_best():
+    result = {"state": "correct", "flags": [{"code": "impossible", "message": "51.1 µs is below the physical floor"}]}
+    assert disqualifications(result, None) == ["impossible: 51.1 µs is below the physical floor"]

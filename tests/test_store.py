@@ -94,6 +94,17 @@ def test_record_applies_the_save_rule(writer):
     assert len(writer.trials()) == 4
 
 
+def test_a_save_over_the_source_limit_is_never_a_trial_or_a_snapshot(writer):
+    from trialtui.core.model import MAX_SOURCE_BYTES
+    from trialtui.core.store import SourceTooLarge
+
+    huge = b"x = 1\n" * (MAX_SOURCE_BYTES // 6 + 1)
+    for data in (huge[: MAX_SOURCE_BYTES + 1], huge + b"# the editor's second write\n"):
+        with pytest.raises(SourceTooLarge, match="kernel.py is 1.0 MB; candidates over 1 MB are not read or recorded"):
+            writer.record("kernel.py", data)
+    assert writer.trials() == [] and not any((writer.state_dir / "snapshots").iterdir())
+
+
 def test_update_refuses_identity_and_unknown_fields_and_bad_states(writer):
     writer.add_trial("k.py", "a")
     for fields in ({"sha256": "x"}, {"id": "t9"}, {"file": "other.py"}, {"speedup": 2.0}):

@@ -117,6 +117,9 @@ class Action(str, enum.Enum):
     INSTALL = "install"  # the machine cannot run jobs: nothing to fix in the candidate
 
 
+# The largest candidate read, validated or recorded: a kernel file is a few hundred lines.
+MAX_SOURCE_BYTES = 1_000_000
+
 # The validation finding (and result key, `needs_runner`) of a job this machine cannot start: no torch here.
 NEEDS_RUNNER = "needs-runner"
 

@@ -34,11 +34,10 @@ from trialtui.core.check_ast import (
 )
 from trialtui.core.forms import ProblemForm, get_form
 from trialtui.core.languages import language_of
-from trialtui.core.model import Finding, Severity
+from trialtui.core.model import MAX_SOURCE_BYTES, Finding, Severity
 from trialtui.core.problem import top_level_names
 from trialtui.core.languages.triton_checks import CONFIG_CALLS, TL, Kernel, TritonChecks
 
-MAX_SOURCE_BYTES = 1_000_000
 ALLOWED_PACKAGES = frozenset({"torch", "triton", "numpy"})
 
 ERROR, WARNING = Severity.ERROR.value, Severity.WARNING.value
@@ -107,7 +106,7 @@ def _read_text(source: bytes | str, filename: str) -> str | Finding:
     if len(source) > MAX_SOURCE_BYTES:
         return Finding(ERROR, "too-large",
                        f"{filename} is {len(source) / 1e6:.1f} MB; candidates over "
-                       f"{MAX_SOURCE_BYTES / 1e6:.0f} MB are not read",
+                       f"{MAX_SOURCE_BYTES / 1e6:.0f} MB are not read or recorded",
                        hint="a kernel file is a few hundred lines: generate big tables in code instead")
     if isinstance(source, str):  # one path for both: text with lone surrogates is not UTF-8 either
         source = source.encode("utf-8", "surrogatepass")

@@ -26,7 +26,7 @@ from typing import Any
 from tinydb import TinyDB
 
 from trialtui.core import tree
-from trialtui.core.model import SCHEMA_VERSION, Trial, TrialState
+from trialtui.core.model import MAX_SOURCE_BYTES, SCHEMA_VERSION, Trial, TrialState
 from trialtui.core.store_journal import (
     COMPACT_JSON,
     SNAPSHOTS,
@@ -75,6 +75,14 @@ class StoreReadOnly(StoreError):
             f"{root} is not writable ({error.strerror}): trialtui keeps its trials in {root / STATE_DIR}. "
             f"Make the directory writable, or copy it somewhere writable (cp -r {root} ~/) and run trialtui "
             "there; read-only commands (trials status, show, diff, export) work as it is.")
+
+
+class SourceTooLarge(StoreError):
+    """A save larger than any candidate is read: never a trial, never a snapshot."""
+
+    def __init__(self, file: str, size: int):
+        super().__init__(f"{file} is {size / 1e6:.1f} MB; candidates over {MAX_SOURCE_BYTES / 1e6:.0f} MB are not "
+                         "read or recorded (no trial, no snapshot): a kernel file is a few hundred lines")
 
 
 _NOT_WRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
@@ -305,6 +313,8 @@ class Store:
         The rule looks only at the head and at trials with the same content, so only those are read.
         """
         data = _as_bytes(source)
+        if len(data) > MAX_SOURCE_BYTES:
+            raise SourceTooLarge(file, len(data))
         sha = sha256_of(data)
         with self._mutex:
             head = self.head(file)

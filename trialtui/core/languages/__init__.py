@@ -12,9 +12,9 @@ from pathlib import Path
 from trialtui.core import plugins
 from trialtui.core.languages import cuda, triton  # noqa: F401 - importing them registers them
 from trialtui.core.languages.base import GROUP, Language
+from trialtui.core.model import MAX_SOURCE_BYTES
 
 DEFAULT = "triton"
-MAX_SOURCE_BYTES = 1_000_000  # static_checks' limit: larger files are rejected there before any parse
 
 
 def all_languages() -> dict[str, Language]:

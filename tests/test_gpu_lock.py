@@ -64,6 +64,24 @@ def test_a_second_process_waits_names_the_holder_and_proceeds_once_the_holder_is
         waiter.kill()
 
 
+def test_waiters_are_served_in_the_order_they_came(holder, monkeypatch):
+    monkeypatch.setattr(gpu_lock, "STALE_S", 600.0)  # a stopped waiter stays in the queue for this test
+    first = start(WAIT)
+    try:
+        assert first.stdout.readline().startswith("waiting for gpu0")
+        while not GpuLock("0").others_waiting():  # its place is written once it has waited
+            time.sleep(0.01)
+        first.send_signal(signal.SIGSTOP)  # it cannot poll now
+        holder.kill()
+        holder.wait()
+        later = time.monotonic()
+        assert GpuLock("0").acquire(give_up=lambda: time.monotonic() > later + 1.0) is False  # free, but not ours yet
+        first.send_signal(signal.SIGCONT)
+        assert "took it" in first.communicate(timeout=120)[0].splitlines()
+    finally:
+        first.kill()
+
+
 def test_a_waiter_that_gives_up_holds_nothing(holder):
     lock = GpuLock("0")
     assert lock.acquire(give_up=lambda: True) is False

@@ -29,6 +29,7 @@ from typing import ContextManager
 RUNTIME_ENV = "TRIALTUI_RUNTIME_DIR"  # where the lock files live; tests point it at their own directory
 POLL_S = 0.05  # how often a waiter tries again (flock has no timeout)
 REPORT_S = 1.0  # how often a waiter says what it waits for
+STALE_S = 5.0  # a waiter's file untouched this long belongs to a process that is gone
 NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
 
 _held: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("trialtui_gpus_held", default=frozenset())
@@ -155,21 +156,54 @@ class GpuLock:
         except OSError:
             self._mutex.release()
             raise
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
+        place, marker = (time.time(), os.getpid()), None
+        try:
+            while True:
+                if not self._ahead_of(place):  # first come, first served: flock alone favours whoever polls first
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        pass
                 if not waiting():
                     os.close(fd)
                     self._mutex.release()
                     return False
+                marker = self._queued(marker, place)
                 time.sleep(POLL_S)
+        finally:
+            if marker is not None:
+                marker.unlink(missing_ok=True)
         record = json.dumps({"what": what or process_name(), "pid": os.getpid(), "since": time.time()}).encode()
         os.ftruncate(fd, 0)
         os.pwrite(fd, record, 0)
         self._fd = fd
         return True
+
+    def _queued(self, marker: Path | None, place: tuple[float, int]) -> Path:
+        """This process's place among the waiters: a file with its first wait's time, touched while it waits."""
+        if marker is None:
+            marker = runtime_dir() / f"gpu-{self.key}.wait-{os.getpid()}"
+            marker.write_text(repr(place[0]))
+        else:
+            os.utime(marker)
+        return marker
+
+    def _ahead_of(self, place: tuple[float, int]) -> bool:
+        """Whether another process has waited for this GPU longer (a waiter that stopped touching its file is gone)."""
+        now = time.time()
+        for marker in runtime_dir().glob(f"gpu-{self.key}.wait-*"):
+            try:
+                pid = int(marker.name.rsplit("-", 1)[1])
+                if pid != os.getpid() and now - marker.stat().st_mtime < STALE_S and (float(marker.read_text()), pid) < place:
+                    return True
+            except (OSError, ValueError):
+                continue
+        return False
+
+    def others_waiting(self) -> bool:
+        """Whether another process waits for this GPU now (an engine's optional work lets it go first)."""
+        return self._ahead_of((float("inf"), 0))
 
     def release(self) -> None:
         fd, self._fd = self._fd, None

@@ -122,11 +122,14 @@ class TrialJobs:
         def wanted() -> bool:
             return self.lanes.wanted(lane)
 
+        def let_others_first() -> bool:  # another process waits for this GPU: preparing is optional, its job is not
+            return wanted() or (lane.host is not None and lane.host.others_waiting())
+
         async def run(_: Lane) -> None:
-            if wanted():
+            if let_others_first():
                 return
             spec = guard.with_sibling_modules(problem_spec(self.problem, self.device))  # as run_child's
-            async with lane.held(give_up=wanted) as took:
+            async with lane.held(give_up=let_others_first) as took:
                 if took:
                     done = await asyncio.to_thread(self._warm.prepare, BENCH_MODULE, env, spec,
                                                    self.problem.config.bench_timeout_s, wanted)

@@ -114,7 +114,7 @@ class FakeEvent:
 class FakeBencher:
     """time_round as runner/timing.Bencher does it, without CUDA events (the calls run on the CPU)."""
 
-    def time_round(self, calls, outputs=None):
+    def time_round(self, calls, outputs=None, settle=None):
         pairs = []
         for fn in calls:
             out = fn()

@@ -115,16 +115,26 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
     """The timed loop itself, the same code in the candidate's process and in the checker's measure of what
     it costs besides the calls: per call, its inputs made new, an L2 flush and the call between two
     events, every stream of the device waited for (work a call left on a side stream is the call's, and
-    its output is whole), its output copied into its slot. Returns the event pairs and the first mismatch."""
+    its output is whole), its output copied into its slot. After that wait the GPU idles, so it spins for
+    a while before the start event: the host launches the call meanwhile, and the events see the call, not
+    Python's launch latency. Returns the event pairs and the first mismatch."""
     slot, m, mismatch, pending = layout.slot_bytes, len(calls), None, []
+    settle = _cover_launch if ring.device.type == "cuda" else None
     for i in range(n):
         which = (start + i) % m
         refresher.before(seed, i, which)
         out: list = []
-        pending.append(bencher.time_round([calls[which]], out))
+        pending.append(bencher.time_round([calls[which]], out, settle))
         torch.cuda.synchronize()
         mismatch = mismatch or layout.pack(out[0], ring[i * slot:(i + 1) * slot])
         del out
     refresher.restore()
     torch.cuda.synchronize()
     return pending, mismatch
+
+
+COVER_CYCLES = 200_000  # about 100 µs at 2 GHz: longer than a Python forward takes to launch its first kernel
+
+
+def _cover_launch() -> None:
+    torch.cuda._sleep(COVER_CYCLES)

@@ -178,6 +178,7 @@ def test_trialtui_bench_says_on_stderr_what_it_waits_for_and_a_cancel_ends_the_w
 def test_the_holder_is_named_as_the_user_typed_it(tmp_path):
     assert process_name(["/venv/bin/trialtui", "watch", "dir", "--headless"]) == "trialtui watch"
     assert process_name(["/venv/bin/trialtui", str(tmp_path)]) == "trialtui"  # the TUI on a directory
+    assert process_name(["/src/trialtui/__main__.py", "bench", "kernel.py"]) == "trialtui bench"  # python -m trialtui
 
 
 def test_a_lock_directory_others_can_write_is_refused(tmp_path, monkeypatch):

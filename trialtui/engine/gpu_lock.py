@@ -54,8 +54,9 @@ class Holder:
 def process_name(argv: list[str] | None = None) -> str:
     """This process as a person knows it: `trialtui watch`, `trialtui bench`, `trialtui` (the TUI)."""
     argv = sys.argv if argv is None else argv
-    name = Path(argv[0]).name if argv and argv[0] else "python"
-    if name in ("__main__.py", "-c", "-m"):
+    program = Path(argv[0]) if argv and argv[0] else Path("python")
+    name = program.parent.name if program.name == "__main__.py" else program.name  # `python -m trialtui`
+    if name in ("", "-c", "-m"):
         name = "python"
     sub = next((a for a in argv[1:2] if re.fullmatch(r"[a-z][a-z-]*", a) and not Path(a).exists()), None)
     return f"{name} {sub}" if sub else name

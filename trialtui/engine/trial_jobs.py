@@ -18,6 +18,7 @@ from trialtui.core.verdicts import profile_policy
 from trialtui.engine import events as ev
 from trialtui.engine import guard
 from trialtui.engine.bench import BENCH_MODULE, child_env, problem_spec
+from trialtui.engine.gpu_lock import Wait
 from trialtui.engine.jobs import ChildHandle
 from trialtui.engine.lanes import Job, Lane
 from trialtui.engine.profile import trial_verdicts
@@ -56,7 +57,7 @@ class TrialJobs:
         self._track(self._conclude(trial.id, lane), trial.id)  # analysis, verdicts, decision: off the lane
         self._prepare_soon(lane)
 
-    def _waiting(self, trial_id: str):
+    def _waiting(self, trial_id: str) -> Wait:
         """What a queued trial says while another process holds its GPU (told from the waiting thread, about
         once a second): its state's message, and once a notice, which the TUI shows."""
         loop = asyncio.get_running_loop()

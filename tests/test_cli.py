@@ -88,3 +88,17 @@ def test_a_read_only_problem_directory_is_refused_with_what_to_do_not_a_tracebac
     assert "Traceback" not in said and "Errno" not in said
     assert f"{root} is not writable (Read-only file system)" in said and "Make the directory writable" in said
     assert not (root / ".trialtui").exists()
+
+
+@pytest.mark.slow
+def test_a_reference_that_raises_on_import_is_the_problems_failure_not_the_candidates(tmp_path):
+    import json
+
+    from conftest import KB_GOOD, KB_REFERENCE, write_problem
+
+    root = write_problem(tmp_path / "prob", reference=KB_REFERENCE + "\nraise RuntimeError('reference boom')\n",
+                         files={"kernel.py": KB_GOOD})
+    out = trialtui("bench", str(root / "kernel.py"), "--json", "--device", "cpu")
+    result = json.loads(out.stdout)
+    assert result["state"] == "error" and "reference boom" in result["message"], result
+    assert result["reference_failed"] is True

@@ -342,6 +342,14 @@ CASES: dict[str, Case] = {
                                           "not installed here;", "nothing is wrong with the candidate", "re-run it [r]"),
         evident=("ray://ADDRESS (docs/SCALING.md)",), never=("crashed", "fix it"),
     ),
+    "a reference that fails to load is the problem's to fix, not the candidate's": Case(
+        [ok("t1", us=x(1.2)), _trial("t2", "t1", "error", result={
+            "state": "error", "reference_failed": True,
+            "message": "loading the reference: RuntimeError: reference boom"})],
+        action="fix_reference", says=("t2 was not judged — loading the reference: RuntimeError: reference boom",
+                                      "fix reference.py and the trial re-runs by itself"),
+        never=("crashed", "fix it in place"),
+    ),
     "verdicts are ranked by severity": Case(
         [ok("t1", us=x(1.2)), ok("t2", "t1", us=x(1.4))], verdicts=[LOW_OCC, SPILLS], config={"target_speedup": 3.0},
         action="continue", says=("the roofline says 412 bytes spilled per thread — cut live values",),

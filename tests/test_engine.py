@@ -284,6 +284,33 @@ def test_file_deleted_while_queued_is_cancelled_with_a_notice(root):
     engine.close()
 
 
+def test_a_trial_whose_reference_failed_re_runs_when_reference_py_is_fixed_and_is_not_stale(root):
+    class BrokenThenFixed(FakeBench):
+        def __call__(self, problem, path, **kw):
+            if "boom" in problem.reference.read_text():
+                return {"version": 1, "state": "error", "reference_failed": True,
+                        "message": "loading the reference: RuntimeError: boom"}
+            return super().__call__(problem, path, **kw)
+
+    ref = root / "reference.py"
+    good = ref.read_text()
+    ref.write_text(good + "\nraise RuntimeError('boom')\n")
+    (root / "trialtui.toml").write_text("[watch]\nquiet_ms = 50\n")
+    # on the CPU: a GPU engine's analysis job of the reference would hold (and put back) the broken one
+    engine = Engine(load_problem(root), device="cpu", lanes=Lanes([Lane("cpu", None)]), bench=BrokenThenFixed(),
+                    validate=ok_validate)
+
+    async def body():
+        await until(lambda: (engine.store.get("t1").decision or {}).get("action") == "fix_reference",
+                    "t1 to be told that reference.py failed")
+        ref.write_text(good)
+        await until(lambda: engine.store.get("t1").state == "correct", "t1 to re-run once reference.py loads")
+
+    asyncio.run(run_for(engine, body))
+    assert not engine.store.get("t1").stale  # measured against the reference it has now
+    engine.close()
+
+
 def test_reference_edit_marks_measured_trials_stale(root):
     engine = make_engine(root, config="[watch]\nquiet_ms = 50\n")
     seen = collect(engine)

@@ -26,7 +26,7 @@ from trialtui.core.decide_evidence import (
     times,
     timing_text,
 )
-from trialtui.core.model import NEEDS_RUNNER, Action, Decision, Trial, TrialState
+from trialtui.core.model import NEEDS_RUNNER, REFERENCE_FAILED, Action, Decision, Trial, TrialState
 from trialtui.core.strategies import BY_NAME, LADDER, detect_rung, next_rung, recognise
 from trialtui.core.verdict_registry import ABOUT_THE_PROFILE, VerdictId
 
@@ -80,6 +80,8 @@ def decide(
     missing = _missing_runner(trial)
     if missing:
         return _install(trial, missing, used, config)
+    if (trial.result or {}).get(REFERENCE_FAILED):
+        return _fix_reference(trial, used, config)
     if state is TrialState.CORRECT and trial.gpu_timing is None:
         return _cpu_only(trial, best, used, config)
     if (trial.result or {}).get("needs_gpu"):
@@ -159,6 +161,15 @@ def _install(trial: Trial, why: str, used: int, config: Config) -> Decision:
               "the runner (pip install 'trialtui[runner]') or run jobs elsewhere (--executor), then re-run it [r].")
     evidence = [f"{trial.id}: not run — {why}", f"budget {used}/{config.max_trials} GPU trials, unchanged"]
     return Decision(Action.INSTALL.value, reason, evidence, [], "r")
+
+
+def _fix_reference(trial: Trial, used: int, config: Config) -> Decision:
+    """The problem, not the kernel: reference.py failed before the candidate was judged."""
+    why = first_line((trial.result or {}).get("message")) or "reference.py failed"
+    reason = (f"Reference failed: {trial.id} was not judged — {why}; nothing is wrong with the candidate, so fix "
+              "reference.py and the trial re-runs by itself.")
+    evidence = [f"{trial.id}: not judged (reference.py)", f"budget {used}/{config.max_trials} GPU trials, unchanged"]
+    return Decision(Action.FIX_REFERENCE.value, reason, evidence, [], "")
 
 
 def _needs_gpu(trial: Trial, best: Trial | None, used: int, config: Config) -> Decision:

@@ -115,10 +115,14 @@ class Action(str, enum.Enum):
     BUDGET_SPENT = "budget_spent"
     WAIT = "wait"
     INSTALL = "install"  # the machine cannot run jobs: nothing to fix in the candidate
+    FIX_REFERENCE = "fix_reference"  # reference.py failed: nothing to fix in the candidate
 
 
 # The largest candidate read, validated or recorded: a kernel file is a few hundred lines.
 MAX_SOURCE_BYTES = 1_000_000
+
+# The result key of a job whose reference.py failed to load: the trial re-runs when reference.py changes.
+REFERENCE_FAILED = "reference_failed"
 
 # The validation finding (and result key, `needs_runner`) of a job this machine cannot start: no torch here.
 NEEDS_RUNNER = "needs-runner"

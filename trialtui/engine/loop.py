@@ -23,7 +23,7 @@ from trialtui.core import tree
 from trialtui.core.decide import decide
 from trialtui.core.executor import Executor, parse_target
 from trialtui.core.languages import DEFAULT, get_language
-from trialtui.core.model import Decision, Trial, TrialState
+from trialtui.core.model import REFERENCE_FAILED, Decision, Trial, TrialState
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store, StoreError, UnknownTrial, sha256_of
@@ -386,7 +386,7 @@ class Engine(TrialJobs):
         if not (trial.validation or {}).get("ok"):
             self._track(self._validate(trial), trial.id)
             return None
-        self._set_state(trial_id, TrialState.QUEUED, "queued again")
+        self._set_state(trial_id, TrialState.QUEUED, "queued again", stale=False)  # measured anew
         self._enqueue(self.store.get(trial_id), lane, front=front)
         return None
 
@@ -588,6 +588,7 @@ class Engine(TrialJobs):
         for trial_id in stale:
             self.store.update(trial_id, stale=True)
         self.emit(ev.Notice(f"reference.py changed: baselines will be re-measured; {len(stale)} trial(s) marked stale", "warning"))
+        self.rerun_many([t.id for t in self.store.trials() if (t.result or {}).get(REFERENCE_FAILED)])  # not judged yet
         for lane in self.lanes.lanes:  # what the lanes made ready, or are making ready, was the old reference's
             if lane.job is None or (lane.job.owner is self and not lane.job.trial_id):
                 self._prepare_soon(lane)

@@ -18,6 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from trialtui.core.model import REFERENCE_FAILED
 from trialtui.core.result import CPU_TIMING_LABEL, RESULT_VERSION, flag
 from trialtui.runner.candidate import describe
 from trialtui.core.prctl import seal
@@ -627,6 +628,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         result["state"] = "error"
         result["speedup"] = None
         result["message"] = f"{stage}: {describe(exc)}"
+        if stage == "loading the reference":  # the problem's failure, not the candidate's
+            result[REFERENCE_FAILED] = True
         result["traceback"] = traceback.format_exc()[-4000:]
         print(result["traceback"], file=sys.stderr)
         return result

@@ -22,6 +22,7 @@ ACTION_WORDS = {
     Action.BUDGET_SPENT.value: ("Budget spent", "trial-best"),
     Action.WAIT.value: ("Waiting", "trial-muted"),
     Action.INSTALL.value: ("Install", "warning"),
+    Action.FIX_REFERENCE.value: ("Fix reference.py", "warning"),
 }
 KEY_WORDS = {"b": "branch to best", "B": "branch from here", "F": "finalize", "p": "profile now", "r": "re-run"}
 

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -341,12 +342,16 @@ def contention(device: str) -> dict:
     roots = {name: copy_problem(name, profile_never=True) for _, name in CONTENDERS}
     t = time.perf_counter()
     procs = {name: start[kind](roots[name], device) for kind, name in CONTENDERS}
-    for kind, name in CONTENDERS:
-        row = together[name] = finished(procs[name], roots[name], t)
-        row["vs_alone"] = off(row["median_us"], alone[name]["median_us"])
-        print(f"contention: {kind} {name} beside the others: {fmt(row['median_us'])} ({pct(row['vs_alone'])} vs alone; "
-              f"{row['state']} {' '.join(row['flags'])}), done at {row['wall_s']:.1f} s; "
-              + (f"waited: {row['waits'][0]}" if row["waits"] else "never waited"), flush=True)
+    kinds = {name: kind for kind, name in CONTENDERS}
+    with ThreadPoolExecutor(len(procs)) as pool:  # each row as its process ends
+        waiting = {pool.submit(finished, procs[name], roots[name], t): name for name in procs}
+        for done in as_completed(waiting):
+            name = waiting[done]
+            row = together[name] = done.result()
+            row["vs_alone"] = off(row["median_us"], alone[name]["median_us"])
+            print(f"contention: {kinds[name]} {name} beside the others: {fmt(row['median_us'])} ({pct(row['vs_alone'])} "
+                  f"vs alone; {row['state']} {' '.join(row['flags'])}), done at {row['wall_s']:.1f} s; "
+                  + (f"waited: {row['waits'][0]}" if row["waits"] else "never waited"), flush=True)
     return {"alone": alone, "together": together}
 
 

@@ -208,6 +208,16 @@ def test_a_laptop_install_opens_the_tui_reads_the_tree_and_says_why_jobs_do_not_
     assert "HEADER CPU · jobs cannot run: no runner (pip install 'trialtui[runner]')" in out.stdout
 
 
+def test_validate_on_a_laptop_says_the_machine_cannot_run_jobs_not_that_the_candidate_crashed(tmp_path):
+    root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
+    code = ("import sys\nfor name in ('torch', 'triton', 'numpy'):\n    sys.modules[name] = None\n"
+            "sys.argv = ['trialtui', 'validate', sys.argv[1]]\nfrom trialtui.cli import main\nmain()\n")
+    out = subprocess.run([sys.executable, "-c", code, str(root / "kernel.py")], capture_output=True, text=True,
+                         timeout=300)
+    assert out.stdout.startswith("kernel.py: NOT CHECKED: this machine cannot run jobs"), out.stdout + out.stderr
+    assert "[needs-runner]" in out.stdout and "native code" not in out.stdout
+
+
 def test_remote_baselines_are_cached_here_per_gpu_model(tmp_path):
     from trialtui.core.baselines import BaselineCache
     from trialtui.engine.bench import baseline_key

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from trialtui.core.gpus import datasheet
+from trialtui.core.model import NEEDS_RUNNER
 from trialtui.core.result import CPU_TIMING_LABEL
 from trialtui.core.text import fmt_us, label, sizes_label, wrong_output
 
@@ -55,6 +56,8 @@ def render_bench(result: dict[str, Any], problem=None) -> str:
 def render_validation(report: dict[str, Any], name: str) -> str:
     if report.get("ok"):
         verdict = "ok"
+    elif any(f.get("code") == NEEDS_RUNNER for f in report.get("errors", [])):
+        verdict = "NOT CHECKED: this machine cannot run jobs (nothing is wrong with the candidate)"
     elif report.get("invalid", True):
         verdict = "INVALID"
     else:  # only errors of running it on the CPU: the benchmark job decides error or timeout

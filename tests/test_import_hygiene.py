@@ -16,7 +16,7 @@ FORBIDDEN = ("textual", "torch", "triton")
 PACKAGE = Path(trialtui.__file__).parent
 # Each part of trialtui and its rank: a module may import only from its own rank or below.
 LAYERS = {"__init__": 0, "core": 0, "runner": 1, "engine": 2, "tui": 3, "agent": 3,
-          "cli": 4, "cli_mcp": 4, "cli_demo": 4, "cli_refusal": 4, "cli_serve": 4, "cli_trials": 4, "render": 4, "__main__": 4}
+          "cli": 4, "cli_interrupt": 4, "cli_mcp": 4, "cli_demo": 4, "cli_refusal": 4, "cli_serve": 4, "cli_trials": 4, "render": 4, "__main__": 4}
 
 
 @pytest.mark.parametrize("package", ["trialtui.core", "trialtui.engine"])

@@ -53,3 +53,29 @@ def test_help_lists_the_tab_keys_once(tmp_path, utc):
         asyncio.run(body())
     finally:
         store.close()
+
+
+def test_notifications_never_cover_the_next_action_pane(tmp_path, utc):
+    from textual.widgets._toast import Toast
+
+    from trialtui.engine import events as ev
+    from trialtui.tui.widgets.next_action import NextAction
+
+    problem, store, engine = scenario(tmp_path, 3)
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            for size in ((80, 24), (140, 40)):
+                await pilot.resize_terminal(*size)
+                engine.emit(ev.Notice(f"a notice at {size}", "info"))
+                await pilot.pause(0.3)
+                pane = app.query_one(NextAction).region
+                toasts = [toast.region for toast in app.screen.query(Toast)]
+                assert toasts, "no notification was shown"
+                assert not any(toast.overlaps(pane) for toast in toasts), (size, toasts, pane)
+
+    try:
+        asyncio.run(body())
+    finally:
+        store.close()

@@ -212,3 +212,17 @@ def test_the_agents_finalize_answer_carries_the_generalizes_line(tmp_path):
     line = "generalizes: 4 of 5 held-out cases; fails at n=4099 (3 of 4099 values differ; first at (4096,))"
     assert answer["generalizes"] == line and answer["report_json"]["generalizes"] == line
     assert answer["report"].splitlines()[2] == f"**{line}**"
+
+
+def test_without_a_gpu_the_answer_says_stop_at_a_cpu_correct_or_gpu_only_trial():
+    from trialtui.agent import views
+    from trialtui.core.model import Trial
+
+    def trial(state: str, **result) -> Trial:
+        return Trial(id="t1", file="k.py", sha256="x", created=0.0, state=state, result={"state": state, **result})
+
+    cpu, gpu = views.machine_view("cpu", None), views.machine_view("cuda", None)
+    cuda_cpp = trial("error", needs_gpu=True)
+    assert views.stop_now(cuda_cpp, cpu) and not views.stop_now(cuda_cpp, gpu)
+    assert not views.stop_now(trial("incorrect"), cpu)
+    assert views.stop_now(trial("error"), views.machine_view("cpu", "jobs cannot run on this machine"))

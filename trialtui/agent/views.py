@@ -35,9 +35,9 @@ def machine_view(device: str, missing_runner: str | None) -> dict[str, Any]:
                 f"this to the user ({missing_runner})"}
     if device == "cpu":
         return {"runs_jobs": True, "gpu": False, "stop_when": (
-            "a candidate is correct on CPU: no GPU here, so nothing is timed, the budget stays at 0 and best and "
-            "finalize refuse; report that trial and the command that times it on a GPU machine "
-            "(trialtui bench FILE --device cuda)")}
+            "a candidate is correct on CPU (or only a GPU can run it): no GPU here, so nothing is timed, the budget "
+            "stays at 0 and best and finalize refuse; report that trial and the command that times it on a GPU "
+            "machine (trialtui bench FILE --device cuda)")}
     return {"runs_jobs": True, "gpu": True, "stop_when": None}
 
 
@@ -45,7 +45,7 @@ def stop_now(trial: Trial, machine: dict[str, Any]) -> bool:
     """Whether this result is where the machine alone says stop (the budget rule cannot fire here)."""
     if not machine["runs_jobs"]:
         return True
-    return not machine["gpu"] and tree.correct_on_cpu(trial)
+    return not machine["gpu"] and (tree.correct_on_cpu(trial) or bool((trial.result or {}).get("needs_gpu")))
 
 
 def budget(problem: Problem, trials: list[Trial]) -> dict[str, int]:

@@ -308,29 +308,33 @@ def cuda_graph_call(fn: Callable[[], Any]) -> Callable[[], Any]:
     return replay
 
 
-# torch ops that allocate, reshape or only look at tensors: anything else run inside a candidate's call is
-# library work (ATen's kernels, cuBLAS, cuDNN) whose share of the GPU time gets weighed
-SHAPE_OPS = frozenset({
+# torch functions that allocate, reshape or only look at tensors: anything else a candidate's call runs
+# through torch is library work (ATen's kernels, cuBLAS, cuDNN) whose share of the GPU time gets weighed
+SHAPE_FUNCTIONS = frozenset({
+    "__get__", "__getitem__", "__len__", "__iter__", "__format__", "__repr__", "__bool__", "__index__", "__int__",
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "zero_",
-    "fill_", "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "detach", "clone",
-    "contiguous", "copy_", "_to_copy", "to", "lift_fresh", "arange", "sym_size", "sym_stride", "sym_numel",
-    "_local_scalar_dense", "item", "is_contiguous", "resize_", "set_", "alias", "_unsafe_view",
+    "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill_", "detach", "clone",
+    "contiguous", "copy_", "to", "cuda", "float", "half", "bfloat16", "view", "view_as", "reshape", "reshape_as",
+    "t", "transpose", "permute", "expand", "expand_as", "squeeze", "unsqueeze", "flatten", "unflatten", "narrow",
+    "select", "split", "chunk", "size", "stride", "dim", "numel", "element_size", "data_ptr", "is_contiguous",
+    "storage_offset", "untyped_storage", "get_device", "type", "arange", "as_strided", "unbind", "item",
 })
 
 
 class LibraryOps:
-    """The torch ops a call runs besides allocation and shape handling (a dispatch mode around one call)."""
+    """The torch functions a call runs besides allocation and shape handling (a TorchFunctionMode around one
+    call: no dispatch mode, whose first use imports torch._dynamo, 2.3 s)."""
 
     def __enter__(self) -> LibraryOps:
-        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.overrides import TorchFunctionMode
 
         seen = self.ops = set()
 
-        class Mode(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                name = func.overloadpacket.__name__
-                if not func.is_view and name not in SHAPE_OPS:
-                    seen.add(name)
+        class Mode(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                name = getattr(func, "__name__", None) or str(func)
+                if name not in SHAPE_FUNCTIONS:
+                    seen.add(name[:60])
                 return func(*args, **(kwargs or {}))
 
         self._mode = Mode()

@@ -95,8 +95,9 @@ def test_the_layout_packs_every_tensor_of_an_output_and_names_an_output_that_doe
 
 
 def test_large_outputs_get_smaller_batches_that_fit_the_kept_outputs_budget():
-    softmax_8192 = Layout.of_output(torch.empty(0)).__class__((), 8192 * 8192 * 4)
-    assert softmax_8192.batch_sizes() == (2, 8)
+    softmax_8192 = Layout((), 8192 * 8192 * 4)
+    assert softmax_8192.batch_sizes() == (8, 32)  # 8 GiB a side at most
+    assert softmax_8192.batch_sizes(2 * 2**30) == (2, 8)  # a GPU of 32 GB: a sixteenth of it
     assert Layout.of_output(torch.empty(64, 64)).batch_sizes() == (10, 40)
     assert Layout((), 2**40).batch_sizes() == (1, 2)
 

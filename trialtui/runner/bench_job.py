@@ -274,6 +274,7 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
 
     from trialtui.core.roofline import impossible_message, physical_floor
     from trialtui.runner import timing
+    from trialtui.runner.timed_batch import KEEP_BYTES
     from trialtui.runner.timed_checker import TimedCalls
 
     flags = []
@@ -288,7 +289,7 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
     ref_fn = ref_call.fn
     use_graph = bool(spec.get("cuda_graph", False))
     layout, work = _work(ref_call, sets[0])  # the sets are one case: one output structure, one amount of work
-    batches = layout.batch_sizes()
+    batches = layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16))
     splits.mark("timing.work")
     reply, _ = link.request("prepare_timing", payload, timeout_s=deadline.left(), into="cuda", cuda_graph=use_graph,
                             layout=layout.to_wire(), keep=batches[-1])

@@ -21,7 +21,7 @@ import torch
 
 from trialtui.runner.loader import map_tensors
 
-KEEP_BYTES = 2 * 2**30  # kept outputs per batch, on each side: the large batch shrinks to fit (at least 2 calls)
+KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
 LARGE_BATCH = 40
 SMALL_PER_LARGE = 4  # the two batch sizes the checker's slope is taken over: n and n / 4
 ALIGN = 256  # each leaf starts at an aligned offset, so a slot's views suit every dtype
@@ -69,7 +69,9 @@ class Layout:
         return cls(leaves, slot)
 
     def batch_sizes(self, budget: int = KEEP_BYTES) -> tuple[int, int]:
-        """(small, large): the large batch's kept outputs fit in `budget`; at least 2 calls, at most 40."""
+        """(small, large): the large batch's kept outputs fit in `budget`; at least 2 calls, at most 40.
+        Larger batches keep the checker's clock steady: the slope over the two sizes shrugs off each
+        request's own round trip better the more calls it spans."""
         large = max(2, min(LARGE_BATCH, budget // self.slot_bytes))
         return max(1, large // SMALL_PER_LARGE), large
 

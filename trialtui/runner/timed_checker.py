@@ -80,7 +80,7 @@ class TimedCalls:
         output = self.layout.unpack(ring, call, expected)
         self.judge(expected, output, inputs, f"timed call {start + call + 1} (input set {which + 1}, made new for it)")
 
-    def overhead_us(self, bencher: Any, batches: tuple[int, int], rounds: int = 3) -> float:
+    def overhead_us(self, bencher: Any, batches: tuple[int, int], rounds: int = 5) -> float:
         """What a timed call costs besides the call, measured here through the very loop the candidate's
         process runs (timed_batch.run_batch) on a call that does nothing but return an output of the
         reference's structure, and the copy of the batch's slots: the slope of its wall time over the two

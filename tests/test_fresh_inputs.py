@@ -115,7 +115,7 @@ class FakeEvent:
 class FakeBencher:
     """time_round as runner/timing.Bencher does it, without CUDA events (the calls run on the CPU)."""
 
-    def time_round(self, calls, outputs=None, settle=None):
+    def time_round(self, calls, outputs=None):
         pairs = []
         for fn in calls:
             out = fn()

@@ -117,16 +117,22 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
     """The timed loop itself, the same code in the candidate's process and in the checker's measure of what
     it costs besides the calls: per call, its inputs made new, an L2 flush and the call between two
     events, every stream of the device waited for (work a call left on a side stream is the call's, and
-    its output is whole), its output copied into its slot. After that wait the GPU idles, so it spins for
-    a while before the start event: the host launches the call meanwhile, and the events see the call, not
-    Python's launch latency. Returns the event pairs and the first mismatch."""
+    its output is whole), its output copied into its slot. After that wait the GPU would idle while the
+    host makes the next call ready and launches it, and the checker's clock would hold the host's time,
+    which differs between a real call and the null one (a Triton launch: 43-126 µs more per call on the
+    H200, 2026-12-02, which left honest kernels unconfirmed). So each call starts with the GPU spinning
+    for about a millisecond, longer than the host takes to queue everything up to the call's end event:
+    the clock then holds GPU time alone, the same in both loops but for the call. Returns the event pairs
+    and the first mismatch."""
     slot, m, mismatch, pending = layout.slot_bytes, len(calls), None, []
-    settle = _cover_launch if ring.device.type == "cuda" else None
+    on_gpu = ring.device.type == "cuda"
     for i in range(n):
         which = (start + i) % m
+        if on_gpu:
+            torch.cuda._sleep(COVER_CYCLES)  # the GPU waits here, not for the host (see above)
         refresher.before(seed, i, which)
         out: list = []
-        pending.append(bencher.time_round([calls[which]], out, settle))
+        pending.append(bencher.time_round([calls[which]], out))
         torch.cuda.synchronize()
         mismatch = mismatch or layout.pack(out[0], ring[i * slot:(i + 1) * slot])
         del out
@@ -135,8 +141,4 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
     return pending, mismatch
 
 
-COVER_CYCLES = 200_000  # about 100 µs at 2 GHz: longer than a Python forward takes to launch its first kernel
-
-
-def _cover_launch() -> None:
-    torch.cuda._sleep(COVER_CYCLES)
+COVER_CYCLES = 2_000_000  # about 1 ms at 2 GHz: longer than the host takes to queue a call and its set-up

@@ -56,23 +56,18 @@ class Bencher:
         end.synchronize()
         return start.elapsed_time(end) * 1000.0 / runs
 
-    def time_round(self, calls: list[Callable[[], Any]], outputs: list | None = None,
-                   settle: Callable[[], None] | None = None) -> list[tuple[Any, Any]]:
+    def time_round(self, calls: list[Callable[[], Any]], outputs: list | None = None) -> list[tuple[Any, Any]]:
         """Enqueue one cold-L2, event-bracketed call of each function; read the events after a sync.
 
         Nothing synchronizes between calls, so the GPU never idles waiting for the host to launch
         (as in do_bench): the events measure GPU time, not Python's launch latency. With `outputs`,
-        what each call returned is kept there (timed calls are checked like the others). `settle` is
-        queued between the flush and the start event (a loop that waits on the device between calls
-        keeps the GPU busy with it while the host launches the call).
+        what each call returned is kept there (timed calls are checked like the others).
         """
         pairs = []
         for fn in calls:
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             self.flush.zero_()
-            if settle is not None:
-                settle()
             start.record()
             out = fn()
             end.record()

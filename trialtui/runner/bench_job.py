@@ -725,8 +725,10 @@ def _cpu_timing(spec, reference, link: CandidateProcess, case, deadline, facts: 
     return {**stats, "kernel_us": None, "label": CPU_TIMING_LABEL}
 
 
-# what a warm checker imports before it waits: torch._dynamo too, which the FLOP count's first use needs (2.3 s)
-WARM_IMPORTS = ("torch", "triton", "triton.language", "torch._dynamo", "torch.utils.flop_counter")
+# what a warm checker imports before it waits; a GPU's also torch._dynamo, which the FLOP count's first use
+# needs (2.3 s; the CPU's checkers time nothing on a GPU and count no FLOPs)
+WARM_IMPORTS = ("torch", "triton", "triton.language") + (
+    ("torch._dynamo", "torch.utils.flop_counter") if os.environ.get("TRITON_INTERPRET") != "1" else ())
 _READY: list[CandidateProcess] = []
 _PREPARED: list[Prepared] = []
 _JOB_PROCESS = False  # True in `python -m trialtui.runner.bench_job`: nothing but imports has run before the job

@@ -65,9 +65,9 @@ def test_trialtui_in_tmux_shows_a_saved_candidate_scored(tmp_path):
 
         (root / "kernel.py").write_text(textwrap.dedent(KB_GOOD))
         pane = tmux.wait_for("correct (CPU)", timeout=120)
-        assert "t1 ▸ kernel.py" in pane and "fused bias relu" in pane
+        assert "t1 ▸" in pane and "fused bias relu" in pane  # a narrow tree gives up the file name before the strategy
         assert "correct (CPU interpreter) — GPU timing needs a GPU" in pane
-        row = next(line for line in pane.splitlines() if "t1 ▸ kernel.py" in line).split("│")[1]
+        row = next(line for line in pane.splitlines() if "t1 ▸" in line).split("│")[1]
         assert row.rstrip().endswith("correct (CPU)") and "×" not in row  # a CPU run is never a speed
 
         tmux("send-keys", "-t", "tui", "q")

@@ -119,7 +119,7 @@ def begin(spec: dict[str, Any]) -> tuple[int, Snapshot]:
         running = dict(_guarding)
         for path in paths:
             now = _read(path)
-            if not running:
+            if not any(path in theirs for theirs in running.values()):  # no running job can have written it
                 if now is not None:
                     _known[path] = now
                 continue

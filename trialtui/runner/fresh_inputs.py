@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from trialtui.runner.loader import clone, map_tensors
+from trialtui.runner.loader import clone, tensors_of
 
 STRUCTURE_FRACTION = 0.01  # more zeros or whole numbers than this: a mask, a triangle, indices, counts
 
@@ -52,16 +52,10 @@ def structured(t: torch.Tensor) -> bool:
     return False
 
 
-def leaves(inputs: Any) -> list[torch.Tensor]:
-    found: list[torch.Tensor] = []
-    map_tensors(inputs, lambda t: found.append(t) or t)
-    return found
-
-
 def refreshed(inputs: Any) -> list[int]:
     """Which tensors of an input set (by position among its tensors) get new values per call: every
     contiguous floating one of more than one element with no structure a kernel may rely on."""
-    return [i for i, t in enumerate(leaves(inputs))
+    return [i for i, t in enumerate(tensors_of(inputs))
             if t.is_floating_point() and t.is_contiguous() and t.numel() > 1 and not structured(t)]
 
 
@@ -92,7 +86,7 @@ class Refresher:
 
     def __init__(self, sets: list[Any]) -> None:
         self.sets = sets
-        self.targets = [[leaves(s)[i] for i in refreshed(s)] for s in sets]
+        self.targets = [[tensors_of(s)[i] for i in refreshed(s)] for s in sets]
         self.pristine = [[(t.clone(), partner(t)) for t in ts] for ts in self.targets]
 
     def before(self, batch_seed: int, call: int, set_index: int) -> None:
@@ -107,9 +101,8 @@ class Refresher:
 
 
 def input_of(base: Any, batch_seed: int, call: int) -> Any:
-    """Call `call`'s input rebuilt from an untouched copy of its set (the checker's side)."""
-    inputs = clone(base)
-    tensors, originals = leaves(inputs), leaves(base)
-    for j, i in enumerate(refreshed(base)):
-        blend_into(tensors[i], originals[i], partner(originals[i]), call_seed(batch_seed, call, j))
-    return inputs
+    """Call `call`'s input rebuilt from an untouched copy of its set, once (the checker keeps a `Refresher`
+    of its own copies instead, so the structure scan and the partners are made once per set)."""
+    refresher = Refresher([clone(base)])
+    refresher.before(batch_seed, call, 0)
+    return refresher.sets[0]

@@ -73,6 +73,13 @@ def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     return value
 
 
+def tensors_of(value: Any) -> list[torch.Tensor]:
+    """Every tensor inside nested tuples, lists and dicts, in `map_tensors`' order."""
+    found: list[torch.Tensor] = []
+    map_tensors(value, lambda t: found.append(t) or t)
+    return found
+
+
 def clone(value: Any) -> Any:
     return map_tensors(value, lambda t: t.clone())
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from trialtui.runner.loader import map_tensors
+from trialtui.runner.loader import map_tensors, tensors_of
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
 LARGE_BATCH = 40
@@ -46,10 +46,8 @@ class Layout:
 
     @classmethod
     def of_output(cls, expected: Any) -> Layout:
-        found: list[torch.Tensor] = []
-        map_tensors(expected, lambda t: found.append(t) or t)
         leaves, offset = [], 0
-        for t in found:
+        for t in tensors_of(expected):
             nbytes = t.numel() * t.element_size()
             leaves.append(Leaf(str(t.dtype).removeprefix("torch."), tuple(t.shape), offset, nbytes))
             offset += -(-max(1, nbytes) // ALIGN) * ALIGN
@@ -79,8 +77,7 @@ class Layout:
     def pack(self, output: Any, slot: torch.Tensor) -> str | None:
         """Copy one call's output into its slot (queued on the stream, after the call); a message where
         the output does not fit the layout."""
-        found: list[torch.Tensor] = []
-        map_tensors(output, lambda t: found.append(t) or t)
+        found = tensors_of(output)
         if len(found) != len(self.leaves):
             return f"{len(found)} tensors where the reference returns {len(self.leaves)}"
         for i, (t, leaf) in enumerate(zip(found, self.leaves)):
@@ -133,11 +130,13 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
         refresher.before(seed, i, which)
         out: list = []
         pending.append(bencher.time_round([calls[which]], out))
-        torch.cuda.synchronize()
+        if on_gpu:
+            torch.cuda.synchronize()
         mismatch = mismatch or layout.pack(out[0], ring[i * slot:(i + 1) * slot])
         del out
     refresher.restore()
-    torch.cuda.synchronize()
+    if on_gpu:
+        torch.cuda.synchronize()
     return pending, mismatch
 
 

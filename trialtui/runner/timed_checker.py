@@ -49,6 +49,10 @@ class TimedCalls:
     judge: Judge
     see: Callable[[dict[str, Any]], None]  # side facts of every reply (patched timers...)
     draws: random.Random = field(default_factory=random.SystemRandom)
+    rebuilt: fresh_inputs.Refresher = field(init=False)  # the checker's own copies, made new call by call
+
+    def __post_init__(self) -> None:
+        self.rebuilt = fresh_inputs.Refresher([clone(s) for s in self.sets])
 
     def batch(self, start: int, n: int) -> Batch:
         seed = self.draws.getrandbits(62)  # drawn here, per batch: told to the candidate's process with the request
@@ -74,7 +78,8 @@ class TimedCalls:
 
     def check(self, start: int, call: int, seed: int, ring: torch.Tensor) -> None:
         which = (start + call) % len(self.sets)
-        inputs = fresh_inputs.input_of(self.sets[which], seed, call)
+        self.rebuilt.before(seed, call, which)  # this call's input, in copies of the sets made once
+        inputs = self.rebuilt.sets[which]
         with torch.no_grad():
             expected = self.reference(clone(inputs))
         output = self.layout.unpack(ring, call, expected)

@@ -292,3 +292,18 @@ def test_the_kernel_split_the_candidates_process_reports_is_checked_as_data():
     assert _kernel_split(good)["own_share"] == 0.02
     for bad in (None, [], {"own_us": "x", "library_us": 1, "own_share": 0.5}, {**good, "own_share": 7}, {**good, "own_us": True}):
         assert _kernel_split(bad) is None
+
+
+def test_gpu_mode_data_gets_every_floating_tensor_made_new_and_keeps_its_other_parts():
+    """GPU MODE hands `custom_kernel(data)` a tuple or dict, not KernelBench's list: the same refresh."""
+    data = ({"a": torch.randn(16, 33), "b": torch.randn(33, 8, dtype=torch.float16)}, torch.arange(5), 7)
+    untouched = ({"a": data[0]["a"].clone(), "b": data[0]["b"].clone()}, data[1].clone(), 7)
+    refresher = fresh_inputs.Refresher([data])
+    refresher.before(11, 3, 0)
+    rebuilt = fresh_inputs.input_of(untouched, 11, 3)
+    assert torch.equal(rebuilt[0]["a"], data[0]["a"]) and torch.equal(rebuilt[0]["b"], data[0]["b"])
+    assert (data[0]["a"] != untouched[0]["a"]).float().mean() > 0.95
+    assert (data[0]["b"] != untouched[0]["b"]).float().mean() > 0.8
+    assert torch.equal(data[1], untouched[1]) and rebuilt[2] == 7
+    refresher.restore()
+    assert torch.equal(data[0]["a"], untouched[0]["a"]) and torch.equal(data[0]["b"], untouched[0]["b"])

@@ -9,6 +9,7 @@ shortened (issue 33: candidates that read which calls were checked, or diffed th
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
@@ -292,6 +293,51 @@ def test_the_kernel_split_the_candidates_process_reports_is_checked_as_data():
     assert _kernel_split(good)["own_share"] == 0.02
     for bad in (None, [], {"own_us": "x", "library_us": 1, "own_share": 0.5}, {**good, "own_share": 7}, {**good, "own_us": True}):
         assert _kernel_split(bad) is None
+
+
+class HostClockEvent:
+    """torch.cuda.Event on a host clock: on a CPU, each call's work is done when its event is recorded."""
+
+    def __init__(self, enable_timing: bool = False):
+        self.at = None
+
+    def record(self, stream=None):
+        self.at = time.perf_counter()
+
+    def elapsed_time(self, end) -> float:
+        return (end.at - self.at) * 1000.0
+
+
+def spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+@pytest.mark.parametrize("decoy", [True, False])
+def test_library_work_is_weighed_without_cupti(monkeypatch, decoy):
+    """A call whose torch function does the work and whose own kernel is a token is mostly library (a
+    decoy, flagged `fallback` below LIBRARY_SHARE); a kernel that does the work with one small torch
+    op beside it is its own."""
+    from trialtui.runner import timing
+    from trialtui.runner.bench_job import LIBRARY_SHARE
+
+    monkeypatch.setattr(torch.cuda, "Event", HostClockEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    big, small = torch.randn(600, 600), torch.randn(8, 8)
+
+    def call():
+        spin(0.0002 if decoy else 0.01)  # the candidate's own kernel
+        return torch.matmul(big, big) if decoy else torch.matmul(small, small)
+
+    with timing.LibraryOps() as seen:
+        call()
+    assert seen.ops == {"matmul"}
+    split = timing.library_split([call], runs=3)
+    assert split["library_top"][0][0] == "torch.matmul"
+    assert (split["own_share"] < LIBRARY_SHARE) is decoy
+    if not decoy:
+        assert split["own_us"] >= 10_000
 
 
 def test_gpu_mode_data_gets_every_floating_tensor_made_new_and_keeps_its_other_parts():

@@ -291,56 +291,57 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
     layout, work = _work(ref_call, sets[0])  # the sets are one case: one output structure, one amount of work
     batches = layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16))
     splits.mark("timing.work")
-    reply, _ = link.request("prepare_timing", payload, timeout_s=deadline.left(), into="cuda", cuda_graph=use_graph,
-                            layout=layout.to_wire(), keep=batches[-1])
-    splits.mark("timing.prepare_candidate")
-    facts.see(reply)
-    if reply.get("launches") == 0 and own_kernels:
-        flags.append(flag("fallback", f"no kernel of the candidate's own ran at the timed size {case or '(defaults)'} "
-                          "(it did at the test sizes): it falls back to PyTorch or a library there, so the number is not its kernel's"))
-    given = dict(spec.get("given_baselines") or {})
-    del payload  # the candidate's process has its own copy of the sets; eager and compile share these
-    fns: dict[str, list] = {}
-    for kind in spec.get("baselines", ["eager"]):
-        if kind in given:
-            continue
-        fn = torch.compile(ref_fn) if kind == "compile" else ref_fn
-        fns[kind] = [_bind(fn, s) for s in sets]
-    bencher = timing.Bencher.for_device(device)
-    with torch.no_grad():
-        for calls in fns.values():  # warm-up: torch.compile and cuDNN autotuning outside the numbers
-            for call in calls:
-                call()
-                call()
-        torch.cuda.synchronize()
-        if use_graph:
-            fns = {name: [timing.cuda_graph_call(c) for c in calls] for name, calls in fns.items()}
-        flush_us = bencher.flush_cost_us()
-
-        timed = TimedCalls(link, deadline, sets, ref_fn, layout, see=facts.see, judge=lambda expected, output, inputs, where: check_timed(
-            spec, reference, expected, output, inputs, lambda: _timing_truth(reference, ref_call, inputs), where))
-        splits.mark("timing.baselines_warm_up")
-        overhead_us = timed.overhead_us(bencher, batches)
-        splits.mark("timing.overhead")
-
-        def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
-            batch = timed.batch(start, n)
-            return batch.samples, batch.wall_us
-
-        def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
-            progress(**timing.preliminary(so_far))
-
-        splits.mark("timing.prepare")
-        samples, walls = timing.time_alternating(
-            bencher, candidate_batch, fns, on_run=lambda r: progress(phase="timing", runs=r),
-            time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S), on_preliminary=first_number, batches=batches,
-        )
-        splits.mark("timing.loop")
-        stats = {name: timing.summarize(s) for name, s in samples.items()}
-        progress(phase="kernel_time")
-        reply, _ = link.request("kernel_time", timeout_s=deadline.left(), into="cuda")
+    timed = TimedCalls(link, deadline, sets, ref_fn, layout, see=facts.see, keep=batches[-1], judge=lambda expected, output, inputs, where: check_timed(
+        spec, reference, expected, output, inputs, lambda: _timing_truth(reference, ref_call, inputs), where))
+    with timed:  # the ring of timed outputs is freed however timing ends
+        reply, _ = link.request("prepare_timing", payload, timeout_s=deadline.left(), into="cuda", cuda_graph=use_graph,
+                                layout=layout.to_wire(), keep=batches[-1], ring=timed.ring_wire)
+        splits.mark("timing.prepare_candidate")
         facts.see(reply)
-        splits.mark("timing.kernel_time")
+        if reply.get("launches") == 0 and own_kernels:
+            flags.append(flag("fallback", f"no kernel of the candidate's own ran at the timed size {case or '(defaults)'} "
+                              "(it did at the test sizes): it falls back to PyTorch or a library there, so the number is not its kernel's"))
+        given = dict(spec.get("given_baselines") or {})
+        del payload  # the candidate's process has its own copy of the sets; eager and compile share these
+        fns: dict[str, list] = {}
+        for kind in spec.get("baselines", ["eager"]):
+            if kind in given:
+                continue
+            fn = torch.compile(ref_fn) if kind == "compile" else ref_fn
+            fns[kind] = [_bind(fn, s) for s in sets]
+        bencher = timing.Bencher.for_device(device)
+        with torch.no_grad():
+            for calls in fns.values():  # warm-up: torch.compile and cuDNN autotuning outside the numbers
+                for call in calls:
+                    call()
+                    call()
+            torch.cuda.synchronize()
+            if use_graph:
+                fns = {name: [timing.cuda_graph_call(c) for c in calls] for name, calls in fns.items()}
+            flush_us = bencher.flush_cost_us()
+
+            splits.mark("timing.baselines_warm_up")
+            overhead_us = timed.overhead_us(bencher, batches)
+            splits.mark("timing.overhead")
+
+            def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
+                batch = timed.batch(start, n)
+                return batch.samples, batch.wall_us
+
+            def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
+                progress(**timing.preliminary(so_far))
+
+            splits.mark("timing.prepare")
+            samples, walls = timing.time_alternating(
+                bencher, candidate_batch, fns, on_run=lambda r: progress(phase="timing", runs=r),
+                time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S), on_preliminary=first_number, batches=batches,
+            )
+            splits.mark("timing.loop")
+            stats = {name: timing.summarize(s) for name, s in samples.items()}
+            progress(phase="kernel_time")
+            reply, _ = link.request("kernel_time", timeout_s=deadline.left(), into="cuda")
+            facts.see(reply)
+            splits.mark("timing.kernel_time")
     cand = timing.confirmed_stats(stats.pop("candidate"), walls, overhead_us)
     cand["kernel_us"] = _number(reply.get("kernel_us"))
     cand["host_wall_us"] = _number(reply.get("host_wall_us"))

@@ -14,6 +14,7 @@ import time
 import traceback
 from typing import Any, Callable
 
+RAISED_UNDER_RECORDER = "(the call raised under the op recorder)"
 OPS = ("ready", "load", "run", "prepare_timing", "time", "kernel_time", "cpu_prepare", "cpu_time", "peak")
 
 
@@ -122,6 +123,8 @@ class Session:
         self.runs = 0
         self.cupti_started = False
         self.library_ops: set[str] = set()
+        self.mapped = None  # the checker's ring, mapped here (runner/cuda_ipc.Mapped)
+        self.eager_calls: list[Callable[[], Any]] = []
 
     # -- operations ---------------------------------------------------------------------------
     def op_ready(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
@@ -256,7 +259,17 @@ class Session:
         self.calls = [(lambda inputs=inputs: fn(inputs)) for inputs in self.input_sets]
         self.bencher = timing.Bencher.for_device(self.device)
         self.layout = Layout.from_wire(msg["layout"])
-        self.ring = torch.empty(int(msg["keep"]) * self.layout.slot_bytes, dtype=torch.uint8, device=self.device)
+        size = int(msg["keep"]) * self.layout.slot_bytes
+        if self.mapped is not None:
+            self.mapped.close()
+            self.mapped = None
+        if isinstance(msg.get("ring"), dict):  # the checker's ring: outputs written where it copies them from
+            from trialtui.runner.cuda_ipc import Mapped
+
+            self.mapped = Mapped(msg["ring"], size, self.device)
+            self.ring = self.mapped.tensor
+        else:
+            self.ring = torch.empty(size, dtype=torch.uint8, device=self.device)
         steps.mark("ring")
         self.refresher = Refresher(self.input_sets)
         steps.mark("refresher")
@@ -266,13 +279,14 @@ class Session:
                 with timing.LibraryOps() as seen:  # torch's own compute ops in a call: its kernels get weighed
                     self.calls[0]()
                 self.library_ops = seen.ops
-            except Exception:  # noqa: BLE001 - e.g. torch.compile under a dispatch mode: weigh it then
-                self.library_ops = {"(the call raised under the op recorder)"}
+            except Exception:  # noqa: BLE001 - e.g. torch.compile under a function mode: CUPTI weighs it then
+                self.library_ops = {RAISED_UNDER_RECORDER}
             steps.mark("library_ops")
             for call in self.calls:  # warm-up: JIT and autotuning outside the numbers
                 call()
                 call()
             torch.cuda.synchronize()
+            self.eager_calls = self.calls  # the library split needs torch's functions called, not a replay
             if msg.get("cuda_graph"):
                 self.calls = [timing.cuda_graph_call(c) for c in self.calls]
             steps.mark("warm_up")
@@ -281,7 +295,7 @@ class Session:
     def op_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         """One batch of timed calls (runner/timed_batch.py): before each, its inputs made new from the
         batch's seed (runner/fresh_inputs.py); after its end event, its output copied into its slot.
-        The reply carries every slot: the checker judges every call."""
+        The slots are the checker's ring, or the reply carries them: the checker judges every call."""
         import torch
 
         from trialtui.runner.timed_batch import run_batch
@@ -293,12 +307,14 @@ class Session:
             pending, mismatch = run_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring, seed, start, n)
         samples = [a.elapsed_time(b) * 1000.0 for pairs in pending for a, b in pairs]
         reply = {"samples": samples, "mismatch": mismatch, **self.facts()}
-        return reply, self.ring[:n * self.layout.slot_bytes]
+        return reply, None if self.mapped is not None else self.ring[:n * self.layout.slot_bytes]
 
     def op_kernel_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         """CUPTI's kernel time where CUPTI already runs in this process (a warm lane's `ready`); a cold
         process skips it: CUPTI's first start cost 3.7-5.3 s of a cold bench on the H200 (2026-12-01),
-        and `trialtui profile` measures kernel time in a process the candidate does not control."""
+        and `trialtui profile` measures kernel time in a process the candidate does not control. The
+        library work of a call that ran torch's compute functions is weighed by CUPTI where it runs (or
+        the functions could not be recorded), else by events around each function (timing.library_split)."""
         import torch
 
         from trialtui.runner import timing
@@ -306,8 +322,10 @@ class Session:
         with torch.no_grad():
             kernel_us = timing.kernel_time_us(self.bencher, self.calls) if self.cupti_started else None
             host_us = timing.host_wall_us(self.calls[0])
-            weighed = self.cupti_started or self.library_ops
-            split = timing.kernel_split(self.calls, self.counter.own_names) if weighed else None
+            if self.cupti_started or RAISED_UNDER_RECORDER in self.library_ops:
+                split = timing.kernel_split(self.calls, self.counter.own_names)
+            else:
+                split = timing.library_split(self.eager_calls) if self.library_ops else None
         peak = torch.cuda.max_memory_allocated(self.device)
         return {"kernel_us": kernel_us, "host_wall_us": host_us, "peak_mem_bytes": peak, "kernels": split,
                 "library_ops": sorted(self.library_ops)[:20], **self.facts(scan=True)}, None

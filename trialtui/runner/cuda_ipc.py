@@ -89,8 +89,8 @@ class _Span:
         self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 2}
 
 
-def copy_in(meta: dict[str, Any], nbytes: int, device: torch.device | str) -> torch.Tensor:
-    """Open the sender's handle, check the range lies inside its allocation, copy it into our own memory."""
+def _open(meta: dict[str, Any], nbytes: int) -> int:
+    """Map the sender's allocation here; the mapped address of `meta`'s offset, checked to hold `nbytes`."""
     handle_hex, offset = meta.get("ipc"), meta.get("offset")
     if not (isinstance(handle_hex, str) and len(handle_hex) == 2 * HANDLE_BYTES and isinstance(offset, int) and offset >= 0):
         raise IpcError("a malformed IPC handle")
@@ -98,21 +98,45 @@ def copy_in(meta: dict[str, Any], nbytes: int, device: torch.device | str) -> to
         raw = bytes.fromhex(handle_hex)
     except ValueError:
         raise IpcError("a malformed IPC handle") from None
-    handle = _Handle.from_buffer_copy(raw)
-    device = torch.device(device if torch.device(device).type == "cuda" else "cuda")
     ptr = ctypes.c_uint64()
-    _check(_cuda().cuIpcOpenMemHandle_v2(ctypes.byref(ptr), handle, _LAZY_PEER_ACCESS), "cuIpcOpenMemHandle")
+    _check(_cuda().cuIpcOpenMemHandle_v2(ctypes.byref(ptr), _Handle.from_buffer_copy(raw), _LAZY_PEER_ACCESS), "cuIpcOpenMemHandle")
+    _, size = _range(ptr.value)
+    if offset + nbytes > size:
+        _cuda().cuIpcCloseMemHandle(ptr.value)
+        raise IpcError(f"the tensor ({nbytes} bytes at {offset}) lies outside its allocation ({size} bytes)")
+    return ptr.value
+
+
+def copy_in(meta: dict[str, Any], nbytes: int, device: torch.device | str) -> torch.Tensor:
+    """Open the sender's handle, check the range lies inside its allocation, copy it into our own memory."""
+    device = torch.device(device if torch.device(device).type == "cuda" else "cuda")
+    ptr = _open(meta, nbytes)
     try:
-        _, size = _range(ptr.value)
-        if offset + nbytes > size:
-            raise IpcError(f"the tensor ({nbytes} bytes at {offset}) lies outside its allocation ({size} bytes)")
         out = torch.empty(nbytes, dtype=torch.uint8, device=device)
         if nbytes:
-            out.copy_(torch.as_tensor(_Span(ptr.value + offset, nbytes), device=device))
+            out.copy_(torch.as_tensor(_Span(ptr + meta["offset"], nbytes), device=device))
         torch.cuda.current_stream(device).synchronize()  # copied before the handle closes
         return out
     finally:
-        _cuda().cuIpcCloseMemHandle(ptr.value)
+        _cuda().cuIpcCloseMemHandle(ptr)
+
+
+class Mapped:
+    """Another process's allocation, mapped here for as long as this object lives: written in place.
+
+    The candidate's process writes its timed calls' outputs straight into the checker's ring this way
+    (runner/timed_batch.py): no allocation, export or mapping per batch, so a batch costs what the
+    checker's own measure of the harness's work per call (the same loop over the same ring) says."""
+
+    def __init__(self, meta: dict[str, Any], nbytes: int, device: torch.device | str = "cuda"):
+        self.ptr = _open(meta, nbytes)
+        self.tensor = torch.as_tensor(_Span(self.ptr + meta["offset"], nbytes), device=torch.device(device))
+
+    def close(self) -> None:
+        if self.ptr:
+            del self.tensor
+            _cuda().cuIpcCloseMemHandle(self.ptr)
+            self.ptr = 0
 
 
 class Isolated:
@@ -125,8 +149,21 @@ class Isolated:
         _check(_cuda().cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(self.nbytes)), "cuMemAlloc")
         self.ptr = ptr.value
         if flat.numel():
-            torch.as_tensor(_Span(self.ptr, flat.numel()), device=tensor.device).copy_(flat)
+            self.view(tensor.device).copy_(flat)
         torch.cuda.current_stream(tensor.device).synchronize()
+
+    @classmethod
+    def empty(cls, nbytes: int) -> Isolated:
+        """An allocation of its own, its bytes left as they are (the checker's ring of timed outputs)."""
+        self = cls.__new__(cls)
+        ptr = ctypes.c_uint64()
+        _check(_cuda().cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(max(1, nbytes))), "cuMemAlloc")
+        self.ptr, self.nbytes = ptr.value, max(1, nbytes)
+        return self
+
+    def view(self, device: torch.device | str = "cuda") -> torch.Tensor:
+        """The allocation as a flat uint8 tensor (no ownership: valid until `free`)."""
+        return torch.as_tensor(_Span(self.ptr, self.nbytes), device=torch.device(device))
 
     def meta(self) -> dict[str, Any]:
         handle = _Handle()

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from trialtui.runner import fresh_inputs
+from trialtui.runner import cuda_ipc, fresh_inputs
 from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline
 from trialtui.runner.loader import clone
 from trialtui.runner.timed_batch import Layout, run_batch
@@ -48,18 +48,43 @@ class TimedCalls:
     layout: Layout
     judge: Judge
     see: Callable[[dict[str, Any]], None]  # side facts of every reply (patched timers...)
+    keep: int = 1  # calls of the largest batch: the ring holds their outputs
     draws: random.Random = field(default_factory=random.SystemRandom)
     rebuilt: fresh_inputs.Refresher = field(init=False)  # the checker's own copies, made new call by call
+    shared: cuda_ipc.Isolated | None = field(init=False, default=None)  # the ring, where it can be shared
 
     def __post_init__(self) -> None:
         self.rebuilt = fresh_inputs.Refresher([clone(s) for s in self.sets])
+        if cuda_ipc.available():
+            try:
+                self.shared = cuda_ipc.Isolated.empty(self.keep * self.layout.slot_bytes)
+            except cuda_ipc.IpcError:
+                self.shared = None
+
+    @property
+    def ring_wire(self) -> dict[str, Any] | None:
+        """The ring's handle for the candidate's process, which writes every timed output into it; None
+        where it cannot be shared: the candidate's process keeps a ring of its own and each reply carries it."""
+        return self.shared.meta() if self.shared is not None else None
+
+    def __enter__(self) -> TimedCalls:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.shared is not None:
+            self.shared.free()
+            self.shared = None
 
     def batch(self, start: int, n: int) -> Batch:
         seed = self.draws.getrandbits(62)  # drawn here, per batch: told to the candidate's process with the request
+        size = n * self.layout.slot_bytes
         t0 = time.perf_counter()
         reply, ring = self.link.request("time", timeout_s=self.deadline.left(), into="cuda", start=start, n=n,
-                                        seed=seed, max_bytes=n * self.layout.slot_bytes + 2**20)
-        wall_us = (time.perf_counter() - t0) * 1e6  # the ring is in this process's memory now: committed
+                                        seed=seed, max_bytes=(0 if self.shared else size) + 2**20)
+        if self.shared is not None:  # the candidate's process wrote into our ring: ours alone from this copy on
+            ring = self.shared.view()[:size].clone()  # whatever the reply carried is not looked at
+            torch.cuda.synchronize()
+        wall_us = (time.perf_counter() - t0) * 1e6  # the outputs are in this process's memory now: committed
         self.see(reply)
         samples = reply.get("samples")
         if not isinstance(samples, list) or len(samples) != n or not all(
@@ -69,7 +94,7 @@ class TimedCalls:
             raise CandidateFailed(f"a timed call's output does not have the reference's structure: "
                                   f"{str(reply['mismatch'])[:300]}", state="incorrect")
         if not (isinstance(ring, torch.Tensor) and ring.dtype == torch.uint8 and ring.dim() == 1
-                and ring.numel() == n * self.layout.slot_bytes):
+                and ring.numel() == size):
             raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
         for call in range(n):
             self.check(start, call, seed, ring)
@@ -88,14 +113,16 @@ class TimedCalls:
     def overhead_us(self, bencher: Any, batches: tuple[int, int], rounds: int = 5) -> float:
         """What a timed call costs besides the call, measured here through the very loop the candidate's
         process runs (timed_batch.run_batch) on a call that does nothing but return an output of the
-        reference's structure, and the copy of the batch's slots: the slope of its wall time over the two
-        batch sizes. Taken off the checker's clock before that is compared with the candidate's events."""
+        reference's structure, into the same ring, and the copy of the batch's slots: the slope of its wall
+        time over the two batch sizes. Taken off the checker's clock before that is compared with the
+        candidate's events."""
         sets = [clone(s) for s in self.sets]
         refresher = fresh_inputs.Refresher(sets)
         with torch.no_grad():
             held = self.reference(clone(self.sets[0]))
         calls = [lambda: held] * len(sets)
-        ring = torch.empty(batches[-1] * self.layout.slot_bytes, dtype=torch.uint8, device="cuda")
+        ring = self.shared.view() if self.shared is not None else torch.empty(
+            batches[-1] * self.layout.slot_bytes, dtype=torch.uint8, device="cuda")
         walls: list[tuple[float, int, list[float]]] = []
         for _ in range(rounds):
             for n in batches:

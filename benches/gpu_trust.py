@@ -120,6 +120,7 @@ def row(problem: str, name: str, want: dict, state: str, message: str, flags: li
         "mismatch": judge(want, state, message, flags) + headline_beyond_checker(result),
         "headline_us": ((result or {}).get("timing") or {}).get("median_us"),
         "phases_s": (result or {}).get("phases_s"),  # where each job's seconds went: the watch's throughput
+        "prepared": (result or {}).get("prepared"),  # cases the warm checker had ready: 0 where the job made its own
     }
 
 

@@ -36,3 +36,20 @@ def test_no_floor_where_the_gpu_has_no_datasheet_entry():
 def test_an_impossible_result_is_never_best():
     result = {"state": "correct", "flags": [{"code": "impossible", "message": "51.1 µs is below the physical floor"}]}
     assert disqualifications(result, None) == ["impossible: 51.1 µs is below the physical floor"]
+
+
+def test_counting_flops_does_not_import_dynamo():
+    """The FLOP count runs in a cold checker whenever a candidate beats every baseline: it must not pay
+    torch._dynamo's import (seconds) through the counting mode's dynamo guard."""
+    import subprocess
+    import sys
+
+    code = ("import sys, types, torch\n"
+            "from trialtui.runner.bench_job import _flops\n"
+            "call = types.SimpleNamespace(fn=lambda xs: torch.softmax(xs[0] @ xs[1], -1))\n"
+            "flops = _flops(call, [torch.randn(8, 16), torch.randn(16, 4)])\n"
+            "print(flops, 'torch._dynamo' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    flops, dynamo = done.stdout.split()
+    assert float(flops) == 2 * 8 * 16 * 4 and dynamo == "False"

@@ -49,3 +49,33 @@ def test_the_tui_attaches_to_the_agents_engine_shows_its_trial_and_q_leaves_it_r
             assert (await call(agent, "tree"))["trials"][-1]["trial_id"] == sent["trial_id"]
 
     asyncio.run(body())
+
+
+def test_when_the_agents_engine_exits_the_attached_tui_runs_one_and_scores_the_next_save(tmp_path):
+    """A TUI attached to an agent's engine must not go dead when that agent stops (issue 36.12): it takes
+    the directory over, says so, and the next save is scored by its own engine."""
+    root = one_candidate(tmp_path)
+    source = (root / "add.py").read_text()
+
+    async def body():
+        agent_session = mcp_client(root)
+        agent = await agent_session.__aenter__()
+        try:
+            assert (await call(agent, "result", trial_id="t1", wait_s=DEADLINE_S))["done"]
+            app = make_app(load_problem(root))
+            assert isinstance(app.engine, RemoteEngine)
+            async with app.run_test(size=(120, 40)) as pilot:
+                await until(lambda: any("attached to the engine" in n.message for n in app._notifications), SHOWN_S)
+                await agent_session.__aexit__(None, None, None)  # the agent's session ends, and its engine with it
+                agent_session = None
+                await until(lambda: app.owns_engine and not isinstance(app.engine, RemoteEngine), SHOWN_S)
+                assert any("this window runs the engine now" in n.message for n in app._notifications)
+                assert not app.status.standing.engine_down
+                (root / "add.py").write_text(source + "\n# saved after the agent left\n")
+                await until(lambda: any(t.id != "t1" and t.state == "correct" for t in app.trials.values()), DEADLINE_S)
+                await pilot.press("q")
+        finally:
+            if agent_session is not None:
+                await agent_session.__aexit__(None, None, None)
+
+    asyncio.run(body())

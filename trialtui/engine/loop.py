@@ -41,6 +41,14 @@ from trialtui.engine.validate import compile_env, finding_message
 from trialtui.engine.watcher import saves
 
 Subscriber = Callable[[ev.Event], None]
+WATCH_START_S = 1.0  # after which the watcher watches: the catch-up scan looks then
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return sha256_of(path.read_bytes())
+    except OSError:
+        return None
 
 
 @dataclass
@@ -157,7 +165,8 @@ class Engine(TrialJobs):
                 self.rerun_many(only)
                 await self.drain()
                 return
-            for path in self.problem.candidates():
+            scanned = {path: _digest(path) for path in self.problem.candidates()}
+            for path in scanned:
                 await self.on_save(path)
             self._track(self._recover_interrupted())
             if once:
@@ -168,6 +177,7 @@ class Engine(TrialJobs):
                 for lane in self.lanes.lanes:
                     self._prepare_soon(lane)
                 watcher = asyncio.create_task(self._watch())
+                self._track(self._catch_up(scanned))
             await self._stop.wait()
         finally:
             self._stop.set()
@@ -208,6 +218,15 @@ class Engine(TrialJobs):
         if self._owns_executor:
             self.executor.close()
         self.store.close()
+
+    async def _catch_up(self, scanned: dict[Path, str | None]) -> None:
+        """Saves made after the first scan but before the watcher watched (watchfiles starts on its first
+        poll): one more look once it runs, at files whose bytes differ from what the scan read. A window
+        that takes over from an engine that went away lost a save this way."""
+        await asyncio.sleep(WATCH_START_S)
+        for path in self.problem.candidates():
+            if _digest(path) != scanned.get(path):
+                await self.on_save(path)
 
     async def _watch(self) -> None:
         root = self.problem.root

@@ -46,6 +46,7 @@ from trialtui.tui.widgets.plots import SpeedupHistory
 from trialtui.tui.widgets.status_bar import StatusBar
 from trialtui.tui.widgets.trial_tree import TrialTree
 
+TAKE_OVER_TRIES, TAKE_OVER_PAUSE_S = 20, 0.5  # an attached window waits up to 10 s for the gone engine's lock
 SHORT = 34  # rows: below this the layout is the -short one
 _IN_FLIGHT = frozenset(state.value for state in TrialState if not state.is_final)
 # Actions whose keys come and go with the state; the footer is told when this set changes.
@@ -93,11 +94,13 @@ class TrialApp(KeyActions, AppMessages, App):
     ]
 
     def __init__(self, problem: Problem, engine: Any, *, theme: str | None = None, demo: Demo | None = None,
-                 owns_engine: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+                 owns_engine: bool = False, clock: Callable[[], float] = time.monotonic,
+                 reopen: Callable[[], tuple[Any, bool]] | None = None) -> None:
         super().__init__()
         self.problem = problem
         self.engine = engine
         self.owns_engine = owns_engine
+        self.reopen = reopen  # an engine for this window when the one it attached to goes away (make_app's)
         self.store: Store = engine.store
         self.config = problem.config
         self.baseline = self.config.primary_baseline
@@ -177,20 +180,10 @@ class TrialApp(KeyActions, AppMessages, App):
 
     def on_mount(self) -> None:
         self.query_one(KeyFooter).set_narrow(self.size.width < WIDE)
-        self.trials = {t.id: t for t in self.store.trials()}
-        self.heads = self.store.heads
-        self.best = tree.best(self.trials.values(), self.baseline)
-        self.next_action.best_id = self._best_id
-        self.running = {t.id for t in self.trials.values() if t.state_enum in describe.RUNNING}
-        for trial in reversed(self.trials.values()):
-            if self._note_gpu(trial):
-                break
+        self._load_trials()
         self.tree.border_title = "Trials"
-        self.tree.load(self.trials.values(), self._best_id, self.heads)
         self.history.border_title = "History"
         self.detail.border_title = "Trial"
-        self._refresh_standing()
-        self._refresh_history()
         if not self.trials:
             self._show(None)
         self.tree.focus()
@@ -203,15 +196,60 @@ class TrialApp(KeyActions, AppMessages, App):
         self.set_interval(1 / 8, self._spin)
         self.set_interval(1.0, self._tail_log)
 
+    def _load_trials(self) -> None:
+        """Everything shown, from the store (at mount, and when another engine takes over)."""
+        self.trials = {t.id: t for t in self.store.trials()}
+        self.heads = self.store.heads
+        self.best = tree.best(self.trials.values(), self.baseline)
+        self.next_action.best_id = self._best_id
+        self.running = {t.id for t in self.trials.values() if t.state_enum in describe.RUNNING}
+        for trial in reversed(self.trials.values()):
+            if self._note_gpu(trial):
+                break
+        self.tree.load(self.trials.values(), self._best_id, self.heads)
+        self._refresh_standing()
+        self._refresh_history()
+
     def _on_engine_event(self, event: ev.Event) -> None:
         """The engine's subscriber: runs wherever the engine emits, so it only posts."""
         self.post_message(to_message(event))
 
     async def _run_engine(self) -> None:
-        try:
-            await self.engine.run()
-        except Exception as exc:  # the app stays open to read the trials; the status bar says why
-            self.post_message(EngineStopped(f"{type(exc).__name__}: {exc}"))
+        while True:
+            try:
+                await self.engine.run()
+                return
+            except Exception as exc:  # the app stays open to read the trials; the status bar says why
+                reason = f"{type(exc).__name__}: {exc}"
+            if self.owns_engine or self.reopen is None or not await self._take_over(reason):
+                self.post_message(EngineStopped(reason))
+                return
+
+    async def _take_over(self, reason: str) -> bool:
+        """The engine this window attached to went away (its agent or watcher exited): run one here, or
+        attach to whichever front end took the directory first, and go on as if opened now."""
+        from trialtui.core.store import StoreError
+
+        gone, successor = self.engine, None
+        for _ in range(TAKE_OVER_TRIES):
+            try:
+                successor = await asyncio.to_thread(self.reopen)
+                break
+            except StoreError:  # its lock is freed as its process ends
+                await asyncio.sleep(TAKE_OVER_PAUSE_S)
+        if successor is None:
+            return False
+        gone.unsubscribe(self._on_engine_event)
+        with suppress(Exception):
+            gone.close()
+        self.engine, self.owns_engine = successor
+        self.store = self.detail.store = self.engine.store
+        self.engine.subscribe(self._on_engine_event)
+        here = "this window runs the engine now" if self.owns_engine else \
+            f"attached to the engine that {getattr(self.engine, 'host', 'another front end')} runs"
+        self.notify(f"{reason.removeprefix('RuntimeError: ').split(';')[0]}: {here}", title="Engine", timeout=10)
+        self._load_trials()
+        return True
 
     def on_unmount(self) -> None:
         if self.owns_engine:
@@ -452,16 +490,22 @@ def make_app(problem: Problem, *, engine: Any = None, device: str | None = None,
     """The app for one problem. Without `engine`, builds the real one (it takes the store's lock now), or
     attaches to the engine another front end runs there (`trialtui mcp`, a watcher: engine/attach.py);
     with neither, StoreLocked is raised here, before the terminal is taken over."""
-    owns = engine is None
-    if engine is None:
-        from trialtui.core.store import StoreLocked
+    from trialtui.core.store import StoreLocked
+
+    def open_engine() -> tuple[Any, bool] | None:
+        """Our own engine (taking the store's lock), else the one another front end runs; None if neither."""
         from trialtui.engine.attach import attach
         from trialtui.engine.loop import Engine
 
         try:
-            engine = Engine(problem, device=device, executor=executor)
+            return Engine(problem, device=device, executor=executor), True
         except StoreLocked:
-            engine = attach(problem)
-            if engine is None:
+            remote = attach(problem)
+            if remote is None:
                 raise
-    return TrialApp(problem, engine, theme=theme, demo=demo, owns_engine=owns)
+            return remote, False
+
+    owns = engine is None
+    if engine is None:
+        engine, owns = open_engine()
+    return TrialApp(problem, engine, theme=theme, demo=demo, owns_engine=owns, reopen=open_engine)

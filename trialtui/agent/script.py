@@ -9,6 +9,7 @@ directory meanwhile attaches to the server's engine and shows every trial as it 
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -42,7 +43,9 @@ async def play(story: Story, root: Path, *, recordings: Path | None, out: TextIO
     args = ["-m", "trialtui", "mcp", str(root)]
     if recordings is not None:
         args += ["--device", "cpu", "--replay", str(recordings)]
-    params = StdioServerParameters(command=sys.executable, args=args)
+    # the SDK hands a server only HOME, PATH and a few more: this one needs the caller's PYTHONPATH (packages
+    # installed with --target) and CUDA_VISIBLE_DEVICES (the GPU it was given), as an agent's MCP config sets them
+    params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         try:

@@ -1,0 +1,33 @@
+"""`trialtui demo --agent` starts `trialtui mcp` through the MCP SDK, which hands a server only HOME, PATH and
+a few more variables: on a machine whose packages come from PYTHONPATH, and for the GPU CUDA_VISIBLE_DEVICES
+names, the server must get the caller's environment (it failed to start on the H200 without it)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from contextlib import asynccontextmanager
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from trialtui.agent import script  # noqa: E402
+
+
+def test_the_agents_server_gets_the_callers_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYTHONPATH", "/tmp/site-of-carried-wheels")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    seen = {}
+
+    @asynccontextmanager
+    async def fake_stdio_client(params):
+        seen["params"] = params
+        raise RuntimeError("stop here")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(script, "stdio_client", fake_stdio_client)
+    with pytest.raises(RuntimeError, match="stop here"):
+        asyncio.run(script.play(None, tmp_path, recordings=None, out=io.StringIO()))
+    env = seen["params"].env
+    assert env["PYTHONPATH"] == "/tmp/site-of-carried-wheels" and env["CUDA_VISIBLE_DEVICES"] == "3"

@@ -287,7 +287,7 @@ def test_the_checker_draws_a_new_seed_for_every_batch(monkeypatch):
 
 
 def test_the_kernel_split_the_candidates_process_reports_is_checked_as_data():
-    from trialtui.runner.bench_job import _kernel_split
+    from trialtui.runner.timed_phase import _kernel_split
 
     good = {"own_us": 3.0, "library_us": 130.0, "own_share": 0.02, "library_top": [["sm90_xmma_gemm", 130.0]]}
     assert _kernel_split(good)["own_share"] == 0.02
@@ -320,7 +320,7 @@ def test_library_work_is_weighed_without_cupti(monkeypatch, decoy):
     decoy, flagged `fallback` below LIBRARY_SHARE); a kernel that does the work with one small torch
     op beside it is its own."""
     from trialtui.runner import timing
-    from trialtui.runner.bench_job import LIBRARY_SHARE
+    from trialtui.runner.timed_phase import LIBRARY_SHARE
 
     monkeypatch.setattr(torch.cuda, "Event", HostClockEvent)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)

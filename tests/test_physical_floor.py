@@ -45,7 +45,7 @@ def test_counting_flops_does_not_import_dynamo():
     import sys
 
     code = ("import sys, types, torch\n"
-            "from trialtui.runner.bench_job import _flops\n"
+            "from trialtui.runner.timed_phase import _flops\n"
             "call = types.SimpleNamespace(fn=lambda xs: torch.softmax(xs[0] @ xs[1], -1))\n"
             "flops = _flops(call, [torch.randn(8, 16), torch.randn(16, 4)])\n"
             "print(flops, 'torch._dynamo' in sys.modules)\n")

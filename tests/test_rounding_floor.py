@@ -51,7 +51,7 @@ def test_timed_calls_are_judged_by_the_same_rules(dtype):
     """A kernel at the rounding floor is not 'incorrect when timed'; one beyond it is."""
     from types import SimpleNamespace
 
-    from trialtui.runner.bench_job import check_timed
+    from trialtui.runner.judging import check_timed
     from trialtui.runner.candidate_link import CandidateFailed
 
     tol = 1e-2 if dtype == torch.bfloat16 else 1e-3

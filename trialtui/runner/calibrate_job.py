@@ -18,7 +18,7 @@ import torch
 
 from trialtui.core.gpus import CALIBRATED, Ceilings, save_calibrated
 from trialtui.core.result import RESULT_VERSION
-from trialtui.runner.bench_job import environment
+from trialtui.runner.environment import environment
 from trialtui.runner.child import serve
 
 COPY_BYTES = 2 * 1024**3

@@ -30,7 +30,7 @@ from typing import Any
 
 from trialtui.core.prctl import drop_ptrace_now
 from trialtui.core.result import RESULT_VERSION
-from trialtui.runner.bench_job import Progress
+from trialtui.runner.job_progress import Progress
 from trialtui.runner.trace_job import def_line
 from trialtui.runner.child import serve
 

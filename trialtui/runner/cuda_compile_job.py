@@ -26,7 +26,7 @@ from trialtui.core.languages.cuda_text import device_code
 from trialtui.core.model import Finding, Severity
 from trialtui.core.prctl import drop_ptrace_now
 from trialtui.core.result import RESULT_VERSION
-from trialtui.runner.bench_job import Progress
+from trialtui.runner.job_progress import Progress
 from trialtui.runner.child import serve
 
 CANDIDATE_MODULE = "trialtui_candidate"

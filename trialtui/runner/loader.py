@@ -199,3 +199,18 @@ def build_pair(reference: Reference, candidate: Candidate, case: dict[str, Any],
     """Reference and candidate callables for one case, weights shared where names match."""
     call = reference.call(case, seed)
     return call.fn, candidate.build(case, seed, call.payload)
+
+
+def nbytes(value) -> int:
+    """Bytes of every tensor in a value (inputs, outputs, weights), however nested."""
+    import torch
+
+    total = 0
+
+    def add(t: torch.Tensor) -> None:
+        nonlocal total
+        total += t.numel() * t.element_size()
+
+    map_tensors(value, add)
+    return total
+

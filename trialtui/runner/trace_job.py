@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core.result import RESULT_VERSION
-from trialtui.runner.bench_job import Progress
+from trialtui.runner.job_progress import Progress
 from trialtui.runner.compare import poisoned_allocations
 from trialtui.runner.child import serve
 

@@ -1,0 +1,84 @@
+"""One output against the reference's: the tolerance, the dtype's rounding floor against a higher-precision
+truth, the problem's own check; the same rules for the untimed calls and every timed one."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from trialtui.runner.candidate_link import CandidateFailed
+
+
+def higher_precision(reference, ref_model, inputs):
+    """The reference again on upcast inputs (float64 under fp32, float32 under fp16/bf16), TF32 off."""
+    import copy
+
+    import torch
+
+    from trialtui.runner.compare import HIGHER
+    from trialtui.runner.loader import map_tensors
+
+    wide = HIGHER.get(reference.dtype, torch.float64)
+    up = map_tensors(inputs, lambda t: t.to(wide) if t.is_floating_point() else t)
+    inputs.clear()  # the caller's list: the device keeps one copy of the inputs, the wide one
+    was = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        model = copy.deepcopy(ref_model).to(wide)
+        with torch.no_grad():
+            return model(*up)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = was
+
+
+def tolerance(spec: dict[str, Any], kind) -> tuple[float | None, float | None]:
+    """Where the problem's own check judges values (GPU MODE), trialtui's dtype defaults do not apply."""
+    if kind.judges_values and not spec.get("explicit_tolerance"):
+        return None, None
+    return spec["atol"], spec["rtol"]
+
+
+def judge(spec, reference, expected, output, inputs, truth, floor_notes: list[str] | None = None, where: str = ""):
+    """One output against the reference's, by the same rules for untimed and timed calls: the tolerance,
+    the dtype's rounding floor against the higher-precision truth, the problem's own check."""
+    from trialtui.runner.compare import Comparison, compare, within_rounding_floor
+    from trialtui.runner.loader import clone
+
+    atol, rtol = tolerance(spec, reference.kind)
+    result = compare(expected, output, atol, rtol)
+    if not result.passed and atol is not None and truth is not None and within_rounding_floor(expected, output, truth, atol, rtol):
+        if floor_notes is not None:  # every value off eager is no farther from the truth than eager is, plus a step
+            floor_notes.append(f"{where}: {result.message}")
+        result = Comparison()
+    own = reference.check(clone(inputs), output) if result.passed else None
+    if own is not None and not own[0]:
+        result.fail(f"check_implementation: {own[1]}")
+    return result
+
+
+def check_timed(spec, reference, expected, output, inputs, truth_of: Callable[[], Any], where: str) -> None:
+    """A timed call's output against the reference's for the same input (on a GPU, made new for that call):
+    a candidate that computes something else when it is timed, or hands back an answer it kept, is
+    incorrect, whatever its untimed calls returned. Within the tolerance at once is a pass (1.5 ms for
+    256 MB on the H200); anything else gets the full judge, with the higher-precision truth made then."""
+    atol, rtol = tolerance(spec, reference.kind)
+    from trialtui.runner.compare import close_at_once
+
+    if atol is not None and not reference.kind.judges_values and close_at_once(expected, output, atol, rtol):
+        return
+    result = judge(spec, reference, expected, output, inputs, truth_of())
+    if not result.passed:
+        raise CandidateFailed(f"{where} differs from the reference's output for the same input, though its "
+                              f"untimed calls passed: it computes something else when timed, or reads its input before the "
+                              f"input is written (work on a stream that does not wait for the current one) ({result.message})",
+                              state="incorrect")
+
+
+def timing_truth(reference, call, inputs):
+    """The higher-precision run for a timing input set (KernelBench's module), or None (GPU MODE, no float64 kernel)."""
+    if call.model is None:
+        return None
+    try:
+        return higher_precision(reference, call.model, list(inputs))  # a copy of the list: it is emptied
+    except Exception:  # noqa: BLE001 - the timed check then holds to the tolerance alone
+        return None
+

@@ -1,0 +1,260 @@
+"""The timing phase of a bench job: the candidate (in its process, every timed call judged) and the
+baselines (here) in alternating batches on the same inputs, its number checked against the checker's
+clock, the physical floor and the library's share of the work; the CPU's labelled figure."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from trialtui.core.result import CPU_TIMING_LABEL, flag
+from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess
+from trialtui.runner.job_progress import Splits
+from trialtui.runner.judging import check_timed, timing_truth
+from trialtui.runner.loader import nbytes
+
+SUSPICIOUS_SPEEDUP = 10.0
+LIBRARY_SHARE = 0.5  # the candidate's own kernels did less of the timed calls' GPU time than this: `fallback`
+# On the CPU one request holds the three calls and its reply: the samples stand unless under a tenth of the checker's figure (a busy machine stretches the reply, never the calls).
+CPU_CONFIRM_TOL = 0.9
+
+
+def time_all(spec, reference, link: CandidateProcess, case, device, progress, deadline, facts,
+             splits: Splits | None = None, own_kernels: bool = True) -> tuple[dict, dict, list]:
+    """Candidate (in its process) and baselines (here) timed in alternating batches, same method, same inputs.
+
+    The baselines never run where the candidate can reach them; the candidate's own event times are
+    cross-checked against this process's wall clock around each of its batches. `own_kernels`: the
+    correctness runs launched kernels of the candidate's own, so the timed calls must too.
+    """
+    import torch
+
+    from trialtui.core.roofline import impossible_message, physical_floor
+    from trialtui.runner import timing
+    from trialtui.runner.timed_batch import KEEP_BYTES
+    from trialtui.runner.timed_checker import TimedCalls
+
+    flags = []
+    splits = splits or Splits(sync=True)
+    inputs = reference.make_inputs(case, 0)
+    props = torch.cuda.get_device_properties(device)
+    sets = [inputs]
+    if nbytes(inputs) * 2 < getattr(props, "L2_cache_size", 0):
+        sets.append(reference.make_inputs(case, 1))  # rotate when inputs fit in L2
+    ref_call = reference.call(case, 0)
+    payload: dict[str, Any] = {"input_sets": sets, "seed": 0, **ref_call.payload}
+    ref_fn = ref_call.fn
+    use_graph = bool(spec.get("cuda_graph", False))
+    layout, work = _work(ref_call, sets[0])  # the sets are one case: one output structure, one amount of work
+    batches = layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16))
+    splits.mark("timing.work")
+    timed = TimedCalls(link, deadline, sets, ref_fn, layout, see=facts.see, keep=batches[-1], judge=lambda expected, output, inputs, where: check_timed(
+        spec, reference, expected, output, inputs, lambda: timing_truth(reference, ref_call, inputs), where))
+    with timed:  # the ring of timed outputs is freed however timing ends
+        reply, _ = link.request("prepare_timing", payload, timeout_s=deadline.left(), into="cuda", cuda_graph=use_graph,
+                                layout=layout.to_wire(), keep=batches[-1], ring=timed.ring_wire)
+        splits.mark("timing.prepare_candidate")
+        facts.see(reply)
+        if reply.get("launches") == 0 and own_kernels:
+            flags.append(flag("fallback", f"no kernel of the candidate's own ran at the timed size {case or '(defaults)'} "
+                              "(it did at the test sizes): it falls back to PyTorch or a library there, so the number is not its kernel's"))
+        given = dict(spec.get("given_baselines") or {})
+        del payload  # the candidate's process has its own copy of the sets; eager and compile share these
+        fns: dict[str, list] = {}
+        for kind in spec.get("baselines", ["eager"]):
+            if kind in given:
+                continue
+            fn = torch.compile(ref_fn) if kind == "compile" else ref_fn
+            fns[kind] = [_bind(fn, s) for s in sets]
+        bencher = timing.Bencher.for_device(device)
+        with torch.no_grad():
+            for calls in fns.values():  # warm-up: torch.compile and cuDNN autotuning outside the numbers
+                for call in calls:
+                    call()
+                    call()
+            torch.cuda.synchronize()
+            if use_graph:
+                fns = {name: [timing.cuda_graph_call(c) for c in calls] for name, calls in fns.items()}
+            flush_us = bencher.flush_cost_us()
+
+            splits.mark("timing.baselines_warm_up")
+            overhead_us = timed.overhead_us(bencher, batches)
+            splits.mark("timing.overhead")
+
+            def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
+                batch = timed.batch(start, n)
+                return batch.samples, batch.wall_us
+
+            def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
+                progress(**timing.preliminary(so_far))
+
+            splits.mark("timing.prepare")
+            samples, walls = timing.time_alternating(
+                bencher, candidate_batch, fns, on_run=lambda r: progress(phase="timing", runs=r),
+                time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S), on_preliminary=first_number, batches=batches,
+            )
+            splits.mark("timing.loop")
+            stats = {name: timing.summarize(s) for name, s in samples.items()}
+            progress(phase="kernel_time")
+            reply, _ = link.request("kernel_time", timeout_s=deadline.left(), into="cuda")
+            facts.see(reply)
+            splits.mark("timing.kernel_time")
+    cand = timing.confirmed_stats(stats.pop("candidate"), walls, overhead_us)
+    cand["kernel_us"] = number(reply.get("kernel_us"))
+    cand["host_wall_us"] = number(reply.get("host_wall_us"))
+    cand["cuda_graph"] = use_graph
+    cand["label"] = ("GPU, CUDA events, L2 flushed, median" if cand["confirmed"] else
+                     "GPU, the checker's clock per call, L2 flushed, median (the candidate's own events were not confirmed)")
+    cand["peak_mem_bytes"] = number(reply.get("peak_mem_bytes"))
+    split = _kernel_split(reply.get("kernels"))
+    cand["kernels"] = split
+    if split is not None and split["own_share"] < LIBRARY_SHARE:
+        names = ", ".join(name.split("(")[0][:60] for name, _ in split["library_top"][:3])
+        flags.append(flag("fallback", f"library kernels did {1 - split['own_share']:.0%} of the GPU time of the timed "
+                          f"calls ({names}); the candidate's own kernels {split['own_share']:.0%}: the number is "
+                          "mostly not its kernel's"))
+    cand["checker_wall_us_per_call"] = timing.wall_per_call(walls)
+    cand["checker_us_per_call"] = timing.checker_per_call_us(walls)
+    cand["flush_us"] = flush_us
+    cand["overhead_us"] = overhead_us  # per call besides the call (flush, new inputs, the output's copies): off the checker's clock
+    cand["checked_calls"] = sum(n for _, n, _ in walls)  # every timed call's output was judged
+    kernel_us = cand["kernel_us"]
+    if kernel_us and kernel_us > 1.5 * cand["median_us"] + 5.0:
+        flags.append(
+            flag(
+                "side-stream",
+                f"GPU kernels ran {kernel_us:.1f} µs inside the call but the events measured "
+                f"{cand['median_us']:.1f} µs: work escapes the timed stream (side stream?)",
+            )
+        )
+    fastest = min((b["median_us"] for b in [*stats.values(), *given.values()] if b.get("median_us")), default=None)
+    if fastest is not None and cand["median_us"] < fastest:  # no floor lies above a baseline that ran the work
+        work["flops"] = _flops(ref_call, sets[0])
+    floor = physical_floor(work["flops"], work["min_bytes"], spec["dtype"], props.name, bool(spec.get("allow_tf32")))
+    cand["work"] = {**work, "floor_us": floor.floor_us if floor else None, "floor_gpu": floor.gpu if floor else None}
+    impossible = impossible_message(floor, cand["median_us"]) if floor else None
+    if impossible:
+        flags.append(flag("impossible", impossible))
+    mismatch = timing.wall_mismatch(walls, (cand.get("claimed") or cand)["median_us"], overhead_us)
+    if mismatch:
+        flags.append(flag("timing-mismatch", mismatch))
+    baselines = {kind: {**s, "cached": False} for kind, s in stats.items()}
+    for kind, s in given.items():
+        baselines[kind] = {**s, "cached": False}
+    return cand, baselines, flags
+
+
+def _kernel_split(value: Any) -> dict[str, Any] | None:
+    """The candidate's process's kernel split (timing.kernel_split), checked as data."""
+    if not isinstance(value, dict):
+        return None
+    own, library, share = (number(value.get(k)) for k in ("own_us", "library_us", "own_share"))
+    if own is None or library is None or share is None or not 0 <= share <= 1:
+        return None
+    top = [[str(n)[:120], float(us)] for n, us in (value.get("library_top") or [])[:5]
+           if isinstance(us, (int, float)) and not isinstance(us, bool)]
+    return {"own_us": own, "library_us": library, "own_share": share, "library_top": top}
+
+
+def _work(ref_call, inputs) -> tuple[Any, dict[str, float]]:
+    """The reference once at the timed size: its output's layout (the timed calls' slots) and the least
+    traffic any kernel must make (every input and weight read once, every output written once)."""
+    import torch
+
+    from trialtui.runner.loader import clone
+    from trialtui.runner.timed_batch import Layout
+
+    model = ref_call.model
+    weights = list(model.parameters()) + list(model.buffers()) if model is not None else []
+    with torch.no_grad():
+        output = ref_call.fn(clone(inputs))
+    return Layout.of_output(output), {"flops": 0.0, "min_bytes": float(nbytes(inputs) + nbytes(weights) + nbytes(output))}
+
+
+def _flops(ref_call, inputs) -> float:
+    """The reference's FLOPs at the timed size, counted by torch; only a candidate faster than every
+    baseline asks (no floor lies above a baseline that did the work)."""
+    import torch
+    from torch.utils import flop_counter
+
+    from trialtui.runner.loader import clone
+
+    _count_without_dynamo(flop_counter)
+    with torch.no_grad(), flop_counter.FlopCounterMode(display=False) as counter:
+        ref_call.fn(clone(inputs))
+    return float(counter.get_total_flops())
+
+
+def _count_without_dynamo(flop_counter) -> None:
+    """torch wraps its counting mode's dispatch so that dynamo never traces it, and that wrapper imports
+    torch._dynamo on first use: 5 s on a 2-core CPU, 2.3 s on the H200 (a cold bench of a softmax that
+    beat eager spent 3.7 s of its timing phase after its last step, 2026-12-02). Nothing here is compiled, so the wrapper is handed the function
+    itself as its dynamo-disabled form (where this torch has the wrapper; else it pays the import)."""
+    mode = getattr(flop_counter, "_FlopCounterMode", None)
+    raw = getattr(getattr(mode, "__torch_dispatch__", None), "__wrapped__", None)
+    if raw is not None and getattr(raw, "__dynamo_disable", None) is None:
+        raw.__dynamo_disable = raw
+
+
+def number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _bind(fn, inputs):
+    return lambda: fn(inputs)
+
+
+def speedups(cand: dict[str, Any], baselines: dict[str, dict[str, Any]]) -> tuple[dict[str, float], list[dict]]:
+    """Speedup per baseline; a tie inside the measured noise band and a >10x win are flagged."""
+    result: dict[str, float] = {}
+    flags = []
+    for kind, base in baselines.items():
+        ratio = base["median_us"] / cand["median_us"]
+        result[kind] = ratio
+        noise = 2 * ((cand.get("rse") or 0) ** 2 + (base.get("rse") or 0) ** 2) ** 0.5
+        band = max(noise, _iqr_band(cand), _iqr_band(base))
+        if abs(ratio - 1) <= band:
+            flags.append(flag("tie", f"vs {kind}: {ratio:.3f}× is inside the noise band ±{band:.1%}: a tie"))
+        if ratio > SUSPICIOUS_SPEEDUP:
+            flags.append(flag("suspicious", f"vs {kind}: {ratio:.1f}× is above {SUSPICIOUS_SPEEDUP:g}×: suspicious, verify"))
+    return result, flags
+
+
+def _iqr_band(stats: dict[str, Any]) -> float:
+    """Half the p20–p80 spread relative to the median."""
+    median = stats.get("median_us") or 0
+    if not median or stats.get("p20_us") is None:
+        return 0.0
+    return (stats["p80_us"] - stats["p20_us"]) / 2 / median
+
+
+def cpu_timing(spec, reference, link: CandidateProcess, case, deadline, facts) -> dict[str, Any]:
+    """Three host-timed calls in the candidate's process: a CPU figure, labelled as such, never a GPU number.
+
+    Its samples are claims: they stand only where the checker's own clock around the request bears
+    them out (runner/timing.py, confirmed_stats); the timed calls' outputs are checked.
+    """
+    import torch
+
+    from trialtui.runner.loader import clone
+    from trialtui.runner.timing import confirmed_stats, summarize
+
+    inputs = reference.make_inputs(case, 0)
+    call = reference.call(case, 0)
+    with torch.no_grad():
+        expected = call.fn(clone(inputs))
+    payload: dict[str, Any] = {"inputs": inputs, "seed": 0, **call.payload}
+    reply, _ = link.request("cpu_prepare", payload, timeout_s=deadline.left())
+    facts.see(reply)
+    t0 = time.perf_counter()
+    reply, outputs = link.request("cpu_time", timeout_s=deadline.left(), max_bytes=2 * 64 * nbytes(expected) + 2**20)
+    wall_us = (time.perf_counter() - t0) * 1e6
+    facts.see(reply)
+    if not isinstance(outputs, list) or len(outputs) != 3:
+        raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
+    for where, output in zip(("timed call 1", "timed call 2", "timed call 3"), outputs):
+        check_timed(spec, reference, expected, output, inputs, lambda: timing_truth(reference, call, inputs), where)
+    samples = [float(x) for x in reply.get("samples") or [] if isinstance(x, (int, float)) and x >= 0][:3] or [0.0]
+    stats = confirmed_stats(summarize(samples), [(wall_us, len(samples), samples)], 0.0, tol=CPU_CONFIRM_TOL)
+    return {**stats, "kernel_us": None, "label": CPU_TIMING_LABEL}
+

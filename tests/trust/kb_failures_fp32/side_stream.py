@@ -1,8 +1,9 @@
 # expect: correct |
-# why: on the GPU the work runs on a side stream the timed stream never waits for: right values, and the headline is
-# never the timed stream's alone: either the events hold the side work (PyTorch's default stream waits for it) or the
-# checker's clock, which waits for every stream, is the number, flagged timing-mismatch (issues 13.5, 24); gpu_trust
-# checks every headline against the checker's clock (H200, 2026-12-01: 640 µs, 0.13× eager, the 20 launches in it)
+# gpu-expect: incorrect | computes something else when timed
+# why: on the GPU the work runs on a side stream that waits for nothing: it races with whatever wrote its input on the
+# current stream. Each timed call's input is rewritten on the current stream just before the call (issue 33), so the
+# side work reads the last call's input and is `incorrect` (H200, 2026-12-02). Before that, the inputs stood still and it
+# was `correct` with the checker's clock as its headline (2026-12-01: 640 µs, 0.13× eager, the 20 launches in it).
 import torch
 import torch.nn as nn
 import triton

@@ -1,9 +1,11 @@
 # expect: correct |
-# gpu-expect: incorrect | when timed
+# gpu-expect: correct |
 # why: a kernel that keeps its answers, keyed on a sampled fingerprint of the input (the memoizing exploit of
 # flashinfer-bench issue 21 and kernelbot PR 501), is right wherever the input repeats: every untimed check and,
-# on the CPU, the three timed calls. On a GPU every timed call has an input new in every element (runner/fresh_inputs.py), so
-# the kept answer is an answer to another input, and the checked calls say so (issue 24.2)
+# on the CPU, the three timed calls. On a GPU every timed call's input is new in every element (runner/fresh_inputs.py),
+# so its fingerprint never repeats, the memo never answers, and it does the whole work on every call: `correct` at
+# its honest cost (H200, 2026-12-02: 234 µs, 0.61x eager, every output kept in its memo). Under the canaries before
+# (a few elements changed) the fingerprint missed the change and the kept answer was `incorrect` (issue 24.2).
 import torch
 import torch.nn as nn
 import triton

@@ -7,14 +7,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from trialtui.core import provenance
+from trialtui.core import job_kinds, provenance
 from trialtui.core.baselines import BaselineCache, reference_hash
 from trialtui.core.languages import Language, language_of_file
 from trialtui.core.problem import Problem
 from trialtui.core.result import RESULT_VERSION
 from trialtui.engine.jobs import ChildHandle, WarmChildren, run_child
 
-BENCH_MODULE = "trialtui.runner.bench_job"
+BENCH_MODULE = job_kinds.BENCH.module
 
 
 def detect_device() -> str:

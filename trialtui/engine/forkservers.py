@@ -22,9 +22,10 @@ import threading
 import time
 from collections import deque
 
+from trialtui.core import job_kinds
 from trialtui.runner.forkserver import PID, REQUEST
 
-FORKSERVER = "trialtui.runner.forkserver"
+FORKSERVER = job_kinds.FORKSERVER
 PID_WAIT_S = 120.0  # a kill waits this long for a server still importing torch to say which pid it forked
 
 

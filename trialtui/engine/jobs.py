@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from trialtui.core import job_kinds
 from trialtui.core.prctl import seal, start_ticks
 from trialtui.core.config import ConfigError, Limits, load_config
 from trialtui.core.result import RESULT_VERSION, ResultError, check_result
@@ -33,7 +34,7 @@ from trialtui.engine.forkservers import Forked, ForkServer
 from trialtui.engine.runner_deps import missing_runner
 
 LOG_TAIL_BYTES = 4000
-SUPERVISOR = "trialtui.runner.supervisor"
+SUPERVISOR = job_kinds.SUPERVISOR
 GRACE_S = 5.0  # past the job's timeout, the engine stops waiting for a supervisor that does not answer
 CANCEL_GRACE_S = 1.0  # after a cancel, the supervisor has this long to sweep before it is killed
 PREPARE_POLL_S = 0.05  # how often a waiting `prepare` asks whether a job wants the lane

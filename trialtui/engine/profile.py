@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trialtui.core import job_kinds
 from trialtui.core.baselines import reference_hash
 from trialtui.core.gpus import ceilings_for
 from trialtui.core.model import Trial
@@ -38,7 +39,7 @@ def analyze(problem: Problem, *, gpu: str | None = None, driver: str | None = No
         return cached
     spec = problem.job_spec(gpu=gpu, driver=driver, case=0)
     log = problem.state_dir / "logs" / "analyze.log"
-    result = run_child("trialtui.runner.analyze_job", spec, timeout_s=ANALYZE_TIMEOUT_S, log_path=log,
+    result = run_child(job_kinds.ANALYZE.module, spec, timeout_s=ANALYZE_TIMEOUT_S, log_path=log,
                        env={"CUDA_VISIBLE_DEVICES": ""})
     if result.get("state") == "ok":
         store_analysis(problem, result)
@@ -95,7 +96,7 @@ def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str]
 def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> dict[str, Any]:
     """Measure this GPU's copy bandwidth and matmul rates once; cached per GPU name and driver."""
     log = log_path or Path.home() / ".cache" / "trialtui" / "calibrate.log"
-    return run_child("trialtui.runner.calibrate_job", {"version": 1}, timeout_s=timeout_s, log_path=log,
+    return run_child(job_kinds.CALIBRATE.module, {"version": 1}, timeout_s=timeout_s, log_path=log,
                      env=child_env("cuda"))
 
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trialtui.core import job_kinds
 from trialtui.core.gpus import sm_limits
 from trialtui.core.languages import DEFAULT, Language, get_language, language_of_file
 from trialtui.core.model import NEEDS_RUNNER, Finding, Severity
@@ -22,7 +23,7 @@ from trialtui.core.problem_dir import load_problem
 from trialtui.core.static_checks import check_source
 from trialtui.engine.jobs import ChildHandle, WarmChildren, run_child
 
-COMPILE_JOB = "trialtui.runner.compile_job"
+COMPILE_JOB = job_kinds.TRITON_COMPILE.module
 ERROR, WARNING = Severity.ERROR.value, Severity.WARNING.value
 ARCH = re.compile(r"^sm_(\d+)a?$")
 # The architectures the ptxas bundled with Triton accepts (`ptxas --help`, --gpu-name).

@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from trialtui.core import plugins
+from trialtui.core import job_kinds, plugins
 from trialtui.core.check_ast import dotted_name
 from trialtui.core.languages.base import GROUP, Language
 from trialtui.core.model import Finding, Severity
@@ -163,9 +163,9 @@ class Cuda(Language):
     name = "cuda"
     label = "CUDA C++"
     priority = 10  # a CUDA candidate may import triton too; its load_inline call decides
-    compile_job = "trialtui.runner.cuda_compile_job"
+    compile_job = job_kinds.CUDA_COMPILE.module
     runs_on_cpu = False
-    launch_counter = "trialtui.runner.cuda_launches:install"  # a call into the built extension is a launch
+    launch_counter = job_kinds.CUDA_LAUNCH_COUNTER  # a call into the built extension is a launch
     compile_hints = (
         ("uses too much shared data", "static __shared__ arrays over 48 KB need dynamic shared memory and "
                                       "cudaFuncSetAttribute(..., cudaFuncAttributeMaxDynamicSharedMemorySize, ...)"),

@@ -11,7 +11,7 @@ import ast
 
 from pathlib import Path
 
-from trialtui.core import plugins
+from trialtui.core import job_kinds, plugins
 from trialtui.core.check_ast import dotted_name
 from trialtui.core.languages.base import GROUP, Language
 from trialtui.core.languages.triton_checks import KERNEL_DECORATORS
@@ -52,7 +52,7 @@ class Triton(Language):
     name = "triton"
     label = "Triton"
     priority = 0  # the default: any candidate no other language claims
-    compile_job = "trialtui.runner.compile_job"
+    compile_job = job_kinds.TRITON_COMPILE.module
     compile_env = {"TRITON_INTERPRET": "0"}  # the compile side builds for real; the trace sets its own
     runs_on_cpu = True  # Triton's interpreter runs kernels on CPU tensors
     no_launch = ("{entry} ran once at the first test case without launching a Triton kernel",

@@ -14,7 +14,7 @@ import statistics
 from dataclasses import replace
 from typing import Any
 
-from trialtui.core import plugins
+from trialtui.core import job_kinds, plugins
 from trialtui.core.model import Severity, Verdict
 from trialtui.core.verdict_registry import VerdictId as V
 from trialtui.core.verdict_registry import threshold
@@ -113,7 +113,7 @@ class ActivityProfiler:
     name = "activity"
     label = "CUPTI kernel records (torch.profiler, no hardware counters)"
     rank = 20
-    job = "trialtui.runner.activity_job"
+    job = job_kinds.CUPTI_PROFILE.module
     timeout_s = 240.0
 
     def unavailable(self, device: str) -> str | None:

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from trialtui.core import ncu, plugins
+from trialtui.core import job_kinds, ncu, plugins
 from trialtui.core.model import Severity, Verdict
 from trialtui.core.verdict_registry import VerdictId as V
 from trialtui.core.verdict_registry import kind, threshold
@@ -421,7 +421,7 @@ class NcuProfiler:
     name = "ncu"
     label = "Nsight Compute counters"
     rank = 30
-    job = "trialtui.runner.profile_job"
+    job = job_kinds.NCU_PROFILE.module
     timeout_s = NCU_TIMEOUT_S + 150
 
     def unavailable(self, device: str) -> str | None:

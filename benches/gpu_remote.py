@@ -141,6 +141,13 @@ def child_environ() -> dict[str, str]:
     return env
 
 
+
+def same_baselines(src: Path, dst: Path) -> None:
+    """The local run's cached baselines in another copy, so both speedups use the same ones (as the CLI runs did)."""
+    if (src / ".trialtui" / "baselines.json").is_file():
+        (dst / ".trialtui").mkdir(exist_ok=True)
+        shutil.copy(src / ".trialtui" / "baselines.json", dst / ".trialtui" / "baselines.json")
+
 def prepare(dest: Path, args: argparse.Namespace, *, executor: dict[str, str] | None = None,
             candidate: bytes | None = None, config: dict[str, str] | None = None) -> Path:
     """A copy of the sample (reference, trialtui.toml), its candidate `kernel.py` = demo/v7.py."""
@@ -460,10 +467,7 @@ def main(argv: list[str] | None = None) -> int:
             ex.open()
             try:
                 oroot = prepare(work / "openssh-prob", args)
-                # the local run's baselines, so both speedups use the same ones (as the CLI runs did)
-                if (root / ".trialtui" / "baselines.json").is_file():
-                    (oroot / ".trialtui").mkdir(exist_ok=True)
-                    shutil.copy(root / ".trialtui" / "baselines.json", oroot / ".trialtui" / "baselines.json")
+                same_baselines(root, oroot)
                 there = essentials(ex.bench(load_problem(oroot), oroot / "kernel.py", device=device))
             finally:
                 ex.close()
@@ -483,9 +487,7 @@ def main(argv: list[str] | None = None) -> int:
         ex.open()
         try:
             rroot = prepare(work / "ray-prob", args)
-            if (root / ".trialtui" / "baselines.json").is_file():
-                (rroot / ".trialtui").mkdir(exist_ok=True)
-                shutil.copy(root / ".trialtui" / "baselines.json", rroot / ".trialtui" / "baselines.json")
+            same_baselines(root, rroot)
             there = essentials(ex.bench(load_problem(rroot), rroot / "kernel.py", device=device))
         finally:
             ex.close()

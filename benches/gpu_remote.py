@@ -141,12 +141,12 @@ def child_environ() -> dict[str, str]:
     return env
 
 
-
 def same_baselines(src: Path, dst: Path) -> None:
     """The local run's cached baselines in another copy, so both speedups use the same ones (as the CLI runs did)."""
     if (src / ".trialtui" / "baselines.json").is_file():
         (dst / ".trialtui").mkdir(exist_ok=True)
         shutil.copy(src / ".trialtui" / "baselines.json", dst / ".trialtui" / "baselines.json")
+
 
 def prepare(dest: Path, args: argparse.Namespace, *, executor: dict[str, str] | None = None,
             candidate: bytes | None = None, config: dict[str, str] | None = None) -> Path:

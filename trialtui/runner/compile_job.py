@@ -74,12 +74,21 @@ def resource_usage(cubin: bytes, tool: str | None) -> dict[str, dict[str, int]]:
     }
 
 
-def sass_facts(cubin: bytes, tool: str | None) -> dict[str, Any]:
-    """What the SASS says of a GEMM (core.languages.cuda_text.sass_mma_facts); nothing without cuobjdump."""
+NO_MMA_SASS = {"sass_hgmma": 0, "sass_hmma": 0, "wgmma_shape": None, "sass_tma": False}
+
+
+def sass_facts(cubin: bytes, tool: str | None, ptx: str | None = None) -> dict[str, Any]:
+    """What the SASS says of a GEMM (core.languages.cuda_text.sass_mma_facts); nothing without cuobjdump.
+
+    With the kernel's PTX: a kernel whose PTX has no mma instruction of any kind and no bulk tensor copy
+    has no HMMA, HGMMA or UTMALDG in its SASS either (ptxas makes none on its own), so the listing is
+    not made: `cuobjdump --dump-sass` runs nvdisasm, about 0.7 s of CPU per kernel, on every save."""
     from trialtui.core.languages.cuda_text import sass_mma_facts
 
     if tool is None:
         return {}
+    if ptx is not None and "mma" not in ptx and "cp.async.bulk.tensor" not in ptx:
+        return dict(NO_MMA_SASS)
     with tempfile.NamedTemporaryFile(suffix=".cubin") as fh:
         fh.write(cubin)
         fh.flush()
@@ -225,7 +234,7 @@ def compile_launch(module, launch: dict[str, Any], arch: str, tool: str | None) 
         # Triton's shared memory is dynamic (metadata); cuobjdump sees only static shared
         "shared_bytes": max(kernel.metadata.shared, usage.get("shared", 0)),
         **ptx_facts(kernel.asm["ptx"]),
-        **sass_facts(cubin, tool),
+        **sass_facts(cubin, tool, kernel.asm["ptx"]),
         "num_warps": kernel.metadata.num_warps,
         "num_stages": kernel.metadata.num_stages,
         "constexprs": launch["constexprs"],

@@ -20,6 +20,7 @@ from typing import Any, Callable
 import torch
 
 from trialtui.runner.loader import map_tensors, tensors_of
+from trialtui.runner.timing import SPIN_CYCLES
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
 LARGE_BATCH = 40
@@ -126,7 +127,7 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
     for i in range(n):
         which = (start + i) % m
         if on_gpu:
-            torch.cuda._sleep(COVER_CYCLES)  # the GPU waits here, not for the host (see above)
+            torch.cuda._sleep(SPIN_CYCLES)  # the GPU waits here, not for the host (see above)
         refresher.before(seed, i, which)
         out: list = []
         pending.append(bencher.time_round([calls[which]], out))
@@ -139,5 +140,3 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
         torch.cuda.synchronize()
     return pending, mismatch
 
-
-COVER_CYCLES = 2_000_000  # about 1 ms at 2 GHz: longer than the host takes to queue a call and its set-up

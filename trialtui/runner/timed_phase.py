@@ -76,6 +76,7 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
             if use_graph:
                 fns = {name: [timing.cuda_graph_call(c) for c in calls] for name, calls in fns.items()}
             flush_us = bencher.flush_cost_us()
+            empty_us = bencher.empty_pair_us()
 
             splits.mark("timing.baselines_warm_up")
             overhead_us = timed.overhead_us(bencher, batches)
@@ -86,7 +87,7 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
                 return batch.samples, batch.wall_us
 
             def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
-                progress(**timing.preliminary(so_far))
+                progress(**timing.preliminary({name: timing.less_empty_pair(s, empty_us) for name, s in so_far.items()}))
 
             splits.mark("timing.prepare")
             samples, walls = timing.time_alternating(
@@ -94,7 +95,7 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
                 time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S), on_preliminary=first_number, batches=batches,
             )
             splits.mark("timing.loop")
-            stats = {name: timing.summarize(s) for name, s in samples.items()}
+            stats = {name: timing.summarize(timing.less_empty_pair(s, empty_us)) for name, s in samples.items()}
             progress(phase="kernel_time")
             reply, _ = link.request("kernel_time", timeout_s=deadline.left(), into="cuda")
             facts.see(reply)
@@ -103,7 +104,8 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
     cand["kernel_us"] = number(reply.get("kernel_us"))
     cand["host_wall_us"] = number(reply.get("host_wall_us"))
     cand["cuda_graph"] = use_graph
-    cand["label"] = ("GPU, CUDA events, L2 flushed, median" if cand["confirmed"] else
+    cand["empty_pair_us"] = empty_us  # taken off every event sample, the baselines' too
+    cand["label"] = (f"GPU, CUDA events less their empty pair ({empty_us:.1f} µs), L2 flushed, median" if cand["confirmed"] else
                      "GPU, the checker's clock per call, L2 flushed, median (the candidate's own events were not confirmed)")
     cand["peak_mem_bytes"] = number(reply.get("peak_mem_bytes"))
     split = _kernel_split(reply.get("kernels"))

@@ -29,6 +29,9 @@ CALL_RANGE = "trialtui_call"
 # Slack: the gaps between calls the harness itself adds (two event records and a flush launch per call);
 # 19 µs on the H200 for a 133 µs softmax, 2026-12-01.
 CONFIRM_TOL = 0.05
+EMPTY_PAIR_RUNS = 21
+EMPTY_PAIR_CAP_US = 3.0  # an event pair around nothing reads about X µs on the H200 (benches/gpu_timing_methods.py)
+SPIN_CYCLES = 2_000_000  # about 1 ms at 2 GHz: the GPU busy while the host queues what follows (runner/timed_batch.py)
 CONFIRM_SLACK_US = 25.0
 
 
@@ -56,6 +59,20 @@ class Bencher:
         end.synchronize()
         return start.elapsed_time(end) * 1000.0 / runs
 
+    def empty_pair_us(self, runs: int = EMPTY_PAIR_RUNS) -> float:
+        """What an event pair adds to every sample: the pair around nothing, in the timed loop's order (the
+        GPU spinning ahead of the host, L2 flushed, start, end). Taken off every sample, the candidate's
+        and the baselines' alike, so a 2 µs kernel reads as its kernel time (Nsight Compute's
+        gpu__time_duration), not as the events' own cost. The low quantile, at most EMPTY_PAIR_CAP_US:
+        another program's work on the GPU can only lengthen it, never shorten it."""
+        pairs = []
+        for _ in range(runs):
+            torch.cuda._sleep(SPIN_CYCLES)
+            pairs.extend(self.time_round([_nothing]))
+        torch.cuda.synchronize()
+        seen = sorted(start.elapsed_time(end) * 1000.0 for start, end in pairs)
+        return min(EMPTY_PAIR_CAP_US, seen[len(seen) // 5])
+
     def time_round(self, calls: list[Callable[[], Any]], outputs: list | None = None) -> list[tuple[Any, Any]]:
         """Enqueue one cold-L2, event-bracketed call of each function; read the events after a sync.
 
@@ -75,6 +92,15 @@ class Bencher:
                 outputs.append(out)
             pairs.append((start, end))
         return pairs
+
+
+def _nothing() -> None:
+    return None
+
+
+def less_empty_pair(samples: list[float], empty_us: float) -> list[float]:
+    """Event samples less the empty pair's time (never below a nanosecond: a median stays a divisor)."""
+    return [max(1e-3, s - empty_us) for s in samples]
 
 
 def summarize(samples: list[float]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from trialtui.cli import cli
-from trialtui.cli_trials import trials
+from trialtui.cli.trials import trials
 from trialtui.core.store import Store
 
 PROBLEMS = Path(__file__).parent / "problems"
@@ -81,7 +81,7 @@ def refusals(tmp_path: Path) -> list[tuple[list[str], int, str]]:
 
 
 def test_every_json_command_prints_one_json_object_when_it_refuses(kb, tmp_path):
-    from trialtui.cli_demo import demo
+    from trialtui.cli.demo import demo
 
     cli.add_command(trials)
     cli.add_command(demo)
@@ -96,7 +96,7 @@ def test_every_json_command_prints_one_json_object_when_it_refuses(kb, tmp_path)
 
 
 def test_calibrate_refuses_without_a_gpu_as_one_json_object(monkeypatch):
-    monkeypatch.setattr("trialtui.cli.detect", lambda: "cpu")
+    monkeypatch.setattr("trialtui.cli.commands.detect", lambda: "cpu")
     run = CliRunner().invoke(cli, ["calibrate", "--json"])
     assert run.exit_code == 1 and "has none" in one_json(run.output)["message"]
     plain = CliRunner().invoke(cli, ["calibrate"])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from trialtui.cli_trials import trials
+from trialtui.cli.trials import trials
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.report import build_report
 from trialtui.core.result import CPU_TIMING_LABEL

@@ -11,7 +11,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from trialtui.cli_trials import trials
+from trialtui.cli.trials import trials
 from trialtui.core.store import STATE_DIR
 from trialtui.engine import control
 from trialtui.engine import events as ev

@@ -81,7 +81,7 @@ def test_missing_samples_say_where_and_what_to_do(tmp_path):
 
 
 def test_bad_problem_name_lists_the_samples():
-    result = CliRunner().invoke(__import__("trialtui.cli_demo", fromlist=["demo"]).demo,
+    result = CliRunner().invoke(__import__("trialtui.cli.demo", fromlist=["demo"]).demo,
                                 ["no_such_problem", "--headless", "--replay"])
     assert result.exit_code == 2
     for name in PROBLEMS:
@@ -117,7 +117,7 @@ def test_next_steps_name_the_played_directory():
 
 
 def test_live_without_a_gpu_is_refused(monkeypatch):
-    from trialtui.cli_demo import demo
+    from trialtui.cli.demo import demo
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     for args in (["--live"], ["--record", "x"]):
@@ -174,7 +174,7 @@ def test_editor_save_renames_and_keeps_the_mode(tmp_path):
 
 
 def test_demo_modules_import_without_textual():
-    code = ("import sys, trialtui.cli_demo, trialtui.engine.demo; "
+    code = ("import sys, trialtui.cli.demo, trialtui.engine.demo; "
             "bad = [m for m in ('textual', 'torch', 'triton') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
@@ -438,7 +438,7 @@ def test_demo_headless_plays_every_story_on_the_cpu(tmp_path, names):
     args = [*names, "--headless", "--replay", "--speed", "0", "--jobs", str(len(names)), "--recordings", str(recs),
             "--into", str(play)]
     # run the command in a fresh interpreter that then reports whether Textual was ever imported
-    code = ("import sys\nfrom trialtui.cli_demo import demo\n"
+    code = ("import sys\nfrom trialtui.cli.demo import demo\n"
             "try:\n    demo.main(sys.argv[1:], prog_name='trialtui demo')\n"
             "finally:\n    print('TEXTUAL_IMPORTED', 'textual' in sys.modules)\n")
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
@@ -539,7 +539,7 @@ def test_record_mode_writes_what_replay_reads(tmp_path, monkeypatch):
     import trialtui.engine.bench as bench_mod
     import trialtui.engine.lanes as lanes_mod
     import trialtui.engine.loop as loop_mod
-    from trialtui.cli_demo import demo
+    from trialtui.cli.demo import demo
     from trialtui.engine.validate import validate_file
 
     def static_only(problem, path, compile=True, **kw):
@@ -596,7 +596,7 @@ def test_record_mode_writes_what_replay_reads(tmp_path, monkeypatch):
 def test_a_story_mismatch_says_what_differs_the_state_the_parent_or_the_beat():
     from types import SimpleNamespace
 
-    from trialtui.cli_demo import mismatch_text
+    from trialtui.cli.demo import mismatch_text
 
     version = SimpleNamespace(expected="correct", file="v6.py")
     beat = ds.Judgement(False, "expected a plateau; decide says branch_back: 1.86× eager")

@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from trialtui.cli_trials import trials
+from trialtui.cli.trials import trials
 from trialtui.core.store import Store
 
 

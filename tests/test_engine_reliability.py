@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from trialtui import cli_trials
+from trialtui.cli import trials as cli_trials
 from trialtui.core.store import Store
 from trialtui.engine import events as ev
 from trialtui.engine.lanes import Job, Lane, Lanes

@@ -15,8 +15,7 @@ import trialtui
 FORBIDDEN = ("textual", "torch", "triton")
 PACKAGE = Path(trialtui.__file__).parent
 # Each part of trialtui and its rank: a module may import only from its own rank or below.
-LAYERS = {"__init__": 0, "core": 0, "runner": 1, "engine": 2, "tui": 3, "agent": 3,
-          "cli": 4, "cli_interrupt": 4, "cli_mcp": 4, "cli_demo": 4, "cli_refusal": 4, "cli_serve": 4, "cli_trials": 4, "render": 4, "__main__": 4}
+LAYERS = {"__init__": 0, "core": 0, "runner": 1, "engine": 2, "tui": 3, "agent": 3, "cli": 4, "render": 4, "__main__": 4}
 
 
 @pytest.mark.parametrize("package", ["trialtui.core", "trialtui.engine"])
@@ -86,12 +85,12 @@ def test_an_upward_import_is_caught(tmp_path):
     (package / "core" / "ok.py").write_text("from trialtui.core import other\n")
     (package / "core" / "bad.py").write_text("def f():\n    from trialtui.engine import loop\n")
     (package / "tui" / "bad.py").write_text("from trialtui import render\n")
-    (package / "engine" / "bad.py").write_text("import trialtui.cli_trials\n")
+    (package / "engine" / "bad.py").write_text("import trialtui.cli.trials\n")
     (package / "extras").mkdir()
     (package / "extras" / "x.py").write_text("")
     found = "\n".join(layer_violations(package))
     assert "core/bad:2: core imports trialtui.engine" in found
     assert "tui/bad:1: tui imports trialtui.render" in found
-    assert "engine/bad:1: engine imports trialtui.cli_trials" in found
+    assert "engine/bad:1: engine imports trialtui.cli.trials" in found
     assert "trialtui.extras has no layer" in found
     assert "core/ok" not in found

@@ -22,7 +22,7 @@ from conftest import play_story
 from test_demo import SAMPLES, cpu_result, fixture_recordings
 from test_tui_scenarios import FakeEngine, gpu_result
 from trialtui.agent import views
-from trialtui.cli_trials import trials
+from trialtui.cli.trials import trials
 from trialtui.core import provenance, tree
 from trialtui.core.model import Trial
 from trialtui.core.problem_dir import load_problem

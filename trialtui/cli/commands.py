@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from trialtui import __version__
-from trialtui.cli_refusal import executor_option, fail, opened_executor, problem_for
+from trialtui.cli.refusal import executor_option, fail, opened_executor, problem_for
 from trialtui.core.problem import ProblemError
 from trialtui.core.problem_dir import load_problem
 
@@ -332,11 +332,11 @@ def detect() -> str:
 
 
 def main() -> None:
-    from trialtui.cli_demo import demo
-    from trialtui.cli_interrupt import CtrlC
-    from trialtui.cli_mcp import mcp
-    from trialtui.cli_serve import serve
-    from trialtui.cli_trials import trials
+    from trialtui.cli.demo import demo
+    from trialtui.cli.interrupt import CtrlC
+    from trialtui.cli.mcp import mcp
+    from trialtui.cli.serve import serve
+    from trialtui.cli.trials import trials
 
     cli.add_command(trials)
     cli.add_command(demo)

@@ -1,6 +1,6 @@
 """`trialtui demo`: the whole loop on a sample problem, live on a GPU, honest without one.
 
-Registered in cli.py with `cli.add_command(demo)`; also runs alone: `python -m trialtui.cli_demo`.
+Registered in cli/commands.py with `cli.add_command(demo)`; also runs alone: `python -m trialtui.cli.demo`.
 `--headless` never imports Textual.
 """
 

@@ -1,6 +1,6 @@
 """`trialtui mcp [DIR]`: a Model Context Protocol server for coding agents, on the problem's one engine.
 
-Registered in cli.py. The server is trialtui/agent/; this module only parses options. Over stdio
+Registered in cli/commands.py. The server is trialtui/agent/; this module only parses options. Over stdio
 (the default) an MCP client starts it as a subprocess; `--http` listens on 127.0.0.1 only and
 requires the bearer token it prints.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from trialtui.cli_refusal import executor_option, opened_executor, problem_for
+from trialtui.cli.refusal import executor_option, opened_executor, problem_for
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,5 +1,5 @@
 """How a command that will not run says so (`Refusal`, `fail`), the problem a path names or a refusal, and
-the executor `--executor` names or a refusal: what `cli.py` and the `cli_*.py` subcommand modules share,
+the executor `--executor` names or a refusal: what the modules of `trialtui/cli/` share,
 below all of them.
 """
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from trialtui.cli_refusal import problem_for
+from trialtui.cli.refusal import problem_for
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 

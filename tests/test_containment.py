@@ -21,7 +21,7 @@ import pytest
 
 from trialtui.core.config import ConfigError, Limits, parse_config
 from trialtui.engine.jobs import ChildHandle, run_child
-from trialtui.runner.supervisor import LOG_KEEP
+from trialtui.runner.job_log import LOG_KEEP
 
 HERE = Path(__file__).resolve().parent
 JOB = "containment_job"

@@ -19,10 +19,8 @@ numbers are inside the spec: no path in argv, env or the working directory leads
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import resource
 import selectors
 import shutil
 import signal
@@ -30,187 +28,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from trialtui.core.prctl import seal, start_ticks
+from trialtui.runner.job_log import Log
+from trialtui.runner.job_start import (PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl,
+                                       sandbox_command, stub)
+from trialtui.runner.process_tree import apply_limits, descendants, sweep
 
-PR_SET_PDEATHSIG = 1
-PR_SET_DUMPABLE = 4
-PR_SET_CHILD_SUBREAPER = 36
-LOG_KEEP = 1_000_000  # bytes kept at each end of a log: no log is over 2 MB
 PIDS_EVERY_S = 0.25
 WARM_FLAG = "--warm"
 TOKEN = ""  # the engine's secret for this supervisor, echoed in every event so a forged line is ignored
 FORKED_MODULE: str | None = None  # set in a fork of trialtui.runner.forkserver: its jobs are forks too
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def prctl(option: int, value: int) -> None:
-    if _libc.prctl(option, value, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
-
-
-def descendants(root: int) -> list[int]:
-    """Every live process below `root`, from one pass over /proc."""
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_bytes()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-        parents.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def reap() -> None:
-    """Collect exited children: the job's orphans are ours (we are their subreaper)."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-def sweep() -> int:
-    """SIGKILL every descendant until none is left (a fork loop races the first passes); returns how many."""
-    killed: set[int] = set()
-    for _ in range(200):
-        reap()
-        alive = descendants(os.getpid())
-        if not alive:
-            break
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.005)
-    reap()
-    return len(killed)
-
-
-def uid_tasks() -> int:
-    """Tasks (processes and threads) of this user: RLIMIT_NPROC counts them all, so the limit is on top."""
-    uid, total = os.getuid(), 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            status = Path(f"/proc/{entry}/status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if int(fields.get("Uid", "-1").split()[0]) == uid:
-            total += int(fields.get("Threads", "1"))
-    return total
-
-
-def apply_limits(pid: int, limits: dict[str, Any]) -> None:
-    """Set the job's limits on a running process: a warm one waited without them, its imports done."""
-    for which, value in rlimits(limits):
-        if which == resource.RLIMIT_CPU:
-            value += cpu_seconds(pid)  # the imports a warm process did are not the job's
-        try:
-            hard = resource.prlimit(pid, which)[1]
-            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-            resource.prlimit(pid, which, (value, value))
-        except (ProcessLookupError, PermissionError):
-            return  # gone already: its exit is reported as such
-
-
-def cpu_seconds(pid: int) -> int:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return 0
-    fields = stat[stat.rindex(b")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) // os.sysconf("SC_CLK_TCK") + 1
-
-
-def rlimits(limits: dict[str, Any]) -> list[tuple[int, int]]:
-    """(resource, value) pairs from the engine's limits; None leaves a limit as inherited."""
-    mb = 1 << 20
-    pairs = []
-    if limits.get("cpu_s"):
-        pairs.append((resource.RLIMIT_CPU, int(limits["cpu_s"])))
-    if limits.get("address_space_mb"):
-        pairs.append((resource.RLIMIT_AS, int(limits["address_space_mb"]) * mb))
-    if limits.get("file_size_mb"):
-        pairs.append((resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) * mb))
-    if limits.get("open_files"):
-        pairs.append((resource.RLIMIT_NOFILE, int(limits["open_files"])))
-    if limits.get("processes"):
-        pairs.append((resource.RLIMIT_NPROC, uid_tasks() + int(limits["processes"])))
-    return pairs
-
-
-def sandbox_command(command: list[str], scratch: str, binds: list[str]) -> list[str]:
-    """bubblewrap: the file system read-only but for the scratch directory, no network, own pid space."""
-    cmd = ["bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc",
-           "--bind", scratch, scratch, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent",
-           "--chdir", scratch]
-    for path in binds:
-        cmd += ["--bind", path, path]
-    return [*cmd, "--", *command]
-
-
-class Log:
-    """The job's output, capped: the first and last LOG_KEEP bytes are kept, and the cut is marked."""
-
-    def __init__(self) -> None:
-        self.fh = None
-        self.pending = bytearray()  # output before the job (a warm process importing), or its tail
-        self.head = 0
-        self.dropped = 0
-
-    def open(self, path: str) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.fh = open(path, "wb")
-        early, self.pending = bytes(self.pending), bytearray()
-        self.write(early)
-
-    def write(self, data: bytes) -> None:
-        if self.fh is None:
-            self.pending += data
-            del self.pending[:-LOG_KEEP]
-            return
-        room = LOG_KEEP - self.head
-        if room > 0:
-            self.fh.write(data[:room])
-            self.fh.flush()
-            self.head += min(room, len(data))
-            data = data[room:]
-        if data:
-            self.pending += data
-            if len(self.pending) > 2 * LOG_KEEP:
-                self.dropped += len(self.pending) - LOG_KEEP
-                del self.pending[:-LOG_KEEP]
-
-    def close(self) -> int:
-        """Write the kept tail after a line saying how much was cut; returns the bytes cut."""
-        if self.fh is None:
-            return 0
-        if len(self.pending) > LOG_KEEP:
-            self.dropped += len(self.pending) - LOG_KEEP
-            del self.pending[:-LOG_KEEP]
-        if self.dropped:
-            self.fh.write(f"\n[trialtui: {self.dropped} bytes of output cut here; the first and last "
-                          f"{LOG_KEEP} bytes are kept]\n".encode())
-        self.fh.write(self.pending)
-        self.fh.close()
-        return self.dropped
 
 
 class Supervisor:
@@ -412,94 +241,6 @@ class Supervisor:
                 else:
                     self.progress += data
         self._forward_progress()
-
-
-def stub(command: list[str], env: dict[str, str], cwd: str, in_child, fds: tuple[int, int, int],
-         pass_fds: tuple[int, int], forked: tuple[str, list[str]] | None = None) -> None:
-    """The job's parent, a fork of the supervisor: a candidate that kills its parent kills only this.
-
-    It dies with the supervisor, starts the job (which dies with it), and writes the job's return code
-    to the status pipe; a status pipe left empty means the stub itself was killed. In a fork server's
-    child (`forked`: the module it imported, and the job's arguments) the job is a fork, not an exec.
-    """
-    spec_r, out_w, status_w = fds
-    try:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        keep = {spec_r, out_w, status_w, *pass_fds}
-        for fd in [int(name) for name in os.listdir("/proc/self/fd")]:
-            if fd > 2 and fd not in keep:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass  # the descriptor listdir itself used
-        devnull = os.open(os.devnull, os.O_RDWR)
-        os.dup2(devnull, 0)
-        os.dup2(devnull, 1)  # the engine's pipes stay with the supervisor
-        if forked:
-            pid = fork_job(*forked, env, cwd, in_child, (spec_r, out_w), pass_fds)
-        else:
-            job = subprocess.Popen(command, stdin=spec_r, stdout=out_w, stderr=out_w, pass_fds=pass_fds, cwd=cwd,
-                                   env=env, start_new_session=True, preexec_fn=in_child)
-            pid = job.pid
-        for fd in (spec_r, *pass_fds):
-            os.close(fd)
-        os.write(status_w, f"pid {pid}\n".encode())
-        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) if forked else job.wait()
-        os.write(status_w, f"exit {code}\n".encode())
-    except BaseException as exc:  # noqa: BLE001 - a stub must never return into the supervisor's code
-        try:
-            os.write(out_w, f"trialtui: could not start the job: {exc}\n".encode())
-            os.write(status_w, b"exit 127\n")
-        except OSError:
-            pass
-    os._exit(0)
-
-
-def fork_job(module: str, args: list[str], env: dict[str, str], cwd: str, in_child, io: tuple[int, int],
-             pass_fds: tuple[int, int]) -> int:
-    """What `subprocess.Popen([python, -P, -m, module, *args], ...)` would start, as a fork: the imports are done."""
-    import runpy
-
-    spec_r, out_w = io
-    pid = os.fork()
-    if pid:
-        return pid
-    code = 1
-    try:
-        os.setsid()
-        os.dup2(spec_r, 0)
-        os.dup2(out_w, 1)
-        os.dup2(out_w, 2)
-        keep = {0, 1, 2, *pass_fds}
-        for fd in [int(name) for name in os.listdir("/proc/self/fd")]:
-            if fd not in keep:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass  # the descriptor listdir itself used
-        os.chdir(cwd)
-        os.environ.clear()
-        os.environ.update(env)
-        in_child()
-        sys.argv = ["-m", *args]
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
-        code = 0
-    except SystemExit as exc:  # as the interpreter would exit
-        if exc.code is None or isinstance(exc.code, int):
-            code = exc.code or 0
-        else:
-            print(exc.code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001 - a forked job must never return into the supervisor's code
-        import traceback
-
-        traceback.print_exc()
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
-    return 0
 
 
 def _read_ready(fd: int) -> bytes:

@@ -99,12 +99,14 @@ def test_a_cancelled_job_is_swept_on_the_host(tmp_path, executor):
     host = executor.hello["pid"]
 
     def jobs() -> set[int]:
-        """The host's job processes, not the fork servers they came from (those stay for the next job);
-        none while a process it started has not exec'd yet (its command line still the host's)."""
+        """The host's job processes, not the fork servers they came from (those stay for the next job:
+        a base, the host's child, and the modules' servers it forked); none while a process it started
+        has not exec'd yet (its command line still the host's)."""
         below = descendants(host)
         if any(cmdline(pid) == cmdline(host) for pid in below):
             return set()
-        return set(below) - {pid for pid in children(host) if "trialtui.runner.forkserver" in cmdline(pid)}
+        bases = {pid for pid in children(host) if "trialtui.runner.forkserver" in cmdline(pid)}
+        return set(below) - bases - {pid for base in bases for pid in children(base)}
 
     ready = wait_for(jobs, "the host's warm job processes")  # what the job will take
     handle = ChildHandle()

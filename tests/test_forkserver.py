@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from procs import wait_for
+from procs import children, cmdline, wait_for
 from trialtui.core.config import Limits
+from trialtui.engine import forkservers
 from trialtui.engine.jobs import WarmChildren, run_child
 
 pytestmark = pytest.mark.slow
@@ -43,9 +44,9 @@ out["token"] = getattr(sys.modules.get("trialtui.runner.supervisor"), "TOKEN", "
 """
 
 
-def facts(tmp_path: Path, warm: WarmChildren | None) -> dict:
+def facts(tmp_path: Path, warm: WarmChildren | None, env: dict[str, str] = ENV) -> dict:
     result = run_child(JOB, {"code": textwrap.dedent(FACTS)}, timeout_s=60, log_path=tmp_path / "job.log",
-                       env=ENV, limits=Limits(), warm=warm)
+                       env=env, limits=Limits(), warm=warm)
     assert result.get("state") == "ok", result
     return result
 
@@ -67,18 +68,46 @@ def test_a_forked_warm_job_holds_what_an_exec_one_does_and_nothing_of_its_server
     assert forked["env"] == cold["env"]  # the job's environment exactly, not the server's with additions
 
 
-def test_warm_jobs_go_on_in_new_interpreters_when_the_fork_server_is_gone(tmp_path):
+def test_warm_jobs_go_on_when_their_fork_server_and_its_base_are_gone(tmp_path):
     warm = WarmChildren()
     try:
         warm.prime(JOB, ENV)
-        (server,) = warm._servers.values()
-        os.kill(server.process.pid, signal.SIGKILL)
-        wait_for(lambda: not server.alive(), "the fork server to die")
+        server = forkservers.server(JOB, ENV)  # the process's server that prime forked from
+        base = server.process._server  # the base it was forked from
+        for each in (server, base):
+            os.kill(each.process.pid, signal.SIGKILL)
+            wait_for(lambda: not each.alive(), "the fork server to die")
         first = facts(tmp_path, warm)  # the one primed before the kill was never forked, or forked and fine
         second = facts(tmp_path, warm)  # primed after the kill: from a new server
         assert first["state"] == second["state"] == "ok"
         assert second["forked"]
-        (new,) = warm._servers.values()
+        new = forkservers.server(JOB, ENV)
         assert new is not server and new.alive()
     finally:
         warm.close()
+
+
+def test_engines_of_one_process_share_one_base_and_its_servers_of_each_environment(tmp_path):
+    """One torch import serves every module and interpreter flag (the compile stage's server and the
+    checker's); a second engine in the process forks from the same servers; each job sees its own flag."""
+    interpreted, compiled = {**ENV, "TRITON_INTERPRET": "1"}, {**ENV, "TRITON_INTERPRET": "0"}
+    first, second = WarmChildren(), WarmChildren()
+    try:
+        first.prime(JOB, interpreted)
+        first.prime(JOB, compiled)
+        assert facts(tmp_path, first, interpreted)["env"]["TRITON_INTERPRET"] == "1"
+        assert facts(tmp_path, first, compiled)["env"]["TRITON_INTERPRET"] == "0"
+        servers = {forkservers.server(JOB, env).process.pid for env in (interpreted, compiled)}
+        first.close()
+        second.prime(JOB, interpreted)
+        ((waiting,),) = second._ready.values()
+        parent = int(Path(f"/proc/{waiting.process.pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        assert parent in servers  # forked by the first engine's server, not a new one
+        assert facts(tmp_path, second, interpreted)["forked"]
+        assert {forkservers.server(JOB, env).process.pid for env in (interpreted, compiled)} == servers
+        bases = [pid for pid in children(os.getpid()) if "trialtui.runner.forkserver" in cmdline(pid)
+                 and any(child in servers for child in children(pid))]
+        assert len(servers) == 2 and len(bases) == 1
+    finally:
+        first.close()
+        second.close()

@@ -175,17 +175,11 @@ def test_a_gpu_lane_keeps_two_checkers_waiting_and_takes_the_longest_waiting_fir
             pass
 
     class Server:
-        def __init__(self, module, env):
-            pass
-
-        def alive(self):
-            return True
-
         def spawn(self):
             return None
 
     monkeypatch.setattr(jobs, "Supervised", Fake)
-    monkeypatch.setattr(jobs, "ForkServer", Server)
+    monkeypatch.setattr(jobs.forkservers, "server", lambda module, env: Server())
     monkeypatch.setattr(jobs, "missing_runner", lambda: None)
     warm = WarmChildren()
     env = {"CUDA_VISIBLE_DEVICES": "0"}

@@ -30,7 +30,8 @@ from trialtui.core.prctl import seal, start_ticks
 from trialtui.core.config import ConfigError, Limits, load_config
 from trialtui.core.result import RESULT_VERSION, ResultError, check_result
 from trialtui.engine import gpu_lock, guard
-from trialtui.engine.forkservers import Forked, ForkServer
+from trialtui.engine import forkservers
+from trialtui.engine.forkservers import Forked
 from trialtui.engine.runner_deps import missing_runner
 
 LOG_TAIL_BYTES = 4000
@@ -232,9 +233,9 @@ def launch_message(module: str, env: dict[str, str], *, warm: bool, sandbox: boo
 class WarmChildren:
     """Supervised jobs started ahead: torch and triton imported, CUDA untouched, waiting for a spec.
 
-    Each job still runs in a fresh process (a crashed CUDA context dies with it), forked from a fork
-    server per module and environment that imported torch once (engine/forkservers.py), so a warm job
-    costs milliseconds, not an interpreter's imports. Per module and environment (a lane's
+    Each job still runs in a fresh process (a crashed CUDA context dies with it), forked from the
+    process's fork server for its module and environment, which imported torch once (engine/forkservers.py),
+    so a warm job costs milliseconds, not an interpreter's imports. Per module and environment (a lane's
     CUDA_VISIBLE_DEVICES, the interpreter flag) `depth` of them wait: one, or two for a GPU lane's
     checker, whose candidate process is still a new interpreter (CUDA is not fork-safe) that imports
     torch while it waits.
@@ -243,18 +244,15 @@ class WarmChildren:
     def __init__(self) -> None:
         self._ready: dict[tuple, list[Supervised]] = {}
         self._depth: dict[tuple, int] = {}
-        self._servers: dict[tuple, ForkServer] = {}
         self._lock = threading.Lock()
 
-    def _started(self, key: tuple, module: str, env: dict[str, str]) -> Supervised:
-        """A warm supervisor from the key's fork server (started on first use), or a new interpreter if it
-        died or TRIALTUI_NO_FORKSERVER=1 (benches/fork_server.py compares the two)."""
+    @staticmethod
+    def started(module: str, env: dict[str, str]) -> Supervised:
+        """A warm supervisor from the process's fork server for the module and environment (started on
+        first use), or a new interpreter if TRIALTUI_NO_FORKSERVER=1 (benches/fork_server.py compares the two)."""
         if os.environ.get(NO_FORKSERVER_ENV) == "1":
             return Supervised(launch_message(module, env, warm=True))
-        server = self._servers.get(key)
-        if server is None or not server.alive():
-            server = self._servers[key] = ForkServer(module, env)
-        return Supervised(launch_message(module, env, warm=True), server.spawn())
+        return Supervised(launch_message(module, env, warm=True), forkservers.server(module, env).spawn())
 
     @staticmethod
     def _key(module: str, env: dict[str, str]) -> tuple:
@@ -269,7 +267,7 @@ class WarmChildren:
                 self._depth[key] = depth
             waiting = self._ready[key] = [s for s in self._ready.get(key, []) if s.alive()]
             while len(waiting) < self._depth.get(key, 1):
-                waiting.append(self._started(key, module, env))
+                waiting.append(self.started(module, env))
 
     def prepare(self, module: str, env: dict[str, str], problem: dict[str, Any], timeout_s: float,
                 give_up: Callable[[], bool] | None = None) -> dict[str, Any] | None:
@@ -311,13 +309,11 @@ class WarmChildren:
         return supervised
 
     def close(self) -> None:
+        """The waiting jobs end; the fork servers stay for the process's next engine (engine/forkservers.py)."""
         with self._lock:
             ready, self._ready = [s for waiting in self._ready.values() for s in waiting], {}
-            servers, self._servers = list(self._servers.values()), {}
         for supervised in ready:
             supervised.close()
-        for server in servers:
-            server.close()
 
 
 def job_limits(spec: dict[str, Any]) -> Limits:
@@ -398,6 +394,8 @@ def _run_held(
     spec = guard.with_reference_source(spec, snapshot)
     started = time.monotonic()
     supervised = warm.take(module, env) if warm is not None and not sandbox else None
+    if supervised is None and warm is not None and not sandbox:
+        supervised = warm.started(module, env)  # none was waiting (two saves at once): a fork, not a torch import
     if supervised is None:
         binds = [str(Path(spec["report"]).parent)] if sandbox and spec.get("report") else []
         supervised = Supervised(launch_message(module, env, warm=False, sandbox=sandbox, binds=binds))

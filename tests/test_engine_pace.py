@@ -11,7 +11,8 @@ from trialtui.core.problem_dir import load_problem
 from trialtui.engine import events as ev
 from trialtui.engine.gpu_lock import GpuLock
 from trialtui.engine.lanes import Lane, Lanes
-from trialtui.engine.loop import Engine, Shared
+from trialtui.engine.loop import Engine
+from trialtui.engine.shared import Shared
 
 from conftest import KB_GOOD, write_problem
 from test_engine import FakeBench, collect, ok_validate, run_for, until, write_atomic

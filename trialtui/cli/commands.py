@@ -196,7 +196,8 @@ def watch(directory, headless, as_json, once, device, gpus, progress, sandbox, e
     from trialtui.core.store import StoreError
     from trialtui.engine.headless import HeadlessPrinter
     from trialtui.engine.lanes import Lanes
-    from trialtui.engine.loop import Engine, Shared
+    from trialtui.engine.loop import Engine
+    from trialtui.engine.shared import Shared
 
     root = (directory or Path.cwd()).resolve()
     problems = problems_under(root)

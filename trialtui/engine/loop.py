@@ -9,13 +9,10 @@ Blocking work (child processes) runs in threads; the loop itself stays responsiv
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
-import threading
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,43 +23,24 @@ from trialtui.core.languages import DEFAULT, get_language
 from trialtui.core.model import REFERENCE_FAILED, Decision, Trial, TrialState
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError
 from trialtui.core.problem_dir import load_problem
-from trialtui.core.store import Store, StoreError, UnknownTrial, sha256_of
+from trialtui.core.store import Store
 from trialtui.engine import control
 from trialtui.engine import events as ev
-from trialtui.engine.finalize import FinalizeError
-from trialtui.engine.finalize import finalize as finalize_trial
+from trialtui.engine.background import in_background
 from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env
+from trialtui.engine.control_ops import answer, finalize_running
 from trialtui.engine.executors.local import LocalExecutor
 from trialtui.engine.gpu_lock import GpuLock
+from trialtui.engine.interrupted import newest_first, sort_out
 from trialtui.engine.jobs import ChildHandle, WarmChildren
 from trialtui.engine.lanes import Job, Lane, Lanes
+from trialtui.engine.scan import WATCH_START_S, changed_since, reference_sha, scan
+from trialtui.engine.shared import Shared
 from trialtui.engine.trial_jobs import TrialJobs
 from trialtui.engine.validate import compile_env, finding_message
 from trialtui.engine.watcher import saves
 
 Subscriber = Callable[[ev.Event], None]
-WATCH_START_S = 1.0  # after which the watcher watches: the catch-up scan looks then
-
-
-def _digest(path: Path) -> str | None:
-    try:
-        return sha256_of(path.read_bytes())
-    except OSError:
-        return None
-
-
-@dataclass
-class Shared:
-    """What the engines of one multi-problem watch share: their lanes are one queue, so one set of warm
-    job processes and one compile pool, not one per problem (eleven problems started 22 warm processes
-    and 22 compiles at once: the H200's first job waited 27 s)."""
-
-    warm: WarmChildren = field(default_factory=WarmChildren)
-    pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=2, thread_name_prefix="validate"))
-
-    def close(self) -> None:
-        self.warm.close()
-        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 class Engine(TrialJobs):
@@ -115,7 +93,7 @@ class Engine(TrialJobs):
         self._retried: set[str] = set()  # trials a lost connection interrupted, tried once more
         self._loop: asyncio.AbstractEventLoop | None = None
         self._control: control.Server | None = None
-        self._reference_sha = self._reference_hash()
+        self._reference_sha = reference_sha(self.problem)
         self._watching = False  # saves are expected: idle lanes make the next job ready (warm checkers)
         self.host = "trialtui"  # the front end that runs this engine, as attached viewers are told
 
@@ -165,7 +143,7 @@ class Engine(TrialJobs):
                 self.rerun_many(only)
                 await self.drain()
                 return
-            scanned = {path: _digest(path) for path in self.problem.candidates()}
+            scanned = scan(self.problem)
             for path in scanned:
                 await self.on_save(path)
             self._track(self._recover_interrupted())
@@ -207,6 +185,11 @@ class Engine(TrialJobs):
             if not self._pending and not self.lanes.busy_for(self):
                 return
 
+    @property
+    def idle(self) -> bool:
+        """No lane has a job, and nothing of this engine's is validating or starting."""
+        return self.lanes.idle and not self._pending
+
     def stop(self) -> None:
         self._stop.set()
 
@@ -224,9 +207,8 @@ class Engine(TrialJobs):
         poll): one more look once it runs, at files whose bytes differ from what the scan read. A window
         that takes over from an engine that went away lost a save this way."""
         await asyncio.sleep(WATCH_START_S)
-        for path in self.problem.candidates():
-            if _digest(path) != scanned.get(path):
-                await self.on_save(path)
+        for path in changed_since(self.problem, scanned):
+            await self.on_save(path)
 
     async def _watch(self) -> None:
         root = self.problem.root
@@ -345,31 +327,7 @@ class Engine(TrialJobs):
         self.lanes.submit(Job(trial.id, trial.file, self._job, lane, owner=self, on_error=self._job_failed),
                           front=policy == "latest" if front is None else front)
         if self._analysis is None and self.device == "cuda" and self._loop is not None:
-            self._analysis = self._in_background(self.executor.analyze, self.problem)
-
-    def _in_background(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future:
-        """`fn` on a daemon thread: the reference's analysis, off the lane (a child job, 13 s a problem on the
-        H200 while the GPU sat idle), which an engine that stops first never waits for (its supervisor
-        sweeps the job when the engine is gone)."""
-        loop = self._loop
-        future = loop.create_future()
-
-        def settle(outcome: Any) -> None:
-            if not future.done():
-                future.set_result(outcome)
-
-        def work() -> None:
-            try:
-                outcome = fn(*args)
-            except Exception:  # noqa: BLE001 - None: the lane job computes it again and reports why
-                outcome = None
-            try:
-                loop.call_soon_threadsafe(settle, outcome)
-            except RuntimeError:  # the engine's loop is closed: nobody waits for it
-                pass
-
-        threading.Thread(target=work, name="analysis", daemon=True).start()
-        return future
+            self._analysis = in_background(self._loop, self.executor.analyze, self.problem)
 
     def _job_failed(self, job: Job, exc: Exception) -> None:
         self._fail(job.trial_id, exc)
@@ -420,15 +378,10 @@ class Engine(TrialJobs):
 
     def interrupted(self) -> list[Trial]:
         """Interrupted trials, newest save first."""
-        found = [t for t in self.store.trials() if t.state_enum == TrialState.INTERRUPTED]
-        return sorted(found, key=lambda t: tree.id_number(t.id), reverse=True)
+        return newest_first(self.store.trials())
 
     async def _recover_interrupted(self) -> None:
-        """On start: interrupted trials whose file still holds their source run again, newest save first.
-
-        The others follow the busy policy: under `queue` every save is measured, so they run after;
-        under `latest`/`restart` a newer save of their file exists, so they are superseded.
-        """
+        """On start: interrupted trials run again or are superseded (engine.interrupted says which)."""
         found = self.interrupted()
         if not found:
             return
@@ -437,23 +390,12 @@ class Engine(TrialJobs):
             self.emit(ev.Notice(f"interrupted by a previous session: {ids}; `trialtui trials rerun --interrupted` "
                                 "re-runs them", "warning"))
             return
-        current = {}
-        for trial in found:
-            with_file = self.problem.root / trial.file
-            if trial.file not in current:
-                try:
-                    current[trial.file] = sha256_of(with_file.read_bytes())
-                except OSError:
-                    current[trial.file] = None
-        fresh = [t for t in found if current[t.file] == t.sha256]
-        stale = [t for t in found if current[t.file] != t.sha256]
-        if self.problem.config.busy != "queue":
-            for trial in stale:
-                self._set_state(trial.id, TrialState.SUPERSEDED, f"interrupted, and {trial.file} has changed since")
-            stale = []
-        self.emit(ev.Notice(f"{len(fresh) + len(stale)} trial(s) interrupted by a previous session run again, "
+        again, superseded = sort_out(found, self.problem.root, self.problem.config.busy)
+        for trial in superseded:
+            self._set_state(trial.id, TrialState.SUPERSEDED, f"interrupted, and {trial.file} has changed since")
+        self.emit(ev.Notice(f"{len(again)} trial(s) interrupted by a previous session run again, "
                             "newest save first", "warning"))
-        for trial in [*fresh, *stale]:
+        for trial in again:
             if (trial.validation or {}).get("ok"):
                 self.rerun(trial.id, front=False)
             else:
@@ -492,70 +434,15 @@ class Engine(TrialJobs):
 
     async def finalize(self, trial_id: str | None, device: str | None = None) -> tuple[str, dict[str, Any], Path]:
         """`trials finalize` for a running engine: watching pauses and the lanes drain first, as for the TUI's F."""
-        trial = self.store.get(trial_id) if trial_id else tree.best(self.store.trials(), self.problem.config.primary_baseline)
-        if trial is None:
-            raise FinalizeError(f"nothing to finalize: {tree.no_best_reason(self.store.trials(), self.problem.config.primary_baseline)}")
-        if tree.disqualified(trial):
-            raise FinalizeError(f"{trial.id} is never finalized: {'; '.join(tree.disqualified(trial))}")
-        was_paused = self.paused
-        if not was_paused:
-            self.toggle_pause()
-        try:
-            while not self.lanes.idle:
-                await asyncio.sleep(0.2)
-            self.emit(ev.Notice(f"finalizing {trial.id}: re-benchmarking with no cached baseline"))
-            done = await asyncio.to_thread(finalize_trial, self.problem, self.store, trial,
-                                           device=device or self.device, bench=self._bench)
-        finally:
-            if not was_paused and self.paused:
-                self.toggle_pause()
-        self.emit(ev.Notice(f"finalized {trial.id}: wrote {done[2]}"))
-        return done
+        return await finalize_running(self, trial_id, device or self.device, self._bench)
 
     async def command(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        """One control-channel command (engine.control): the reply's fields, or ok False and why."""
+        """One control-channel command (engine.control_ops): the reply's fields, or ok False and why."""
         try:
-            if op == "ping":
-                reply: dict[str, Any] = {}
-            elif op == "info":  # what an attached viewer shows of the engine it watches
-                reply = {"host": self.host, "where": self.where, "device": self.device, "lanes": [lane.name for lane in self.lanes.lanes],
-                         "paused": self.paused, "saves_while_paused": self.saves_while_paused,
-                         "idle": self.lanes.idle and not self._pending}
-            elif op == "pause":
-                if bool(args["paused"]) != self.paused:
-                    self.toggle_pause()
-                reply = {"paused": self.paused}
-            elif op == "cancel":
-                reply = {"cancelled": self.cancel(str(args["trial"]))}
-            elif op == "profile":
-                self.profile_now(str(args["trial"]))
-                reply = {"trial": str(args["trial"])}
-            elif op == "branch":
-                recorded = self.branch(str(args["trial"]), from_outside=True)
-                reply = {"head": args["trial"], "file": self.store.get(str(args["trial"])).file,
-                         "recorded": recorded.id if recorded else None}
-            elif op == "note":
-                trial = self.note(str(args["trial"]), args.get("text"))
-                reply = {"trial": trial.id, "label": tree.label(trial)}
-            elif op == "rerun":
-                ids = [t.id for t in self.interrupted()] if args.get("interrupted") else [str(t) for t in args["trials"]]
-                for trial_id in ids:
-                    self.store.get(trial_id)  # every id known before any is queued
-                skipped = self.rerun_many(ids)
-                reply = {"queued": [t for t in ids if t not in skipped], "skipped": skipped}
-            elif op == "finalize":
-                text, report, out_dir = await self.finalize(args.get("trial"), args.get("device"))
-                reply = {"text": text, "report": report, "out_dir": str(out_dir)}
-            else:
-                return {"ok": False, "error": f"unknown command {op!r}"}
-        except UnknownTrial as exc:
-            return {"ok": False, "error": exc.args[0]}
-        except (StoreError, FinalizeError, OSError, KeyError, ValueError) as exc:
-            return {"ok": False, "error": str(exc) if not isinstance(exc, KeyError) else f"missing {exc}"}
+            return await answer(self, op, args)
         except Exception as exc:  # noqa: BLE001 - a bug here is reported, and the engine goes on
             self._fail(None, exc, f"the {op} command failed")
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        return {"ok": True, "pid": os.getpid(), **reply}
 
     def _decision(self, trial: Trial) -> Decision:
         return decide(self.store.trials(), trial, trial.verdicts, self.problem.config,
@@ -583,17 +470,9 @@ class Engine(TrialJobs):
             self._set_state(job.trial_id, TrialState.CANCELLED, f"{path.name} was deleted while queued")
         self.emit(ev.Notice(f"{path.name} was deleted or renamed; its trials stay in the tree", "warning"))
 
-    def _reference_hash(self) -> str | None:
-        from trialtui.core.baselines import reference_hash
-
-        try:
-            return reference_hash(self.problem.reference)
-        except OSError:
-            return None
-
     def _reference_edited(self) -> None:
         """A new reference invalidates baselines (their key has its hash) and every measured trial."""
-        sha = self._reference_hash()
+        sha = reference_sha(self.problem)
         if sha == self._reference_sha:
             return
         self._reference_sha = sha

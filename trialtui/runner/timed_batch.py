@@ -20,7 +20,6 @@ from typing import Any, Callable
 import torch
 
 from trialtui.runner.loader import map_tensors, tensors_of
-from trialtui.runner.timing import SPIN_CYCLES
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
 LARGE_BATCH = 40
@@ -118,8 +117,8 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
     its output is whole), its output copied into its slot. After that wait the GPU would idle while the
     host makes the next call ready and launches it, and the checker's clock would hold the host's time,
     which differs between a real call and the null one (a Triton launch: 43-126 µs more per call on the
-    H200, 2026-12-02, which left honest kernels unconfirmed). So each call starts with the GPU spinning
-    for about a millisecond, longer than the host takes to queue everything up to the call's end event:
+    H200, 2026-12-02, which left honest kernels unconfirmed). So each call starts with the GPU waiting
+    a millisecond of wall time (runner/gpu_wait.py), longer than the host takes to queue everything up to the call's end event:
     the clock then holds GPU time alone, the same in both loops but for the call. Returns the event pairs
     and the first mismatch."""
     slot, m, mismatch, pending = layout.slot_bytes, len(calls), None, []
@@ -127,7 +126,7 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
     for i in range(n):
         which = (start + i) % m
         if on_gpu:
-            torch.cuda._sleep(SPIN_CYCLES)  # the GPU waits here, not for the host (see above)
+            bencher.wait()  # the GPU waits here, not for the host (see above)
         refresher.before(seed, i, which)
         out: list = []
         pending.append(bencher.time_round([calls[which]], out))

@@ -30,8 +30,7 @@ CALL_RANGE = "trialtui_call"
 # 19 µs on the H200 for a 133 µs softmax, 2026-12-01.
 CONFIRM_TOL = 0.05
 EMPTY_PAIR_RUNS = 21
-EMPTY_PAIR_CAP_US = 3.0  # an event pair around nothing reads about X µs on the H200 (benches/gpu_timing_methods.py)
-SPIN_CYCLES = 2_000_000  # about 1 ms at 2 GHz: the GPU busy while the host queues what follows (runner/timed_batch.py)
+EMPTY_PAIR_CAP_US = 3.0  # an event pair around nothing: 1.3 µs on the H200 (its p20, 2026-12-02)
 CONFIRM_SLACK_US = 25.0
 
 
@@ -40,12 +39,15 @@ class Bencher:
     """Shared timing state: the L2 flush buffer and the input sets to rotate among."""
 
     flush: torch.Tensor
+    wait: Callable[[], None]  # the GPU busy for a fixed wall time while the host queues a call (runner/gpu_wait.py)
 
     @classmethod
     def for_device(cls, device: torch.device) -> Bencher:
+        from trialtui.runner.gpu_wait import Waiter
+
         props = torch.cuda.get_device_properties(device)
         l2 = getattr(props, "L2_cache_size", 0) or 50 * 2**20
-        return cls(flush=torch.empty(2 * l2 // 4, dtype=torch.int32, device=device))
+        return cls(flush=torch.empty(2 * l2 // 4, dtype=torch.int32, device=device), wait=Waiter(device))
 
     def flush_cost_us(self, runs: int = 20) -> float:
         """GPU time of one L2 flush, measured here: the part of a timed call's wall time that is not the call."""
@@ -67,7 +69,7 @@ class Bencher:
         another program's work on the GPU can only lengthen it, never shorten it."""
         pairs = []
         for _ in range(runs):
-            torch.cuda._sleep(SPIN_CYCLES)
+            self.wait()
             pairs.extend(self.time_round([_nothing]))
         torch.cuda.synchronize()
         seen = sorted(start.elapsed_time(end) * 1000.0 for start, end in pairs)
@@ -256,6 +258,19 @@ def confirm(claimed_us: float, per_call_us: float | None, overhead_us: float, to
     if claimed_us >= (seen - CONFIRM_SLACK_US) * (1 - tol):
         return claimed_us, True
     return seen, False
+
+
+def skipped_wait(walls: list[tuple[float, int, list[float]]], overhead_us: float, wait_us: float) -> str | None:
+    """A message when the candidate's timed loop ran faster per call than the checker's own loop around a
+    call that does nothing: every call of both waits `wait_us` on the GPU first (runner/gpu_wait.py), so only
+    a loop altered in the candidate's process (its wait skipped, its events moved) can. Without the wait the
+    checker's clock could not tell events that bracket the call from events that bracket anything else."""
+    per_call = checker_per_call_us(walls)
+    if per_call is None or per_call >= overhead_us - wait_us / 2:
+        return None
+    return (f"the checker's clock saw {per_call:.0f} µs per timed call, less than its own loop around a call that does "
+            f"nothing ({overhead_us:.0f} µs, a {wait_us:.0f} µs GPU wait in each): the timed loop in the candidate's "
+            "process was altered")
 
 
 def wall_mismatch(walls: list[tuple[float, int, list[float]]], median_us: float, overhead_us: float) -> str | None:

@@ -1,0 +1,40 @@
+"""The GPU wait ahead of every timed call: a fixed wall time by the GPU's global timer, and a candidate's
+loop that skips it is caught by the checker's clock (issues 33, 34)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trialtui.runner import timing
+
+WAIT_US = 1000.0
+OVERHEAD_US = 1100.0  # the checker's loop around a call that does nothing: the wait, a flush, new inputs
+
+
+def walls(per_call_us: float, fixed_us: float = 300.0) -> list[tuple[float, int, list[float]]]:
+    return [(fixed_us + per_call_us * n, n, []) for n in (10, 40) * 4]
+
+
+def test_an_honest_loop_is_not_called_altered_however_short_its_kernel():
+    for call_us in (0.0, 2.0, 130.0, 5000.0):
+        assert timing.skipped_wait(walls(OVERHEAD_US + call_us), OVERHEAD_US, WAIT_US) is None
+    assert timing.skipped_wait(walls(OVERHEAD_US - 200.0), OVERHEAD_US, WAIT_US) is None  # noise, not a skipped wait
+
+
+def test_a_loop_without_the_wait_is_named_whatever_its_events_say():
+    # the call (204 µs of GEMM) and the host's launches, but no wait: far under the checker's own loop
+    message = timing.skipped_wait(walls(OVERHEAD_US - WAIT_US + 204.0 + 40.0), OVERHEAD_US, WAIT_US)
+    assert message and "altered" in message and "344 µs per timed call" in message
+
+
+def test_the_wait_kernel_compiles_for_hopper_and_reads_the_global_timer():
+    triton = pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+
+    from trialtui.runner import gpu_wait
+
+    kernel = gpu_wait._compile()
+    source = triton.compiler.ASTSource(fn=kernel, signature={"out_ptr": "*i64", "ns": "i64"}, constexprs={})
+    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    assert ptx.count("%globaltimer") >= 2  # once at the start, again in the loop
+    assert "bra" in ptx  # the loop: it waits until the timer has moved `ns`

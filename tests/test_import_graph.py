@@ -1,8 +1,11 @@
-"""No import circles between trialtui's files: a circle makes import order matter and hides which
-module owns what. The graph is read from the source with `ast` (nothing of trialtui is imported):
-every import statement at any depth (function-level and TYPE_CHECKING ones too), relative imports
-resolved, and `from pkg import name` counting as an import of `pkg.name` when that is a module
-(else of `pkg`).
+"""No import circles between trialtui's files, and a runner no more than a few floors deep: a circle makes
+import order matter and hides which module owns what, and a staircase of modules each above the last
+makes every change at the bottom move the whole stair. The graph is read from the source with `ast`
+(nothing of trialtui is imported): every import statement at any depth (function-level and
+TYPE_CHECKING ones too), relative imports resolved, and `from pkg import name` counting as an import of
+`pkg.name` when that is a module (else of `pkg`). In the runner a string that names a module of trialtui
+counts too (`"trialtui.runner.candidate"` started as a process, `"module:attribute"`, a warm import's
+name): a job that starts another depends on it as much as one that imports it.
 Importing `a.b.c` counts as an edge to `a.b.c` alone: the packages above it are run first by
 Python, but a package that imports its own submodules is no circle between files."""
 
@@ -11,7 +14,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).parents[1] / "trialtui"
+RUNNER = "trialtui.runner"
+MAX_FLOORS = 4  # issue 35: the runner at most four imports deep
+# Where the runner stands today, and the staircase that keeps it above MAX_FLOORS: the checker's modules
+# import each other in a line (bench_job, timed_phase, judging and timed_checker, candidate_link, candidate,
+# timed_batch and fresh_inputs, loader, constants). This number may only go down.
+FLOORS_NOW = 8
 
 
 def module_names(package: Path) -> dict[str, Path]:
@@ -23,12 +34,23 @@ def module_names(package: Path) -> dict[str, Path]:
     return found
 
 
-def imports_of(name: str, path: Path, modules: dict[str, Path]) -> dict[str, int]:
-    """The modules of `modules` that `name` imports, each with the line of its first import."""
+def named_module(text: str, modules: dict[str, Path]) -> str | None:
+    """The module of `modules` a string names, as `trialtui.x.y` or `trialtui.x.y:attribute`; None for
+    anything else (prose, the program's name, a file name)."""
+    name = text.strip().partition(":")[0]
+    return name if "." in name and name in modules else None
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path], *, strings: bool = False) -> dict[str, int]:
+    """The modules of `modules` that `name` imports (with `strings`, or names in a string), each with the
+    line of its first import."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     named: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
-        if isinstance(node, ast.Import):
+        if strings and isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if (module := named_module(node.value, modules)) is not None:
+                named.append((node.lineno, module))
+        elif isinstance(node, ast.Import):
             named += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
@@ -45,9 +67,43 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> dict[str, int
     return edges
 
 
-def import_graph(package: Path) -> dict[str, dict[str, int]]:
+def import_graph(package: Path, *, strings: bool = False) -> dict[str, dict[str, int]]:
     modules = module_names(package)
-    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+    return {name: imports_of(name, path, modules, strings=strings) for name, path in modules.items()}
+
+
+def part(graph: dict[str, dict[str, int]], prefix: str) -> dict[str, dict[str, int]]:
+    """The modules under `prefix` and their edges to one another."""
+    inside = {name for name in graph if name == prefix or name.startswith(prefix + ".")}
+    return {name: {t: line for t, line in graph[name].items() if t in inside} for name in sorted(inside)}
+
+
+def floors(graph: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Each module's floor in a graph without circles: 1 for one that imports none of the graph, else one
+    above the highest module it imports."""
+    found: dict[str, int] = {}
+
+    def floor(node: str) -> int:
+        if node not in found:
+            found[node] = 0  # being counted: a circle would read it before it is set
+            found[node] = 1 + max((floor(nxt) for nxt in graph[node]), default=0)
+        return found[node]
+
+    for node in graph:
+        floor(node)
+    return found
+
+
+def staircase(graph: dict[str, dict[str, int]], top: str, level: dict[str, int]) -> list[str]:
+    """The longest way down from `top`: one module per floor."""
+    steps = [top]
+    while graph[steps[-1]]:
+        steps.append(max(sorted(graph[steps[-1]]), key=level.__getitem__))
+    return steps
+
+
+def runner_graph() -> dict[str, dict[str, int]]:
+    return part(import_graph(PACKAGE, strings=True), RUNNER)
 
 
 def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
@@ -106,6 +162,48 @@ def describe(cycle: list[str], graph: dict[str, dict[str, int]]) -> str:
 def test_no_module_imports_itself_through_others():
     graph = import_graph(PACKAGE)
     assert [describe(c, graph) for c in cycles(graph)] == []
+
+
+def test_the_runner_has_no_circle_through_the_modules_it_imports_or_starts():
+    graph = runner_graph()
+    assert [describe(c, graph) for c in cycles(graph)] == []
+
+
+def describe_floors(graph: dict[str, dict[str, int]]) -> str:
+    level = floors(graph)
+    top = max(sorted(level), key=level.__getitem__)
+    return f"{level[top]} floors: " + " -> ".join(f"{m.removeprefix(RUNNER + '.')} ({level[m]})"
+                                                   for m in staircase(graph, top, level))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 35: the checker's modules are a staircase (FLOORS_NOW); "
+                   "shared helpers move down, and no job module imports another, before this holds")
+def test_the_runner_is_at_most_four_floors_deep():
+    graph = runner_graph()
+    assert max(floors(graph).values()) <= MAX_FLOORS, describe_floors(graph)
+
+
+def test_the_runner_grows_no_deeper_than_it_is():
+    graph = runner_graph()
+    assert max(floors(graph).values()) <= FLOORS_NOW, describe_floors(graph)
+
+
+def test_a_module_counts_one_floor_above_all_it_imports_or_names(tmp_path):
+    package = tmp_path / "trialtui"
+    (package / "runner").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "runner" / "__init__.py").write_text("")
+    (package / "runner" / "leaf.py").write_text('"""Named in prose: trialtui.runner.job is not an edge."""\n')
+    (package / "runner" / "lib.py").write_text("from trialtui.runner import leaf\n")
+    (package / "runner" / "child.py").write_text("def run():\n    from trialtui.runner.lib import x\n")
+    (package / "runner" / "job.py").write_text('START = ["-m", "trialtui.runner.child"]\nfrom . import leaf\n'
+                                               'WARM = "trialtui.runner.lib:thing"\nNAME = "trialtui"\n')
+    graph = part(import_graph(package, strings=True), "trialtui.runner")
+    assert graph["trialtui.runner.job"] == {"trialtui.runner.child": 1, "trialtui.runner.leaf": 2,
+                                           "trialtui.runner.lib": 3}
+    assert floors(graph) == {"trialtui.runner": 1, "trialtui.runner.leaf": 1, "trialtui.runner.lib": 2,
+                             "trialtui.runner.child": 3, "trialtui.runner.job": 4}
+    assert import_graph(package)["trialtui.runner.job"] == {"trialtui.runner.leaf": 2}
 
 
 def test_a_circle_is_found_through_lazy_relative_and_submodule_imports(tmp_path):

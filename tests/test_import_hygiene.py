@@ -1,5 +1,8 @@
 """Imports point down: core < runner < engine < tui < cli. trialtui.core and trialtui.engine stay fast
-and headless (no textual, no torch, no triton), and the TUI and engine use neither the CLI nor `render`."""
+and headless (no textual, no torch, no triton), and the TUI and engine use neither the CLI nor `render`.
+A string that names a module of trialtui (a job started as `python -m trialtui.runner.bench_job`, a
+`module:attribute`) points the same way as an import, but in the two places that name what runs in a
+child process: core/job_kinds.py (every job kind's module) and a core form's runner half."""
 
 from __future__ import annotations
 
@@ -16,6 +19,9 @@ FORBIDDEN = ("textual", "torch", "triton")
 PACKAGE = Path(trialtui.__file__).parent
 # Each part of trialtui and its rank: a module may import only from its own rank or below.
 LAYERS = {"__init__": 0, "core": 0, "runner": 1, "engine": 2, "tui": 3, "agent": 3, "cli": 4, "render": 4, "__main__": 4}
+# The files that may name a module above them in a string: what the engine starts in a child process.
+NAMED_ABOVE = {"trialtui/core/job_kinds.py": "the job kinds' registry",
+               "trialtui/core/forms/": "a form's runner half (`runner = \"module:FORM\"`), the plug-in point"}
 
 
 @pytest.mark.parametrize("package", ["trialtui.core", "trialtui.engine"])
@@ -51,6 +57,26 @@ def imported(tree: ast.Module) -> list[tuple[int, str]]:
     return found
 
 
+def named(tree: ast.Module, package: Path) -> list[tuple[int, str]]:
+    """Every module of `package` a string names: `trialtui.x.y` or `trialtui.x.y:attribute`, never prose,
+    the program's name or a file name such as trialtui.toml."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            module = node.value.strip().partition(":")[0]
+            if not module.startswith("trialtui.") or not module.replace(".", "").replace("_", "").isalnum():
+                continue
+            where = package.parent.joinpath(*module.split("."))
+            if where.with_suffix(".py").exists() or (where / "__init__.py").exists():
+                found.append((node.lineno, module))
+    return found
+
+
+def may_name_above(rel: Path) -> bool:
+    text = rel.with_suffix(".py").as_posix()
+    return any(text == place or (place.endswith("/") and text.startswith(place)) for place in NAMED_ABOVE)
+
+
 def layer_violations(package: Path) -> list[str]:
     problems = []
     for path in sorted(package.rglob("*.py")):
@@ -59,16 +85,19 @@ def layer_violations(package: Path) -> list[str]:
         if mine not in LAYERS:
             problems.append(f"{rel}: trialtui.{mine} has no layer; add it to LAYERS in this test")
             continue
-        for line, module in imported(ast.parse(path.read_bytes(), filename=str(path))):
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+        uses = [(line, module, "imports") for line, module in imported(tree)]
+        uses += [(line, module, "names") for line, module in named(tree, package) if not may_name_above(rel)]
+        for line, module, how in uses:
             theirs = part_of(module)
             if theirs is None or theirs == mine:
                 continue
             if theirs not in LAYERS:
                 if (package / theirs).exists() or (package / f"{theirs}.py").exists():
-                    problems.append(f"{rel}:{line}: imports {module}, and trialtui.{theirs} has no layer")
+                    problems.append(f"{rel}:{line}: {how} {module}, and trialtui.{theirs} has no layer")
                 continue
             if LAYERS[theirs] > LAYERS[mine]:
-                problems.append(f"{rel}:{line}: {mine} imports {module}, which is above it")
+                problems.append(f"{rel}:{line}: {mine} {how} {module}, which is above it")
     return problems
 
 
@@ -88,9 +117,20 @@ def test_an_upward_import_is_caught(tmp_path):
     (package / "engine" / "bad.py").write_text("import trialtui.cli.trials\n")
     (package / "extras").mkdir()
     (package / "extras" / "x.py").write_text("")
+    (package / "runner").mkdir()
+    (package / "runner" / "job.py").write_text("")
+    (package / "core" / "starts.py").write_text('MODULE = "trialtui.runner.job"\nPROSE = "see trialtui.runner.job docs"\n')
+    (package / "core" / "job_kinds.py").write_text('JOB = "trialtui.runner.job"\n')
+    (package / "core" / "forms").mkdir()
+    (package / "core" / "forms" / "mine.py").write_text('runner = "trialtui.runner.job:FORM"\n')
+    (package / "engine" / "names.py").write_text('BACK = "trialtui.render:render_bench"\nFILE = "trialtui.toml"\n')
     found = "\n".join(layer_violations(package))
     assert "core/bad:2: core imports trialtui.engine" in found
     assert "tui/bad:1: tui imports trialtui.render" in found
     assert "engine/bad:1: engine imports trialtui.cli.trials" in found
     assert "trialtui.extras has no layer" in found
     assert "core/ok" not in found
+    assert "core/starts:1: core names trialtui.runner.job, which is above it" in found
+    assert "core/starts:2" not in found and "core/job_kinds" not in found and "core/forms" not in found
+    assert "engine/names:1: engine names trialtui.render, which is above it" in found
+    assert "engine/names:2" not in found

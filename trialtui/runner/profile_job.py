@@ -21,8 +21,8 @@ from trialtui.core import ncu
 from trialtui.core.ncu import find_ncu
 from trialtui.core.result import RESULT_VERSION
 from trialtui.runner.child import serve
+from trialtui.runner.profile_range import RANGE
 
-RANGE = "trialtui_profile"
 SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis")
 # Beyond the sections: tensor pipes (gmma tells wgmma from mma.sync on Hopper), DRAM bytes against
 # the minimum, and bytes used per sector for coalescing.

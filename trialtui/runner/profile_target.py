@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 
 from trialtui.runner.loader import Candidate, Reference, build_pair
-from trialtui.runner.profile_job import RANGE
+from trialtui.runner.profile_range import RANGE
 
 
 def prepared(spec: dict[str, Any]) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Any]:

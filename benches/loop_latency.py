@@ -209,7 +209,15 @@ def finished(proc: subprocess.Popen, root: Path, started: float) -> dict:
         result = json.loads(out) if out.strip() else {}
     waits = [line for line in err.splitlines() + out.splitlines() if "waiting for" in line]
     return {"median_us": median_of(result), "state": result.get("state"), "flags": [f.get("code") for f in result.get("flags") or []],
-            "wall_s": round(wall, 2), "waits": waits[-3:], "waited": bool(waits)}
+            "wall_s": round(wall, 2), "waits": waits[-3:], "waited": bool(waits), **clock_of(result)}
+
+
+def clock_of(result: dict) -> dict:
+    """Whose number the headline is (the candidate's events, confirmed, or the checker's clock) and how each
+    timed call's GPU wait was kept: what says why a number moved."""
+    timing = result.get("timing") or {}
+    return {"confirmed": timing.get("confirmed"), "gpu_wait": timing.get("gpu_wait"),
+            "checker_us_per_call": timing.get("checker_us_per_call"), "overhead_us": timing.get("overhead_us")}
 
 
 def cold_medians(name: str, device: str, runs: int) -> list[float]:
@@ -300,7 +308,7 @@ async def _print_rows(engine: Engine, events, written: list[float], rows: dict, 
                    "final_s": round(final_t - saved, 3), "preliminary_s": round(prelim[0] - saved, 3) if prelim else None,
                    "queued_s": round(bench[0] - queued, 3) if bench and queued is not None else 0.0,
                    "waited_for": bench[1].message if bench else "",
-                   "flags": [f.get("code") for f in result.get("flags") or []]}
+                   "flags": [f.get("code") for f in result.get("flags") or []], **clock_of(result)}
             row["final_vs_cold"] = off(final_us, cold_us)
             row["preliminary_vs_final"] = off(row["preliminary_us"], final_us)
             rows[trial_id] = row
@@ -308,7 +316,8 @@ async def _print_rows(engine: Engine, events, written: list[float], rows: dict, 
             print(f"pace {gap_s:g} s, {what}: final {fmt(final_us)} ({pct(row['final_vs_cold'])} vs cold), "
                   f"preliminary {fmt(row['preliminary_us'])} ({pct(row['preliminary_vs_final'])} vs final); "
                   f"save → preliminary {row['preliminary_s'] if prelim else 'n/a'} s, → final {row['final_s']:.2f} s, "
-                  f"queued {row['queued_s']:.2f} s [{row['waited_for']}] {' '.join(row['flags'])}", flush=True)
+                  f"queued {row['queued_s']:.2f} s [{row['waited_for']}] {' '.join(row['flags'])}"
+                  + ("" if row["confirmed"] is not False else " (the checker's clock: events unconfirmed)"), flush=True)
 
 
 def pace(device: str, gaps: list[float], window_s: float, cold_runs: int) -> dict:

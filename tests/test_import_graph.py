@@ -1,6 +1,7 @@
-"""No import circles between trialtui's files, and a runner no more than a few floors deep: a circle makes
-import order matter and hides which module owns what, and a staircase of modules each above the last
-makes every change at the bottom move the whole stair. The graph is read from the source with `ast`
+"""No import circles between trialtui's files, a runner no more than a few floors deep, and no module
+over 500 lines: a circle makes import order matter and hides which module owns what, a staircase of
+modules each above the last makes every change at the bottom move the whole stair, and a long module
+holds more than one role. The graph is read from the source with `ast`
 (nothing of trialtui is imported): every import statement at any depth (function-level and
 TYPE_CHECKING ones too), relative imports resolved, and `from pkg import name` counting as an import of
 `pkg.name` when that is a module (else of `pkg`). In the runner a string that names a module of trialtui
@@ -23,6 +24,9 @@ MAX_FLOORS = 4  # issue 35: the runner at most four imports deep
 # import each other in a line (bench_job, timed_phase, judging and timed_checker, candidate_link, candidate,
 # timed_batch and fresh_inputs, loader, constants). This number may only go down.
 FLOORS_NOW = 8
+MAX_LINES = 500  # a module longer than this holds more than one role
+# The modules over MAX_LINES today (the TUI's app and detail view): none may join them.
+LONG_NOW = {"trialtui/tui/app.py", "trialtui/tui/widgets/detail.py"}
 
 
 def module_names(package: Path) -> dict[str, Path]:
@@ -186,6 +190,24 @@ def test_the_runner_is_at_most_four_floors_deep():
 def test_the_runner_grows_no_deeper_than_it_is():
     graph = runner_graph()
     assert max(floors(graph).values()) <= FLOORS_NOW, describe_floors(graph)
+
+
+def long_modules(package: Path) -> dict[str, int]:
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        lines = len(path.read_bytes().splitlines())
+        if lines > MAX_LINES:
+            found[path.relative_to(package.parent).as_posix()] = lines
+    return found
+
+
+def test_no_new_module_is_over_500_lines():
+    assert {name: n for name, n in long_modules(PACKAGE).items() if name not in LONG_NOW} == {}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 35: tui/app.py and tui/widgets/detail.py are still over 500 lines")
+def test_no_module_is_over_500_lines():
+    assert long_modules(PACKAGE) == {}
 
 
 def test_a_module_counts_one_floor_above_all_it_imports_or_names(tmp_path):

@@ -7,7 +7,8 @@ it must last the same in both. `torch.cuda._sleep` spins a number of clock cycle
 moves with load and temperature (the same 2 M cycles read 1.01 to 1.36 ms between jobs on the H200,
 2026-12-02): the difference left honest kernels unconfirmed, their headline the checker's noisy
 figure. This wait reads the GPU's global timer (nanoseconds, whatever the clock), in one tiny Triton
-kernel; where Triton cannot compile it, it falls back to the cycle spin and says so.
+kernel replayed as a CUDA graph (a cheap launch: the GPU idles while the host launches it); where Triton
+cannot compile it, it falls back to the cycle spin and says so.
 """
 
 from __future__ import annotations
@@ -51,6 +52,16 @@ class Waiter:
             self._launch = lambda: kernel[(1,)](self.out, self.ns, num_warps=1)
         except Exception as exc:  # an old Triton, no inline asm: the cycle spin, named in the result
             self.how = f"cycles ({type(exc).__name__})"
+            return
+        try:  # replayed as a CUDA graph: a launch of a few µs, not the Triton launcher's tens
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                kernel[(1,)](self.out, self.ns, num_warps=1)
+            torch.cuda.synchronize(device)
+            self._launch = graph.replay
+            self.how = "globaltimer, graph"
+        except Exception:
+            torch.cuda.synchronize(device)
 
     def _cycles(self) -> None:
         import torch

@@ -114,24 +114,29 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
     """The timed loop itself, the same code in the candidate's process and in the checker's measure of what
     it costs besides the calls: per call, its inputs made new, an L2 flush and the call between two
     events, every stream of the device waited for (work a call left on a side stream is the call's, and
-    its output is whole), its output copied into its slot. After that wait the GPU would idle while the
-    host makes the next call ready and launches it, and the checker's clock would hold the host's time,
-    which differs between a real call and the null one (a Triton launch: 43-126 µs more per call on the
-    H200, 2026-12-02, which left honest kernels unconfirmed). So each call starts with the GPU waiting
-    a millisecond of wall time (runner/gpu_wait.py), longer than the host takes to queue everything up to the call's end event:
-    the clock then holds GPU time alone, the same in both loops but for the call. Returns the event pairs
-    and the first mismatch."""
+    its output is whole), its output copied into its slot.
+
+    The checker's clock around a batch must hold GPU time alone, the same in both loops but for the call;
+    host time differs between the two processes (a Triton launch, the packing of a real output, an
+    interpreter slowed by the candidate: 40-140 µs per call on the H200, 2026-12-02, which left honest
+    kernels unconfirmed). So the GPU never idles while the host works: each call is queued behind a
+    wait of a fixed wall time (runner/gpu_wait.py, a millisecond, longer than the host takes to queue
+    the call), and the next call's wait is launched the moment the sync returns, before anything else
+    of the host's (its output's packing is queued behind it). Returns the event pairs and the first
+    mismatch."""
     slot, m, mismatch, pending = layout.slot_bytes, len(calls), None, []
     on_gpu = ring.device.type == "cuda"
+    if on_gpu:
+        bencher.wait()
     for i in range(n):
         which = (start + i) % m
-        if on_gpu:
-            bencher.wait()  # the GPU waits here, not for the host (see above)
         refresher.before(seed, i, which)
         out: list = []
         pending.append(bencher.time_round([calls[which]], out))
         if on_gpu:
             torch.cuda.synchronize()
+            if i + 1 < n:
+                bencher.wait()  # first, so the GPU is busy while the host packs and queues the next call
         mismatch = mismatch or layout.pack(out[0], ring[i * slot:(i + 1) * slot])
         del out
     refresher.restore()

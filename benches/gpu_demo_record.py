@@ -76,7 +76,7 @@ plans = [d.Plan(s, ds.prepare(s.sample, into, s, profile="never"), "replay", rec
 asyncio.run(d.play_all(plans, sys.stdout, record_dir=rec))
 """
 AGENT_BOOT = ("import os, mcp.client.stdio as s; s.get_default_environment = lambda: dict(os.environ); "
-              "from trialtui.cli_demo import demo; demo()")
+              "from trialtui.cli.demo import demo; demo()")
 
 
 class Clock:
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     demo_log, agent_log = out / "demo_log.txt", out / "agent_log.txt"
     children: dict[str, Child] = {}
     if problems:
-        argv_demo = [sys.executable, "-m", "trialtui.cli_demo", *(["--all"] if set(problems) == set(ALL) else problems),
+        argv_demo = [sys.executable, "-m", "trialtui.cli.demo", *(["--all"] if set(problems) == set(ALL) else problems),
                      "--into", str(work / "demo"), *common]
         if mode == "live":
             argv_demo += ["--record", str(rec), "--gpus", ",".join(story_gpus)]
@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def start_agent() -> None:
         patched = not args.agent_plain
-        base = [sys.executable, "-c", AGENT_BOOT] if patched else [sys.executable, "-m", "trialtui.cli_demo"]
+        base = [sys.executable, "-c", AGENT_BOOT] if patched else [sys.executable, "-m", "trialtui.cli.demo"]
         argv_agent = [*base, "--agent", agent, "--into", str(work / "agent"), *common, *(["--replay"] if mode == "replay" else [])]
         env = child_environ(**({"CUDA_VISIBLE_DEVICES": agent_gpu} if agent_gpu is not None and mode == "live" else {}))
         data["agent_env"] = ("the server gets this environment (PYTHONPATH, CUDA_VISIBLE_DEVICES): the MCP SDK's default "

@@ -2,7 +2,7 @@
 version's result against eager as soon as its beat is judged (issue 26).
 
 `OUT=/some/dir python benches/gpu_matmul_story.py [--finalize]` runs
-`python -m trialtui.cli_demo matmul_epilogue --record $OUT/record --profile never --speed 0 --no-finalize`
+`python -m trialtui.cli.demo matmul_epilogue --record $OUT/record --profile never --speed 0 --no-finalize`
 (the finalize's clean re-benchmark is left out unless asked for, to stay well under four minutes) and stops
 it at DEADLINE_S. Lines starting `row` are the table, one per version: its state, median, speedup against
 eager (cuBLAS + a separate SiLU, timed interleaved in the same process) and against torch.compile, decide's
@@ -48,7 +48,7 @@ def main(argv: list[str]) -> int:
     out = Path(os.environ.get("OUT", "/tmp/gpu_matmul_story"))
     record = out / "record"
     record.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "trialtui.cli_demo", PROBLEM, "--record", str(record), "--profile", "never",
+    command = [sys.executable, "-m", "trialtui.cli.demo", PROBLEM, "--record", str(record), "--profile", "never",
                "--speed", "0", "--into", str(out / "play"), "--finalize" if "--finalize" in argv else "--no-finalize"]
     started = time.monotonic()
     log = (out / "story.txt").open("w", encoding="utf-8")

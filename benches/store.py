@@ -26,7 +26,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from tinydb import TinyDB
 
-from trialtui.cli_trials import trials as trials_cli
+from trialtui.cli.trials import trials as trials_cli
 from trialtui.core import tree
 from trialtui.core.model import Trial
 from trialtui.core.store import DB_NAME, META, META_ID, STATE_DIR, TRIALS, JournaledStorage, Store
@@ -123,7 +123,7 @@ def status_json(root: Path) -> None:
 
 
 def status_fresh_process(root: Path) -> None:
-    code = f"from trialtui.cli_trials import trials; trials(['status', '--json', '--dir', {str(root)!r}])"
+    code = f"from trialtui.cli.trials import trials; trials(['status', '--json', '--dir', {str(root)!r}])"
     subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)
 
 

@@ -246,7 +246,7 @@ class DemoPlayer:
     def _finalize(self, engine: Any, trial: Trial) -> Path:
         """`trialtui trials finalize` on the engine's own store (the engine holds the lock).
 
-        The same steps as cli_trials.finalize: the trial's source into final/, a re-benchmark with
+        The same steps as cli/trials.finalize: the trial's source into final/, a re-benchmark with
         no cached baseline, build_report, REPORT.md and report.json. A replayed trial's report is
         the CPU one, with the recorded GPU numbers added in a section of their own.
         """

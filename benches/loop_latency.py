@@ -217,7 +217,8 @@ def clock_of(result: dict) -> dict:
     timed call's GPU wait was kept: what says why a number moved."""
     timing = result.get("timing") or {}
     return {"confirmed": timing.get("confirmed"), "gpu_wait": timing.get("gpu_wait"),
-            "checker_us_per_call": timing.get("checker_us_per_call"), "overhead_us": timing.get("overhead_us")}
+            "checker_us_per_call": timing.get("checker_us_per_call"), "overhead_us": timing.get("overhead_us"),
+            "flag_messages": {f.get("code"): str(f.get("message"))[:300] for f in result.get("flags") or []}}
 
 
 def cold_medians(name: str, device: str, runs: int) -> list[float]:

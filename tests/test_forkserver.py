@@ -52,11 +52,12 @@ def facts(tmp_path: Path, warm: WarmChildren | None, env: dict[str, str] = ENV) 
 
 
 def test_a_forked_warm_job_holds_what_an_exec_one_does_and_nothing_of_its_server(tmp_path):
-    cold = facts(tmp_path, None)
+    env = {**ENV, "FORKSERVER_TEST": "cold-and-forked"}  # no other test's server: the first job is exec'd
+    cold = facts(tmp_path, None, env)
     warm = WarmChildren()
     try:
-        warm.prime(JOB, ENV)
-        forked = facts(tmp_path, warm)
+        warm.prime(JOB, env)
+        forked = facts(tmp_path, warm, env)
     finally:
         warm.close()
     assert not cold["forked"] and forked["forked"]
@@ -66,6 +67,19 @@ def test_a_forked_warm_job_holds_what_an_exec_one_does_and_nothing_of_its_server
     assert forked["sockets"] == [] and forked["cwd_is_scratch"] and forked["session_leader"]
     assert forked["token"] == ""  # the supervisor's secret for its events to the engine
     assert forked["env"] == cold["env"]  # the job's environment exactly, not the server's with additions
+
+
+def test_a_job_outside_the_warm_pool_forks_where_the_process_runs_a_server_for_it(tmp_path):
+    """The finalize's and the held-out check's jobs: a new interpreter only where no engine of the
+    process started a server for their module and environment."""
+    env = {**ENV, "FORKSERVER_TEST": "outside-the-pool"}
+    assert not facts(tmp_path, None, env)["forked"]
+    warm = WarmChildren()
+    try:
+        warm.prime(JOB, env)
+        assert facts(tmp_path, None, env)["forked"]
+    finally:
+        warm.close()
 
 
 def test_warm_jobs_go_on_when_their_fork_server_and_its_base_are_gone(tmp_path):

@@ -175,6 +175,14 @@ def server(module: str, env: dict[str, str]) -> ForkServer:
     return found
 
 
+def running(module: str, env: dict[str, str]) -> ForkServer | None:
+    """The process's live server for MODULE in `env`, if one was started; none is started here."""
+    key = (module, tuple(sorted(job_environment(env).items())))
+    with _servers_lock:
+        found = _servers.get(key)
+    return found if found is not None and found.alive() else None
+
+
 @atexit.register
 def close_servers() -> None:
     """Every server of this process (each would exit at the EOF of this process's end anyway)."""

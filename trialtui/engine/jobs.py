@@ -255,6 +255,13 @@ class WarmChildren:
         return Supervised(launch_message(module, env, warm=True), forkservers.server(module, env).spawn())
 
     @staticmethod
+    def from_running_server(module: str, env: dict[str, str]) -> Supervised | None:
+        """A supervisor forked from the process's fork server for the module and environment, if an engine
+        started one; None otherwise (the job is then a new interpreter)."""
+        server = None if os.environ.get(NO_FORKSERVER_ENV) == "1" else forkservers.running(module, env)
+        return Supervised(launch_message(module, env, warm=True), server.spawn()) if server is not None else None
+
+    @staticmethod
     def _key(module: str, env: dict[str, str]) -> tuple:
         return (module, tuple(sorted(env.items())))
 
@@ -349,7 +356,8 @@ def run_child(
     """Run `python -m MODULE` behind a supervisor and return its checked result, or a failure result.
 
     Progress lines the job writes are passed to `on_progress` as dicts. With `warm`, a pre-started
-    pair takes the job if one is ready, and the next one is primed. `limits` default to the problem's.
+    pair takes the job if one is ready, and the next one is primed; without, the job is still a fork
+    where an engine of this process runs a fork server for its module and environment. `limits` default to the problem's.
     A job that sees a GPU holds that GPU's host-wide lane (engine/gpu_lock.py) unless the lane job it
     runs in holds it already; while another process holds it, it says so (`waiting` progress, or stderr).
     """
@@ -394,8 +402,9 @@ def _run_held(
     spec = guard.with_reference_source(spec, snapshot)
     started = time.monotonic()
     supervised = warm.take(module, env) if warm is not None and not sandbox else None
-    if supervised is None and warm is not None and not sandbox:
-        supervised = warm.started(module, env)  # none was waiting (two saves at once): a fork, not a torch import
+    if supervised is None and not sandbox:  # none was waiting (two saves at once), or a job outside the warm
+        # pool (the finalize, the held-out check): a fork where the process has a server for it, not a torch import
+        supervised = warm.started(module, env) if warm is not None else WarmChildren.from_running_server(module, env)
     if supervised is None:
         binds = [str(Path(spec["report"]).parent)] if sandbox and spec.get("report") else []
         supervised = Supervised(launch_message(module, env, warm=False, sandbox=sandbox, binds=binds))

@@ -323,22 +323,27 @@ class Trace:
 
 
 def compile_all(spec: dict[str, Any], trace: Trace, progress: Progress) -> dict[str, Any]:
-    """Import the candidate (interpreter off), wait for the trace's launches, compile each for each arch."""
+    """Wait for the trace's launches, import the candidate (interpreter off), compile each launch for each arch.
+
+    The candidate is imported here only once the trace has run it: a file that hangs (or spins) at import
+    keeps one process busy until the timeout, not two, and one that launches nothing is not imported twice.
+    The compiler's one-time costs are paid meanwhile."""
     archs = list(spec.get("arch") or ["sm_90"])
     result: dict[str, Any] = {"state": "error", "kernels": [], "errors": [], "skipped": [], "message": ""}
-    stage = "import"
+    stage = "wait"
     try:
-        progress(job="compile", phase="import")
+        progress(job="compile", phase="wait")
         warmer = threading.Thread(target=warm_compiler, args=(archs,), daemon=True)
         warmer.start()
-        from trialtui.runner.loader import Reference, load_module
-
-        Reference.importable(spec["reference"], spec.get("support_files", []))  # `from task import ...`
-        module = load_module(spec["candidate"], CANDIDATE_MODULE)
-        stage = "wait"
-        progress(job="compile", phase="wait")
         traced = trace.wait_for_launches()
         result["skipped"] = list(traced.get("skipped") or [])
+        if traced["launches"]:
+            stage = "import"
+            progress(job="compile", phase="import")
+            from trialtui.runner.loader import Reference, load_module
+
+            Reference.importable(spec["reference"], spec.get("support_files", []))  # `from task import ...`
+            module = load_module(spec["candidate"], CANDIDATE_MODULE)
         stage = "compile"
         progress(job="compile", phase="compile", n=len(traced["launches"]) * len(archs))
         warmer.join()

@@ -38,3 +38,14 @@ def test_the_wait_kernel_compiles_for_hopper_and_reads_the_global_timer():
     ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
     assert ptx.count("%globaltimer") >= 2  # once at the start, again in the loop
     assert "bra" in ptx  # the loop: it waits until the timer has moved `ns`
+
+
+def test_the_checkers_clock_is_not_moved_by_a_stall_in_some_of_its_batches():
+    steady = walls(OVERHEAD_US + 132.0)
+    assert timing.checker_per_call_us(steady) == pytest.approx(OVERHEAD_US + 132.0)
+    stalled = [(wall + (3000.0 if i in (1, 3, 4) else 0.0), n, s) for i, (wall, n, s) in enumerate(steady)]
+    assert timing.checker_per_call_us(stalled) == pytest.approx(OVERHEAD_US + 132.0)  # three of eight batches held up
+    claimed = timing.summarize([132.0] * 40)
+    assert timing.confirmed_stats(claimed, stalled, OVERHEAD_US)["confirmed"] is True
+    # a claim far under what every batch took is not confirmed, however the stalls fall
+    assert timing.confirmed_stats(timing.summarize([60.0] * 40), stalled, OVERHEAD_US)["confirmed"] is False

@@ -209,7 +209,10 @@ def checker_per_call_us(walls: list[tuple[float, int, list[float]]]) -> float | 
     """The checker's own clock per timed call: the slope of batch wall time over batch size.
 
     A batch's wall time holds a fixed cost (the request's round trip, the final sync) and n calls;
-    two sizes separate them. With one size only, the whole wall time over n (an upper bound).
+    two sizes separate them. Each size's fastest batch: every batch does the whole work of its calls (each
+    output is judged), so nothing makes one shorter than that work, and what lengthens one (the host
+    descheduled, a GC pause, another program's kernel) only adds. With one size only, the whole wall
+    time over n (an upper bound).
     """
     by_size: dict[int, list[float]] = {}
     for wall, n, _ in walls:
@@ -218,7 +221,7 @@ def checker_per_call_us(walls: list[tuple[float, int, list[float]]]) -> float | 
     if len(by_size) < 2:
         return wall_per_call(walls)
     (small, ws), (large, wl) = sorted(by_size.items())[0], sorted(by_size.items())[-1]
-    slope = (statistics.median(wl) - statistics.median(ws)) / (large - small)
+    slope = (min(wl) - min(ws)) / (large - small)
     return slope if slope > 0 else wall_per_call(walls)
 
 

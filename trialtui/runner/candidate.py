@@ -24,7 +24,7 @@ class LaunchCounter:
     def __init__(self) -> None:
         self.count = 0
         self.own_names: set[str] = set()  # kernels of the candidate's own (not torch.compile's, not a library's)
-        self.home = ""  # the candidate's directory: a Triton kernel defined under it is its own
+        self.homes: tuple[str, ...] = ()  # the candidate's directories: a Triton kernel defined under one is its own
 
     def install(self) -> None:
         import triton.runtime.jit as jit
@@ -44,7 +44,7 @@ class LaunchCounter:
                 counter.count += 1
                 fn = getattr(self, "fn", None)
                 code = getattr(fn, "__code__", None)
-                if code is not None and counter.home and os.path.realpath(code.co_filename).startswith(counter.home):
+                if code is not None and counter.homes and os.path.realpath(code.co_filename).startswith(counter.homes):
                     counter.own_names.add(fn.__name__)
                 return __original(self, *args, **kwargs)
 
@@ -152,6 +152,13 @@ class Session:
                 print(f"trialtui: Triton's warm-up launch failed: {describe(exc)}", file=sys.stderr)
         return {}, None
 
+    def set_homes(self, msg: dict[str, Any]) -> None:
+        """Where the candidate's own kernels are defined: the snapshot's directory, and the problem's, which a
+        snapshot runs as (loader.load_module), so its kernels' code names that one (for want of it an engine's
+        saves were flagged `fallback`, their own kernel counted as a library's: H200, 2026-12-02)."""
+        self.counter.homes = tuple(os.path.dirname(os.path.realpath(p)) + os.sep
+                                   for p in (msg["candidate"], msg.get("candidate_as")) if p)
+
     def op_load(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         import torch
 
@@ -163,7 +170,7 @@ class Session:
         self.dtype = getattr(torch, msg["dtype"])
         torch.backends.cuda.matmul.allow_tf32 = bool(msg.get("allow_tf32"))
         torch.backends.cudnn.allow_tf32 = bool(msg.get("allow_tf32"))
-        self.counter.home = os.path.dirname(os.path.realpath(msg["candidate"])) + os.sep
+        self.set_homes(msg)
         self.counter.install()
         install_launch_counter(msg["candidate"], self.counter)  # launches Triton's JIT does not see (CUDA C++)
         self.integrity = Integrity()

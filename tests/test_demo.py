@@ -281,7 +281,8 @@ def test_shipped_recordings_match_the_current_versions(name):
 def test_the_first_commands_story_holds_on_its_recordings():
     """Issue 36, point 11: the story README's first command plays (`trialtui demo --headless`) holds,
     beat by beat, on the recorded H200 numbers: what each beat claims is what decide says (a plateau
-    that ends in a regression after a tie is a plateau, not a branch back)."""
+    that ends in a regression after a tie is a plateau, not a branch back; a tweak 0.3 % slower than its
+    parent is a tie, whatever the two runs' own standard errors say: decide_evidence.RUN_TO_RUN)."""
     from trialtui.core.decide import decide
     from trialtui.core.model import Trial
 

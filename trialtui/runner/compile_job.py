@@ -251,15 +251,58 @@ def compile_launch(module, launch: dict[str, Any], arch: str, tool: str | None) 
     return facts
 
 
+TRITON_KEY_FILE = "trialtui-triton-key.json"
+
+
+def triton_files_fingerprint(root: Path) -> str:
+    """Size and mtime of every file `triton_key()` hashes (its cache module, the compiler, backends and
+    language sources, libtriton): a change to any of them changes this."""
+    import hashlib
+
+    entries = [root / "runtime" / "cache.py", *sorted((root / "_C").glob("libtriton.*"))]
+    for folder in ("compiler", "backends", "language"):
+        entries += sorted((root / folder).rglob("*.py"))
+    digest = hashlib.sha256()
+    for path in entries:
+        stat = path.stat()
+        digest.update(f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def reuse_triton_key() -> None:
+    """`triton_key()` hashes triton's sources and its 100 MB library: half a CPU second in every compile
+    job. Its value is kept in Triton's cache folder under a fingerprint of those files, and handed to
+    triton the way its own warm-up pools do (`triton.runtime.cache.triton_key = lambda: key`)."""
+    import triton
+    import triton.runtime.cache as cache
+
+    folder = Path(triton.knobs.cache.dir)
+    fingerprint = triton_files_fingerprint(Path(triton.__file__).parent)
+    try:
+        kept = json.loads((folder / TRITON_KEY_FILE).read_text())
+        key = kept["key"] if kept.get("fingerprint") == fingerprint else None
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        key = None
+    if not isinstance(key, str):
+        key = cache.triton_key()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = folder / f"{TRITON_KEY_FILE}.{os.getpid()}"
+            tmp.write_text(json.dumps({"fingerprint": fingerprint, "key": key}))
+            os.replace(tmp, folder / TRITON_KEY_FILE)
+        except OSError:
+            pass  # a read-only cache folder: the next job hashes again
+    cache.triton_key = lambda: key
+
+
 def warm_compiler(archs: list[str]) -> None:
-    """The one-time costs of a first compile (hashing triton itself, backend set-up), paid while the
-    candidate imports. Failures here resurface, with their message, in the real compile."""
+    """The one-time costs of a first compile (the key of triton itself, backend set-up), paid while the
+    trace runs. Failures here resurface, with their message, in the real compile."""
     try:
         from triton.backends.compiler import GPUTarget
         from triton.compiler.compiler import make_backend
-        from triton.runtime.cache import triton_key
 
-        triton_key()
+        reuse_triton_key()
         for arch in archs:
             make_backend(GPUTarget("cuda", capability(arch), WARP_SIZE)).hash()
     except Exception:  # noqa: BLE001 - warming is optional by design

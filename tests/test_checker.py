@@ -187,7 +187,8 @@ def test_candidate_has_no_path_to_the_result(tmp_path):
 
 
 def test_hang_is_a_timeout_naming_the_step(tmp_path):
-    hang = KB_GOOD.replace("out = torch.empty_like(x)", "out = torch.empty_like(x)\n        while True: pass")
+    # a hang that sleeps: the checker's deadline is the claim, not a core spent for 30 s (the corpora spin)
+    hang = KB_GOOD.replace("out = torch.empty_like(x)", "out = torch.empty_like(x)\n        while True: __import__('time').sleep(0.05)")
     r = run(tmp_path, hang, timeout_s=30)  # the import must be over before it runs out, even on a busy machine
     assert r["state"] == "timeout"
     assert "checking correctness: timed out after 30 s" in r["message"]

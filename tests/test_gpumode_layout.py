@@ -161,7 +161,8 @@ def test_generate_input_on_the_meta_device_gives_shapes(tmp_path, style):
 def test_upstream_references_check_their_own_output_on_the_cpu(tmp_path, name, monkeypatch):
     """In-process stand-in for one child per problem: `task` and `utils` are fresh for each."""
     pytest.importorskip("torch")
-    from trialtui.runner.loader import Reference, clone
+    from trialtui.runner.loader import Reference
+    from trialtui.runner.tensors import clone
 
     for module in ("task", "utils"):
         monkeypatch.delitem(sys.modules, module, raising=False)

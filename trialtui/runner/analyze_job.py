@@ -21,7 +21,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from trialtui.core.gpus import ceilings_for
 from trialtui.core.result import RESULT_VERSION
 from trialtui.core.roofline import roofline
-from trialtui.runner.loader import Reference, map_tensors
+from trialtui.runner.loader import Reference
+from trialtui.runner.tensors import map_tensors
 from trialtui.runner.child import serve
 
 CPU_BYTES_LIMIT = 512 * 1024**2

@@ -26,8 +26,8 @@ from trialtui.runner.child import serve
 from trialtui.runner.environment import environment
 from trialtui.runner.job_progress import Progress, Splits
 from trialtui.runner.judging import higher_precision, judge, tolerance
-from trialtui.runner.loader import nbytes
 from trialtui.runner.prepared import Prepared, prepare, problem_key
+from trialtui.runner.tensors import nbytes
 from trialtui.runner.timed_phase import cpu_timing, number, speedups, time_all
 
 
@@ -50,7 +50,8 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
     import torch
 
     from trialtui.runner.compare import is_trivial, looks_like_tf32, normwise
-    from trialtui.runner.loader import DTYPES, clone
+    from trialtui.runner.loader import DTYPES
+    from trialtui.runner.tensors import clone
 
     atol, rtol = tolerance(spec, reference.kind)
     declared = DTYPES[spec["dtype"]] if reference.emulated else None  # bf16 run as fp32 on the CPU

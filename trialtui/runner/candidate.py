@@ -213,7 +213,7 @@ class Session:
         from trialtui.runner.compare import poisoned_allocations
         from trialtui.runner.compare import inputs_changed
         from trialtui.runner.layouts import arrange
-        from trialtui.runner.loader import map_tensors
+        from trialtui.runner.tensors import map_tensors
 
         steps = Steps()
         fn = self._build(payload)
@@ -242,7 +242,7 @@ class Session:
         memory), else in host memory, so the GPU holds only what the candidate itself needs."""
         import torch
 
-        from trialtui.runner.loader import map_tensors
+        from trialtui.runner.tensors import map_tensors
 
         if self.device.type != "cuda":
             return lambda t: t.clone()

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from trialtui.runner.loader import clone, tensors_of
+from trialtui.runner.tensors import clone, tensors_of
 
 STRUCTURE_FRACTION = 0.01  # more zeros or whole numbers than this: a mask, a triangle, indices, counts
 

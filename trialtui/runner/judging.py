@@ -15,7 +15,7 @@ def higher_precision(reference, ref_model, inputs):
     import torch
 
     from trialtui.runner.compare import HIGHER
-    from trialtui.runner.loader import map_tensors
+    from trialtui.runner.tensors import map_tensors
 
     wide = HIGHER.get(reference.dtype, torch.float64)
     up = map_tensors(inputs, lambda t: t.to(wide) if t.is_floating_point() else t)
@@ -41,7 +41,7 @@ def judge(spec, reference, expected, output, inputs, truth, floor_notes: list[st
     """One output against the reference's, by the same rules for untimed and timed calls: the tolerance,
     the dtype's rounding floor against the higher-precision truth, the problem's own check."""
     from trialtui.runner.compare import Comparison, compare, within_rounding_floor
-    from trialtui.runner.loader import clone
+    from trialtui.runner.tensors import clone
 
     atol, rtol = tolerance(spec, reference.kind)
     result = compare(expected, output, atol, rtol)

@@ -8,7 +8,7 @@ from typing import Any, Callable
 import torch
 
 from trialtui.core.heldout import Layout
-from trialtui.runner.loader import map_tensors
+from trialtui.runner.tensors import map_tensors
 
 PAD = 3  # elements past each row: the row stride is no power of two and no multiple of the row's length
 

@@ -60,30 +60,6 @@ def load_module(path: str | Path, name: str, as_path: str | Path | None = None, 
     return module
 
 
-def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
-    """Apply `fn` to every tensor inside nested tuples, lists and dicts."""
-    if isinstance(value, torch.Tensor):
-        return fn(value)
-    if isinstance(value, tuple):
-        return tuple(map_tensors(v, fn) for v in value)
-    if isinstance(value, list):
-        return [map_tensors(v, fn) for v in value]
-    if isinstance(value, dict):
-        return {k: map_tensors(v, fn) for k, v in value.items()}
-    return value
-
-
-def tensors_of(value: Any) -> list[torch.Tensor]:
-    """Every tensor inside nested tuples, lists and dicts, in `map_tensors`' order."""
-    found: list[torch.Tensor] = []
-    map_tensors(value, lambda t: found.append(t) or t)
-    return found
-
-
-def clone(value: Any) -> Any:
-    return map_tensors(value, lambda t: t.clone())
-
-
 def seed_all(seed: int) -> None:
     torch.manual_seed(seed)
     if torch.cuda.is_available():
@@ -199,18 +175,3 @@ def build_pair(reference: Reference, candidate: Candidate, case: dict[str, Any],
     """Reference and candidate callables for one case, weights shared where names match."""
     call = reference.call(case, seed)
     return call.fn, candidate.build(case, seed, call.payload)
-
-
-def nbytes(value) -> int:
-    """Bytes of every tensor in a value (inputs, outputs, weights), however nested."""
-    import torch
-
-    total = 0
-
-    def add(t: torch.Tensor) -> None:
-        nonlocal total
-        total += t.numel() * t.element_size()
-
-    map_tensors(value, add)
-    return total
-

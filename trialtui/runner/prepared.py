@@ -125,7 +125,7 @@ def expected_for(reference, case: dict[str, Any], seed: int, higher) -> Expected
     import torch
 
     from trialtui.runner.candidate import describe
-    from trialtui.runner.loader import clone
+    from trialtui.runner.tensors import clone
 
     inputs = reference.make_inputs(case, seed)
     call = reference.call(case, seed)

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from trialtui.runner.loader import map_tensors, tensors_of
+from trialtui.runner.tensors import map_tensors, tensors_of
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
 LARGE_BATCH = 40
@@ -103,7 +103,7 @@ class Layout:
 
     @staticmethod
     def _view(slot: torch.Tensor, leaf: Leaf) -> torch.Tensor:
-        from trialtui.runner.wire import DTYPES
+        from trialtui.runner.tensors import DTYPES
 
         raw = slot[leaf.offset:leaf.offset + leaf.nbytes]
         return raw.view(DTYPES[leaf.dtype]).view(leaf.shape)

@@ -20,7 +20,7 @@ import torch
 
 from trialtui.runner import cuda_ipc, fresh_inputs
 from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline
-from trialtui.runner.loader import clone
+from trialtui.runner.tensors import clone
 from trialtui.runner.timed_batch import Layout, run_batch
 from trialtui.runner.timing import checker_per_call_us
 

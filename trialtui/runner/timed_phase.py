@@ -12,7 +12,7 @@ from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess
 from trialtui.runner.gpu_wait import WAIT_NS
 from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
-from trialtui.runner.loader import nbytes
+from trialtui.runner.tensors import nbytes
 
 SUSPICIOUS_SPEEDUP = 10.0
 LIBRARY_SHARE = 0.5  # the candidate's own kernels did less of the timed calls' GPU time than this: `fallback`
@@ -169,7 +169,7 @@ def _work(ref_call, inputs) -> tuple[Any, dict[str, float]]:
     traffic any kernel must make (every input and weight read once, every output written once)."""
     import torch
 
-    from trialtui.runner.loader import clone
+    from trialtui.runner.tensors import clone
     from trialtui.runner.timed_batch import Layout
 
     model = ref_call.model
@@ -185,7 +185,7 @@ def _flops(ref_call, inputs) -> float:
     import torch
     from torch.utils import flop_counter
 
-    from trialtui.runner.loader import clone
+    from trialtui.runner.tensors import clone
 
     _count_without_dynamo(flop_counter)
     with torch.no_grad(), flop_counter.FlopCounterMode(display=False) as counter:
@@ -244,7 +244,7 @@ def cpu_timing(spec, reference, link: CandidateProcess, case, deadline, facts) -
     """
     import torch
 
-    from trialtui.runner.loader import clone
+    from trialtui.runner.tensors import clone
     from trialtui.runner.timing import confirmed_stats, summarize
 
     inputs = reference.make_inputs(case, 0)

@@ -289,7 +289,7 @@ def describe(exc: BaseException) -> str:
 
 def preview(spec: dict[str, Any], reference, case: dict[str, Any], expected: Any, output: Any, inputs: Any) -> dict[str, Any]:
     from trialtui.runner.compare import compare
-    from trialtui.runner.loader import clone
+    from trialtui.runner.tensors import clone
 
     result = compare(expected, output, spec["atol"], spec["rtol"])
     own = reference.check(clone(inputs), output) if result.passed else None
@@ -316,7 +316,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     progress = Progress(spec.get("progress"))
     import torch
 
-    from trialtui.runner.loader import Candidate, Reference, build_pair, clone
+    from trialtui.runner.loader import Candidate, Reference, build_pair
+    from trialtui.runner.tensors import clone
 
     recorder = LaunchRecorder()
     recorder.install()

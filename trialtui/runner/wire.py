@@ -27,17 +27,8 @@ from typing import IO, Any
 import torch
 
 from trialtui.runner import cuda_ipc
+from trialtui.runner.tensors import DTYPES
 
-DTYPES = {
-    str(dtype).removeprefix("torch."): dtype
-    for dtype in (
-        torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
-        torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128,
-    )
-}
-for _name in ("float8_e4m3fn", "float8_e5m2"):
-    if hasattr(torch, _name):
-        DTYPES[_name] = getattr(torch, _name)
 MAX_LINE = 64 * 2**20
 MAX_LEAVES = 100_000
 CHUNK_BYTES = 256 * 2**20

@@ -10,7 +10,8 @@ import torch
 
 from trialtui.runner.device_map import mapped
 from trialtui.runner.forms import ReferenceCall, RunnerForm
-from trialtui.runner.loader import combine_seed, map_tensors, seed_all
+from trialtui.runner.loader import combine_seed, seed_all
+from trialtui.runner.tensors import map_tensors
 
 OWN_NAMES = ("generate_input", "ref_kernel", "check_implementation")
 

@@ -9,7 +9,8 @@ import torch
 
 from trialtui.runner import constants
 from trialtui.runner.forms import ReferenceCall, RunnerForm
-from trialtui.runner.loader import load_matching_weights, map_tensors, seed_all
+from trialtui.runner.loader import load_matching_weights, seed_all
+from trialtui.runner.tensors import map_tensors
 
 
 class KernelBench(RunnerForm):

@@ -49,3 +49,15 @@ def test_the_checkers_clock_is_not_moved_by_a_stall_in_some_of_its_batches():
     assert timing.confirmed_stats(claimed, stalled, OVERHEAD_US)["confirmed"] is True
     # a claim far under what every batch took is not confirmed, however the stalls fall
     assert timing.confirmed_stats(timing.summarize([60.0] * 40), stalled, OVERHEAD_US)["confirmed"] is False
+
+
+def test_a_disturbed_timing_is_seen_in_the_checkers_own_baselines_and_flush_never_in_the_candidates():
+    steady = [100.0 + (i % 5) * 0.3 for i in range(80)]
+    assert timing.disturbance({"candidate": steady, "eager": steady}, 25.0, 25.4) is None
+    # another program's kernels time-sliced in during the third quarter of the loop: eager 30 % slower there
+    shared = steady[:40] + [130.0] * 20 + steady[60:]
+    message = timing.disturbance({"candidate": steady, "eager": shared}, 25.0, 25.2)
+    assert message and "eager drifted 29%" in message
+    assert timing.disturbance({"candidate": shared, "eager": steady}, 25.0, 25.2) is None  # the candidate's samples are its claims
+    assert "L2 flush took 25.0 µs before the loop and 40.0 µs after" in timing.disturbance({"eager": steady}, 25.0, 40.0)
+    assert timing.drift(steady[:8]) == 0.0  # too few samples to split

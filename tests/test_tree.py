@@ -116,7 +116,7 @@ def test_an_informative_flag_does_not_keep_a_trial_from_best(code):
 
 def test_the_disqualifying_set_names_every_cheating_and_implausibility_code():
     assert DISQUALIFYING == {"side-stream", "suspicious", "no-custom-kernel", "no-kernel", "timing-patched",
-                             "timing-mismatch", "fallback", "sol-implausible", "impossible"}
+                             "timing-mismatch", "fallback", "sol-implausible", "impossible", "noisy"}
     assert not DISQUALIFYING & {"tie", "bf16-emulated", "trivial-reference"}
 
 

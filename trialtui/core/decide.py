@@ -195,6 +195,7 @@ _FLAG_HINTS = {
     "sol-implausible": "a speed above the hardware's limit means work escapes the timing: check streams and caching",
     "impossible": "no kernel reads and writes that much, or does that many FLOPs, that fast on this GPU: make every "
                   "timed call do the whole work on the current stream",
+    "noisy": "something else used the GPU while it was timed (nvidia-smi lists it): save again when it is quiet",
     "speed-of-light": "a speed above the hardware's limit means work escapes the timing: check streams and caching",
 }
 

@@ -91,10 +91,20 @@ def time_all(spec, reference, link: CandidateProcess, case, device, progress, de
                 progress(**timing.preliminary({name: timing.less_empty_pair(s, empty_us) for name, s in so_far.items()}))
 
             splits.mark("timing.prepare")
-            samples, walls = timing.time_alternating(
-                bencher, candidate_batch, fns, on_run=lambda r: progress(phase="timing", runs=r),
-                time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S), on_preliminary=first_number, batches=batches,
-            )
+            disturbed = None
+            for attempt in range(2):  # a disturbed loop is timed again once; disturbed twice, it is flagged
+                phase = "timing" if attempt == 0 else "timing_again"  # the TUI shows "timing again 40 runs"
+                samples, walls = timing.time_alternating(
+                    bencher, candidate_batch, fns, on_run=lambda r, phase=phase: progress(phase=phase, runs=r),
+                    time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S), batches=batches,
+                    on_preliminary=first_number if attempt == 0 else None,
+                )
+                disturbed = timing.disturbance(samples, flush_us, bencher.flush_cost_us())
+                if disturbed is None:
+                    break
+            if disturbed is not None:
+                flags.append(flag("noisy", f"timed twice, disturbed both times: {disturbed}; the number is not this "
+                                  "kernel's alone"))
             splits.mark("timing.loop")
             stats = {name: timing.summarize(timing.less_empty_pair(s, empty_us)) for name, s in samples.items()}
             progress(phase="kernel_time")

@@ -29,6 +29,8 @@ CALL_RANGE = "trialtui_call"
 # Slack: the gaps between calls the harness itself adds (two event records and a flush launch per call);
 # 19 µs on the H200 for a 133 µs softmax, 2026-12-01.
 CONFIRM_TOL = 0.05
+DRIFT = 0.05  # a baseline's quarter medians further apart than this: the timing was disturbed (timed again once)
+FLUSH_DRIFT = 0.15  # the flush's own cost moved this much over the loop: likewise
 EMPTY_PAIR_RUNS = 21
 EMPTY_PAIR_CAP_US = 3.0  # an event pair around nothing: 1.3 µs on the H200 (its p20, 2026-12-02)
 CONFIRM_SLACK_US = 25.0
@@ -174,6 +176,27 @@ def time_alternating(
             on_preliminary({name: list(s) for name, s in samples.items()}, list(walls))
             on_preliminary = None
     return samples, walls
+
+
+def drift(samples: list[float], parts: int = 4) -> float:
+    """How far the medians of a timing's successive parts lie apart (largest over smallest, less one): a
+    steady GPU keeps one kernel's within a percent or two; another program's work, or a clock that moved
+    while it was timed, shows here even where the median looks settled."""
+    n = len(samples)
+    if n < 3 * parts:
+        return 0.0
+    medians = [statistics.median(samples[i * n // parts:(i + 1) * n // parts]) for i in range(parts)]
+    return max(medians) / min(medians) - 1 if min(medians) > 0 else 0.0
+
+
+def disturbance(samples: dict[str, list[float]], flush_before_us: float, flush_after_us: float) -> str | None:
+    """What says the timing was disturbed, from the checker's own measurements only (its baselines and
+    its flush, never the candidate's samples): a message, or None when the GPU was steady."""
+    seen = [f"{name} drifted {d:.0%} between quarters of the loop" for name, s in samples.items()
+            if name != "candidate" and (d := drift(s)) > DRIFT]
+    if flush_before_us > 0 and abs(flush_after_us / flush_before_us - 1) > FLUSH_DRIFT:
+        seen.append(f"an L2 flush took {flush_before_us:.1f} µs before the loop and {flush_after_us:.1f} µs after")
+    return "; ".join(seen) or None
 
 
 def median_rse(samples: list[float]) -> float:

@@ -29,7 +29,7 @@ CALL_RANGE = "trialtui_call"
 # Slack: the gaps between calls the harness itself adds (two event records and a flush launch per call);
 # 19 µs on the H200 for a 133 µs softmax, 2026-12-01.
 CONFIRM_TOL = 0.05
-DRIFT = 0.05  # a baseline's quarter medians further apart than this: the timing was disturbed (timed again once)
+DRIFT = 0.10  # a baseline's quarter medians further apart than this: disturbed (timed again once); a GEMM's clock easing under its power limit moves less
 FLUSH_DRIFT = 0.15  # the flush's own cost moved this much over the loop: likewise
 EMPTY_PAIR_RUNS = 21
 EMPTY_PAIR_CAP_US = 3.0  # an event pair around nothing: 1.3 µs on the H200 (its p20, 2026-12-02)

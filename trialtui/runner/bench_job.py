@@ -20,7 +20,7 @@ from trialtui.core.model import REFERENCE_FAILED
 from trialtui.core.prctl import seal
 from trialtui.core.result import RESULT_VERSION, flag
 from trialtui.runner import heldout
-from trialtui.runner.candidate import describe
+from trialtui.runner.candidate_errors import describe
 from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline
 from trialtui.runner.child import serve
 from trialtui.runner.environment import environment

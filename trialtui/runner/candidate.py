@@ -14,6 +14,8 @@ import time
 import traceback
 from typing import Any, Callable
 
+from trialtui.runner.candidate_errors import describe
+
 RAISED_UNDER_RECORDER = "(the call raised under the op recorder)"
 OPS = ("ready", "load", "run", "prepare_timing", "time", "kernel_time", "cpu_prepare", "cpu_time", "peak")
 
@@ -95,16 +97,6 @@ class Steps:
         now = time.perf_counter()
         self.seconds[name] = round(now - self.started, 4)
         self.started = now
-
-
-def describe(exc: BaseException) -> str:
-    if isinstance(exc, SystemExit):
-        return f"the candidate called sys.exit({exc.code!r})"
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    if "out of memory" in first.lower():
-        return f"out of memory: {first}"
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 class Session:

@@ -138,7 +138,7 @@ def _read(path: Path) -> str | None:
 def import_candidate(spec: dict[str, Any], recorder: Recorder) -> dict[str, Any]:
     """Import the candidate with the recorders in place; the trace part of the result."""
     from trialtui.runner.loader import load_module
-    from trialtui.runner.trace_job import candidate_line, describe
+    from trialtui.runner.candidate_errors import candidate_line, describe_capped
 
     for folder in (str(Path(spec["root"])), str(recorder.candidate.parent)):
         if folder not in sys.path:
@@ -149,7 +149,7 @@ def import_candidate(spec: dict[str, Any], recorder: Recorder) -> dict[str, Any]
         if isinstance(exc, KeyboardInterrupt):
             raise
         print(traceback.format_exc(), file=sys.stderr)
-        return {"state": "error", "stage": "import", "message": describe(exc), "exception": type(exc).__name__,
+        return {"state": "error", "stage": "import", "message": describe_capped(exc), "exception": type(exc).__name__,
                 "line": candidate_line(exc, str(recorder.candidate)), "launches": []}
     return {"state": "ok", "launches": []}
 

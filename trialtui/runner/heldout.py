@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from trialtui.core.generalization import Outcome
 from trialtui.core.heldout import HeldOutCase, Layout
-from trialtui.runner.candidate import describe
+from trialtui.runner.candidate_errors import describe
 from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline
 from trialtui.runner.forms import ReferenceCall
 from trialtui.runner.layouts import arrange

@@ -124,7 +124,7 @@ def _fill(prepared: Prepared, cases: list[dict[str, Any]], seeds: list[int], hig
 def expected_for(reference, case: dict[str, Any], seed: int, higher) -> Expected:
     import torch
 
-    from trialtui.runner.candidate import describe
+    from trialtui.runner.candidate_errors import describe
     from trialtui.runner.tensors import clone
 
     inputs = reference.make_inputs(case, seed)

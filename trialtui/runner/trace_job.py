@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core.result import RESULT_VERSION
+from trialtui.runner.candidate_errors import candidate_line, describe_capped
 from trialtui.runner.job_progress import Progress
 from trialtui.runner.compare import poisoned_allocations
 from trialtui.runner.child import serve
@@ -268,25 +269,6 @@ def publish(path: str | None, launches: list[dict[str, Any]], skipped: list[str]
     os.replace(tmp, path)
 
 
-def candidate_line(exc: BaseException, candidate: str) -> int | None:
-    """The innermost line of the candidate file in the exception's traceback."""
-    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename) == Path(candidate):
-        return exc.lineno
-    line = None
-    for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        if Path(frame.f_code.co_filename) == Path(candidate):
-            line = lineno
-    return line
-
-
-def describe(exc: BaseException) -> str:
-    if isinstance(exc, SystemExit):
-        return f"the candidate called sys.exit({exc.code!r})"
-    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-    first = lines[0].strip() if lines else ""
-    return f"{type(exc).__name__}: {first}"[:500] if first else type(exc).__name__
-
-
 def preview(spec: dict[str, Any], reference, case: dict[str, Any], expected: Any, output: Any, inputs: Any) -> dict[str, Any]:
     from trialtui.runner.compare import compare
     from trialtui.runner.tensors import clone
@@ -356,7 +338,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             raise
         result["launches"] = list(recorder.launches.values())
         result["stage"] = stage
-        result["message"] = describe(exc)
+        result["message"] = describe_capped(exc)
         result["exception"] = type(exc).__name__
         result["line"] = candidate_line(exc, spec["candidate"])
         result["in_kernel"] = recorder.failed_kernel(exc)

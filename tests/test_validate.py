@@ -9,7 +9,7 @@ import pytest
 
 from test_compile_stage import copy_problem, line_of
 from trialtui.engine.validate import compile_findings, kernel_findings, parse_archs, validate_file
-from trialtui.runner.compile_job import ptx_facts
+from trialtui.runner.ptx import ptx_facts
 
 GOOD = (Path(__file__).parent / "problems" / "kb_add" / "add.py").read_text()
 

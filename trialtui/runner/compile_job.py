@@ -31,18 +31,13 @@ from typing import Any
 from trialtui.core.prctl import drop_ptrace_now
 from trialtui.core.result import RESULT_VERSION
 from trialtui.runner.job_progress import Progress
+from trialtui.runner.ptx import ptx_facts
 from trialtui.runner.trace_job import def_line
 from trialtui.runner.child import serve
 
 CANDIDATE_MODULE = "trialtui_candidate"
 WARP_SIZE = 32
-TENSOR_CORE_OPS = ("tcgen05.mma", "wgmma", "mma")
 _RESOURCE = re.compile(r"Function ([^\s:]+):\s*\n\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
-_TENSOR_OP = re.compile(r"^\s*(?:@!?%p\d+\s+)?(tcgen05\.mma|wgmma\.mma_async|mma\.sync)\b", re.M)
-_GLOBAL_LOAD = re.compile(r"^\s*(?:@!?%p\d+\s+)?(ld\.global\S*)", re.M)
-_CP_ASYNC = re.compile(r"^\s*(?:@!?%p\d+\s+)?cp\.async\.c[ag]\.shared\.global\S*\s+\[[^\]]*\],\s*\[[^\]]*\],\s*(0x[0-9a-fA-F]+|\d+)", re.M)
-_LOAD_TYPE = re.compile(r"\.[bfsu](\d+)$")
-_LOAD_VECTOR = re.compile(r"\.v(\d+)\.")
 
 
 def capability(arch: str) -> int:
@@ -94,31 +89,6 @@ def sass_facts(cubin: bytes, tool: str | None, ptx: str | None = None) -> dict[s
         fh.flush()
         proc = subprocess.run([tool, "--dump-sass", fh.name], capture_output=True, text=True, timeout=60)
     return sass_mma_facts(proc.stdout) if proc.returncode == 0 else {}
-
-
-def ptx_facts(ptx: str) -> dict[str, Any]:
-    """Tensor-core instructions present, and the widest global load per thread in bits."""
-    ops = {m.group(1) for m in _TENSOR_OP.finditer(ptx)}
-    op = next((name for name in TENSOR_CORE_OPS if any(o.startswith(name) for o in ops)), None)
-    widest, widest_bits = None, 0
-    for m in _GLOBAL_LOAD.finditer(ptx):
-        instr = m.group(1)
-        ty = _LOAD_TYPE.search(instr)
-        vec = _LOAD_VECTOR.search(instr + ".")
-        bits = (int(ty.group(1)) if ty else 32) * (int(vec.group(1)) if vec else 1)
-        if bits > widest_bits:
-            widest, widest_bits = instr, bits
-    for m in _CP_ASYNC.finditer(ptx):
-        bits = int(m.group(1), 0) * 8
-        if bits > widest_bits:
-            widest, widest_bits = "cp.async " + m.group(1), bits
-    return {
-        "tensor_cores": op is not None,
-        "tensor_core_op": op,
-        "vector_width": widest_bits or None,
-        "widest_load": widest,
-        "tma": "cp.async.bulk.tensor" in ptx,
-    }
 
 
 def find_kernel(module, launch: dict[str, Any]):

@@ -26,7 +26,7 @@ from trialtui.core.languages.cuda_text import (
     quoted_names,
     sass_tensor_op,
 )
-from trialtui.runner.compile_job import ptx_facts
+from trialtui.runner.ptx import ptx_facts
 
 # What torch.utils.cpp_extension passes nvcc for every CUDA source (COMMON_NVCC_FLAGS): the same
 # half/bfloat16 rules, so a source that fails the GPU build fails here too.

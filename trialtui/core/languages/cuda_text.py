@@ -31,7 +31,7 @@ NVCC_ERROR = re.compile(r'^(?P<file>.+?)\((?P<line>\d+)\): (?:catastrophic )?err
                         r'(?:\n\s+(?P<detail>(?:operand|argument) types? (?:are|is):.*)$)?', re.M)
 GCC_ERROR = re.compile(r'^(?P<file>.+?):(?P<line>\d+):(?:\d+:)? (?:fatal )?error:\s*(?P<msg>.*)$', re.M)
 PTXAS_ERROR = re.compile(r"^ptxas (?:fatal|error)\s*:\s*(?P<msg>.*)$", re.M)
-# SASS tensor-core instructions and the family name the Triton side reports (compile_job.TENSOR_CORE_OPS)
+# SASS tensor-core instructions and the family name the Triton side reports (runner/ptx.py, TENSOR_CORE_OPS)
 SASS_TENSOR_OPS = (("UTCHMMA", "tcgen05.mma"), ("UTCQMMA", "tcgen05.mma"), ("UTCIMMA", "tcgen05.mma"),
                    ("UTCOMMA", "tcgen05.mma"), ("HGMMA", "wgmma"), ("QGMMA", "wgmma"), ("IGMMA", "wgmma"),
                    ("BGMMA", "wgmma"), ("HMMA", "mma"), ("IMMA", "mma"), ("DMMA", "mma"), ("BMMA", "mma"))

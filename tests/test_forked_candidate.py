@@ -43,7 +43,7 @@ PROBE = textwrap.dedent('''
     os.environ["TRITON_INTERPRET"] = "1"
     import torch, triton
     from trialtui.runner.candidate_link import CandidateProcess, ForkedProcess
-    link = CandidateProcess(fork=True)
+    link = CandidateProcess("trialtui.runner.candidate", fork=True)
     assert isinstance(link.process, ForkedProcess), type(link.process)
     pid = link.process.pid
     reply, _ = link.request("ready", timeout_s=60)  # it answers the protocol, so it is set up

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from trialtui.runner import fresh_inputs  # noqa: E402
-from trialtui.runner.candidate_link import CandidateFailed, Deadline  # noqa: E402
+from trialtui.runner.candidate_requests import CandidateFailed, Deadline  # noqa: E402
 from trialtui.runner.compare import close_at_once  # noqa: E402
 from trialtui.runner.timed_batch import Layout  # noqa: E402
 from trialtui.runner.timed_checker import TimedCalls  # noqa: E402

@@ -52,7 +52,7 @@ def test_timed_calls_are_judged_by_the_same_rules(dtype):
     from types import SimpleNamespace
 
     from trialtui.runner.judging import check_timed
-    from trialtui.runner.candidate_link import CandidateFailed
+    from trialtui.runner.candidate_requests import CandidateFailed
 
     tol = 1e-2 if dtype == torch.bfloat16 else 1e-3
     spec = {"atol": tol, "rtol": tol}

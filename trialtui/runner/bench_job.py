@@ -21,7 +21,8 @@ from trialtui.core.prctl import seal
 from trialtui.core.result import RESULT_VERSION, flag
 from trialtui.runner import heldout
 from trialtui.runner.candidate_errors import describe
-from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline
+from trialtui.runner.candidate_link import CandidateProcess
+from trialtui.runner.candidate_requests import CandidateFailed, Deadline
 from trialtui.runner.child import serve
 from trialtui.runner.environment import environment
 from trialtui.runner.job_progress import Progress, Splits
@@ -173,7 +174,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
     seal()
     # first, before any CUDA call or the reference: on the CPU the candidate's process is a fork of this one
-    link = _READY.pop() if _READY else CandidateProcess(fork=_JOB_PROCESS)  # a new one imports torch while the reference loads here
+    link = _READY.pop() if _READY else CandidateProcess(CANDIDATE, fork=_JOB_PROCESS)  # a new one imports torch while the reference loads here
     progress = Progress(spec.get("progress"))
     deadline = Deadline(float(spec.get("timeout_s", 120)))
     device_name = spec.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -346,6 +347,7 @@ class MemoryLedger:
 # `compile` baseline needs, and the FLOP counter (the CPU's checkers time nothing on a GPU)
 WARM_IMPORTS = ("torch", "triton", "triton.language") + (
     ("torch._dynamo", "torch.utils.flop_counter") if os.environ.get("TRITON_INTERPRET") != "1" else ())
+CANDIDATE = "trialtui.runner.candidate"  # the candidate's process: what its link (runner/candidate_link.py) starts
 _READY: list[CandidateProcess] = []
 _PREPARED: list[Prepared] = []
 _JOB_PROCESS = False  # True in `python -m trialtui.runner.bench_job`: nothing but imports has run before the job
@@ -357,7 +359,7 @@ def prewarm() -> None:
     the GPU here: a warm checker starts while another job may be timing on it; its CUDA contexts, Triton
     launch and CUPTI wait for the engine's `prepare`, sent only while it holds the lane."""
     if not _READY:
-        _READY.append(CandidateProcess(fork=_JOB_PROCESS))
+        _READY.append(CandidateProcess(CANDIDATE, fork=_JOB_PROCESS))
 
 
 def _gpu_job() -> bool:
@@ -396,7 +398,7 @@ def main(argv: list[str]) -> None:
     _JOB_PROCESS = True
     seal()  # before any process of the job exists
     if _gpu_job():  # the candidate's interpreter imports torch beside this one's: 3 s off a cold GPU job
-        _READY.append(CandidateProcess(fork=False))
+        _READY.append(CandidateProcess(CANDIDATE, fork=False))
     serve(run, argv, prewarm=prewarm, prepare=prepare_problem, warm_imports=WARM_IMPORTS)
 
 

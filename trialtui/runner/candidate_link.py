@@ -18,16 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core.prctl import drop_ptrace_now, prepare_candidate_child
+from trialtui.runner.candidate_requests import CandidateFailed
 
 SHM = Path("/dev/shm")
-
-class CandidateFailed(Exception):
-    """The candidate's process failed a request: it raised, died, hung or sent something malformed."""
-
-    def __init__(self, message: str, state: str = "error", traceback: str = ""):
-        super().__init__(message)
-        self.state = state
-        self.traceback = traceback
 
 
 class CandidateProcess:
@@ -37,19 +30,22 @@ class CandidateProcess:
     process: torch is imported once, not twice. Only the checker's job process asks for it, and only
     before it has run a torch op or loaded the reference (a fork inherits OpenMP's state and the
     memory). On a GPU it is a new interpreter: the CUDA driver is not fork-safe.
+
+    `module` is what the process runs (its `main()`): the bench job names runner/candidate.py, so the
+    job that starts the candidate's process is the one that depends on it, not every module handed the link.
     """
 
-    def __init__(self, env: dict[str, str] | None = None, *, fork: bool = False):
+    def __init__(self, module: str, env: dict[str, str] | None = None, *, fork: bool = False):
         """Starts the process; nothing here imports torch, so a GPU job starts it before its own imports."""
         self.exchange = exchange_dirs()
         self.scratch = Path(tempfile.mkdtemp(prefix="trialtui-cwd-"))
         child_env = {k: v for k, v in (env or os.environ).items() if not k.startswith("TRIALTUI_")}
         child_env["PYTHONUNBUFFERED"] = "1"
         if fork and may_fork():
-            self.process = ForkedProcess(self.exchange, self.scratch, child_env)
+            self.process = ForkedProcess(module, self.exchange, self.scratch, child_env)
         else:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "trialtui.runner.candidate", *map(str, self.exchange)],
+                [sys.executable, "-m", module, *map(str, self.exchange)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, cwd=self.scratch,
                 env=child_env, close_fds=True, preexec_fn=prepare_candidate_child,
             )
@@ -199,7 +195,7 @@ class ForkedProcess:
     and never returns into the checker's code.
     """
 
-    def __init__(self, exchange: list[Path], scratch: Path, env: dict[str, str]):
+    def __init__(self, module: str, exchange: list[Path], scratch: Path, env: dict[str, str]):
         to_r, to_w = os.pipe()
         from_r, from_w = os.pipe()
         sys.stdout.flush()
@@ -217,8 +213,9 @@ class ForkedProcess:
                 prepare_candidate_child()
                 if not drop_ptrace_now():  # no exec to apply the bounding set: without this it could open the checker's pipes
                     raise OSError("could not drop CAP_SYS_PTRACE")
-                from trialtui.runner import candidate
+                import importlib
 
+                candidate = importlib.import_module(module)
                 sys.argv = [candidate.__file__, *map(str, exchange)]
                 candidate.main()
                 code = 0
@@ -255,13 +252,3 @@ class ForkedProcess:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-
-
-class Deadline:
-    """The job's time left, so a hang is reported as the step that hung, before the parent's hard kill."""
-
-    def __init__(self, total_s: float, margin_s: float = 3.0):
-        self.end = time.monotonic() + max(1.0, total_s - margin_s)
-
-    def left(self) -> float:
-        return max(0.0, self.end - time.monotonic())

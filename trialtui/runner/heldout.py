@@ -14,7 +14,7 @@ from typing import Any, Callable
 from trialtui.core.generalization import Outcome
 from trialtui.core.heldout import HeldOutCase, Layout
 from trialtui.runner.candidate_errors import describe
-from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline
+from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
 from trialtui.runner.forms import ReferenceCall
 from trialtui.runner.layouts import arrange
 
@@ -57,7 +57,7 @@ class LaidOut:
         return ReferenceCall(laid_out, {**call.payload, "layout": layout.value}, call.model)
 
 
-def check_each(spec: dict[str, Any], reference: Any, link: CandidateProcess, deadline: Deadline, facts: Any,
+def check_each(spec: dict[str, Any], reference: Any, link: CandidateLink, deadline: Deadline, facts: Any,
                check: Callable[..., dict[str, Any]]) -> dict[str, Any]:
     """Every held-out case through `check` (bench_job.check_correctness), within `heldout_budget_s`.
 

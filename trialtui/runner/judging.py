@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from trialtui.runner.candidate_link import CandidateFailed
+from trialtui.runner.candidate_requests import CandidateFailed
 
 
 def higher_precision(reference, ref_model, inputs):

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import torch
 
 from trialtui.runner import cuda_ipc, fresh_inputs
-from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess, Deadline
+from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
 from trialtui.runner.tensors import clone
 from trialtui.runner.timed_batch import Layout, run_batch
 from trialtui.runner.timing import checker_per_call_us
@@ -41,7 +41,7 @@ class Batch:
 class TimedCalls:
     """The candidate's timed calls on one case's input sets, and what they cost besides the call."""
 
-    link: CandidateProcess
+    link: CandidateLink
     deadline: Deadline
     sets: list[Any]  # the input sets as made (the candidate's process holds its own copy)
     reference: Callable[[Any], Any]  # the reference's call on one input set

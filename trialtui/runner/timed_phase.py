@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from trialtui.core.result import CPU_TIMING_LABEL, flag
-from trialtui.runner.candidate_link import CandidateFailed, CandidateProcess
+from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink
 from trialtui.runner.gpu_wait import WAIT_NS
 from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
@@ -20,7 +20,7 @@ LIBRARY_SHARE = 0.5  # the candidate's own kernels did less of the timed calls' 
 CPU_CONFIRM_TOL = 0.9
 
 
-def time_all(spec, reference, link: CandidateProcess, case, device, progress, deadline, facts,
+def time_all(spec, reference, link: CandidateLink, case, device, progress, deadline, facts,
              splits: Splits | None = None, own_kernels: bool = True) -> tuple[dict, dict, list]:
     """Candidate (in its process) and baselines (here) timed in alternating batches, same method, same inputs.
 
@@ -246,7 +246,7 @@ def _iqr_band(stats: dict[str, Any]) -> float:
     return (stats["p80_us"] - stats["p20_us"]) / 2 / median
 
 
-def cpu_timing(spec, reference, link: CandidateProcess, case, deadline, facts) -> dict[str, Any]:
+def cpu_timing(spec, reference, link: CandidateLink, case, deadline, facts) -> dict[str, Any]:
     """Three host-timed calls in the candidate's process: a CPU figure, labelled as such, never a GPU number.
 
     Its samples are claims: they stand only where the checker's own clock around the request bears

@@ -1,0 +1,45 @@
+"""What the checker's modules know of the candidate's process: the link they are handed (`CandidateLink`),
+the failure a request raises, and the job's deadline. They take the link as an object; only the job
+that starts the process imports runner/candidate_link.py."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+
+class CandidateFailed(Exception):
+    """The candidate's process failed a request: it raised, died, hung or sent something malformed."""
+
+    def __init__(self, message: str, state: str = "error", traceback: str = ""):
+        super().__init__(message)
+        self.state = state
+        self.traceback = traceback
+
+
+class Running(Protocol):
+    """The candidate's process as `subprocess.Popen` gives it (or a fork that behaves so)."""
+
+    def poll(self) -> int | None: ...
+
+
+class CandidateLink(Protocol):
+    """The checker's handle on the candidate's process (runner/candidate_link.CandidateProcess)."""
+
+    @property
+    def process(self) -> Running: ...
+
+    def request(self, op: str, payload: Any = None, *, timeout_s: float, into: str = "cpu",
+                max_bytes: int | None = None, **header: Any) -> tuple[dict[str, Any], Any]:
+        """Send one request and wait for its reply; failures become CandidateFailed."""
+        ...
+
+
+class Deadline:
+    """The job's time left, so a hang is reported as the step that hung, before the parent's hard kill."""
+
+    def __init__(self, total_s: float, margin_s: float = 3.0):
+        self.end = time.monotonic() + max(1.0, total_s - margin_s)
+
+    def left(self) -> float:
+        return max(0.0, self.end - time.monotonic())

@@ -1,6 +1,6 @@
 """Timed calls: every input new in every element, every output committed and judged.
 
-The candidate's process (candidate.Session.op_time) and the checker (timed_checker.TimedCalls) on the
+The candidate's process (candidate.Session.op_time) and the checker (timed_phase.TimedCalls) on the
 CPU, with a fake timer: what the candidate hands back for any timed call is judged against the
 reference on the input the checker rebuilds for that call, so no call can be skipped, kept or
 shortened (issue 33: candidates that read which calls were checked, or diffed their inputs).
@@ -19,7 +19,7 @@ from trialtui.runner import fresh_inputs  # noqa: E402
 from trialtui.runner.candidate_requests import CandidateFailed, Deadline  # noqa: E402
 from trialtui.runner.compare import close_at_once  # noqa: E402
 from trialtui.runner.timed_batch import Layout  # noqa: E402
-from trialtui.runner.timed_checker import TimedCalls  # noqa: E402
+from trialtui.runner.timed_phase import TimedCalls  # noqa: E402
 
 
 def test_every_call_sees_the_input_the_checker_rebuilds_new_in_every_row_and_column_and_the_sets_come_back():
@@ -229,9 +229,9 @@ def test_an_honest_candidate_passes_every_timed_call(monkeypatch, forward):
 def test_a_passthrough_is_judged_on_the_input_its_call_saw(monkeypatch):
     """An output may be its input: it is copied into its slot right after the call, before the next
     call's new values are written (on the H200 returns_input.py was 'incorrect when timed' once)."""
-    from trialtui.runner import timed_checker
+    from trialtui.runner import timed_phase
 
-    monkeypatch.setattr(timed_checker.TimedCalls, "check", lambda self, start, call, seed, ring: check_passthrough(self, start, call, seed, ring))
+    monkeypatch.setattr(timed_phase.TimedCalls, "check", lambda self, start, call, seed, ring: check_passthrough(self, start, call, seed, ring))
     timed(monkeypatch, lambda x: x)
 
 

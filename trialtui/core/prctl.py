@@ -23,9 +23,14 @@ except (OSError, AttributeError):
     _prctl = None
 
 
-def prctl(option: int, value: int) -> bool:
-    """True when the kernel took it."""
-    return _prctl is not None and _prctl(option, value, 0, 0, 0) == 0
+def prctl(option: int, value: int, *, strict: bool = False) -> bool:
+    """True when the kernel took it; with `strict` (a process that must not run without it: the supervisor,
+    the job's stub), OSError when it did not."""
+    if _prctl is not None and _prctl(option, value, 0, 0, 0) == 0:
+        return True
+    if strict:
+        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
+    return False
 
 
 def seal() -> bool:

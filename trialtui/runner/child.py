@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-WARM_FLAG = "--warm"
+WARM_FLAG = "--warm"  # the supervisor starts a warm process with it (runner/supervisor.py)
 SPEC_COPY = "job-spec.json"
 
 

@@ -4,21 +4,12 @@ child whose imports are done."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
 import sys
 
-PR_SET_PDEATHSIG = 1
-PR_SET_DUMPABLE = 4
-PR_SET_CHILD_SUBREAPER = 36
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def prctl(option: int, value: int) -> None:
-    if _libc.prctl(option, value, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
+from trialtui.core.prctl import PR_SET_PDEATHSIG, prctl
 
 
 def sandbox_command(command: list[str], scratch: str, binds: list[str]) -> list[str]:
@@ -41,7 +32,7 @@ def stub(command: list[str], env: dict[str, str], cwd: str, in_child, fds: tuple
     """
     spec_r, out_w, status_w = fds
     try:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, strict=True)
         keep = {spec_r, out_w, status_w, *pass_fds}
         for fd in [int(name) for name in os.listdir("/proc/self/fd")]:
             if fd > 2 and fd not in keep:

@@ -30,14 +30,13 @@ import tempfile
 import time
 from typing import Any
 
-from trialtui.core.prctl import seal, start_ticks
+from trialtui.core.prctl import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, seal, start_ticks
+from trialtui.runner.child import WARM_FLAG
 from trialtui.runner.job_log import Log
-from trialtui.runner.job_start import (PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl,
-                                       sandbox_command, stub)
+from trialtui.runner.job_start import sandbox_command, stub
 from trialtui.runner.process_tree import apply_limits, descendants, sweep
 
 PIDS_EVERY_S = 0.25
-WARM_FLAG = "--warm"
 TOKEN = ""  # the engine's secret for this supervisor, echoed in every event so a forged line is ignored
 FORKED_MODULE: str | None = None  # set in a fork of trialtui.runner.forkserver: its jobs are forks too
 
@@ -66,7 +65,7 @@ class Supervisor:
         res_r, self.res_w = os.pipe()
         prog_r, self.prog_w = os.pipe()
         def in_child() -> None:
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL, strict=True)
             if os.getppid() == 1:  # the stub died before the prctl
                 os._exit(1)
 
@@ -261,10 +260,10 @@ def send(message: dict[str, Any]) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    prctl(PR_SET_CHILD_SUBREAPER, 1, strict=True)
     # not dumpable: other processes of the user (the job) cannot open /proc/<us>/fd/* or read our memory,
     # so they cannot write events into the engine's pipe or learn the token (root still can)
-    prctl(PR_SET_DUMPABLE, 0)
+    prctl(PR_SET_DUMPABLE, 0, strict=True)
     seal()  # the result pipe's read end is not reachable through /proc/PID/fd
     line = read_line()
     if line is None:

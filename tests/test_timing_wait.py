@@ -27,13 +27,14 @@ def test_a_loop_without_the_wait_is_named_whatever_its_events_say():
     assert message and "altered" in message and "344 µs per timed call" in message
 
 
-def test_the_wait_kernel_compiles_for_hopper_and_reads_the_global_timer():
+def test_the_wait_kernel_compiles_for_hopper_and_reads_the_global_timer(monkeypatch):
     triton = pytest.importorskip("triton")
     from triton.backends.compiler import GPUTarget
 
     from trialtui.runner import gpu_wait
 
-    kernel = gpu_wait._compile()
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # a compiled kernel, whatever an earlier test left set
+    kernel = gpu_wait._compile.__wrapped__()
     source = triton.compiler.ASTSource(fn=kernel, signature={"out_ptr": "*i64", "ns": "i64"}, constexprs={})
     ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
     assert ptx.count("%globaltimer") >= 2  # once at the start, again in the loop

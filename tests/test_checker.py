@@ -78,7 +78,6 @@ GM_MATMUL_TASK = "tests:\n  - {m: 64, n: 48, k: 256, seed: 3}\nbenchmarks:\n  - 
 
 def run(tmp_path, candidate: str, reference: str | None = None, config: str = "seeds = 2\n", task: str | None = None,
         timeout_s: float = 90):  # a bound on hangs, not on speed: a loaded 2-core machine imports torch slowly
-    os.environ["TRITON_INTERPRET"] = "1"
     kw = {"reference": reference} if reference else {}
     root = write_problem(tmp_path / "p", files={"cand.py": candidate}, config=config, **kw)
     if task:
@@ -86,7 +85,15 @@ def run(tmp_path, candidate: str, reference: str | None = None, config: str = "s
     problem = load_problem(root)
     spec = problem.job_spec(candidate=str(root / "cand.py"), device="cpu", seeds=problem.config.seeds,
                             baselines=["eager"], timeout_s=timeout_s)
-    return check_result(bench_job.run(spec))
+    before = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        return check_result(bench_job.run(spec))
+    finally:  # the worker's later tests get the environment they started with
+        if before is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = before
 
 
 def test_correct_candidate_reports_both_checks(tmp_path):

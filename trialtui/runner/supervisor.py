@@ -28,7 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from trialtui.core.prctl import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, seal, start_ticks
 from trialtui.runner.child import WARM_FLAG
@@ -124,9 +125,12 @@ class Supervisor:
         self.job = job
         self.log.open(job["log_path"])
         pid = self._status("pid")
-        if pid is not None:  # the job process, and whatever it started already (bwrap's inner process)
-            for target in [pid, *descendants(pid)]:
-                apply_limits(target, job.get("limits") or {})
+        if pid is not None:  # the job process, and whatever it started already (bwrap's inner process,
+            # a warm checker's candidate process), stopped meanwhile: a fork it is making (a torch-sized
+            # process takes milliseconds to copy, its limits copied first) is over, and no other begins
+            with stopped(pid):
+                for target in [pid, *descendants(pid)]:
+                    apply_limits(target, job.get("limits") or {})
         spec = {**job["spec"], "result_fd": self.res_w, "progress": f"/dev/fd/{self.prog_w}"}
         self._write_spec(json.dumps(spec).encode())
         os.close(self.spec_w)
@@ -247,6 +251,36 @@ def _read_ready(fd: int) -> bytes:
         return os.read(fd, 1 << 20)
     except BlockingIOError:
         return b""
+
+
+@contextmanager
+def stopped(pid: int, wait_s: float = 2.0) -> Iterator[None]:
+    """SIGSTOP the process until the block ends; it is stopped (any system call it was in has returned)
+    before the block runs, unless it does not stop within `wait_s` (then the block runs regardless)."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except ProcessLookupError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and process_state(pid) not in ("T", "t", "Z", None):
+            time.sleep(0.001)
+        yield
+    finally:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+def process_state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return stat[stat.rindex(b")") + 2:].split()[0].decode()
 
 
 def send(message: dict[str, Any]) -> None:

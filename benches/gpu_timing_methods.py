@@ -22,7 +22,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -30,6 +29,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benches"))
+
+from gpu_tiny import median_duration_us  # noqa: E402
 OUT = Path(os.environ.get("OUT") or "gpu_timing_methods_out")
 SPIN = 2_000_000
 ROUNDS = 200
@@ -59,15 +61,7 @@ def ncu_us(path: Path, shape: str, nargs: int, kernel: str) -> float | None:
     done = subprocess.run([ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-k", f"regex:{kernel}",
                            "--launch-skip", "3", "--csv", sys.executable, "-c", BARE, str(path), shape, str(nargs)],
                           capture_output=True, text=True, timeout=180)
-    values = []
-    for line in done.stdout.splitlines():
-        if "gpu__time_duration.sum" in line:
-            cells = [c.strip('"') for c in line.split('","')]
-            unit, value = cells[-2], cells[-1].strip('"').replace(",", "")
-            scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3}.get(unit)
-            if scale is not None and re.fullmatch(r"[0-9.]+", value):
-                values.append(float(value) * scale)
-    return statistics.median(values) if values else None
+    return median_duration_us(done.stdout)
 
 
 def main() -> int:

@@ -52,16 +52,22 @@ def ncu_us(root: Path, n: int) -> float | None:
     done = subprocess.run([ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-k", "regex:add_kernel",
                            "--launch-skip", "3", "--csv", sys.executable, "-c", BARE, str(root / "add.py"), str(n)],
                           capture_output=True, text=True, timeout=180)
+    found = median_duration_us(done.stdout)
+    if found is None:
+        print(done.stdout[-800:], done.stderr[-800:], flush=True)
+    return found
+
+
+def median_duration_us(csv: str) -> float | None:
+    """The median of the `gpu__time_duration.sum` rows of ncu's --csv output, in µs."""
     values = []
-    for line in done.stdout.splitlines():
+    for line in csv.splitlines():
         if "gpu__time_duration.sum" in line:
             cells = [c.strip('"') for c in line.split('","')]
             unit, value = cells[-2], cells[-1].strip('"').replace(",", "")
             scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}.get(unit, None)
             if scale is not None and re.fullmatch(r"[0-9.]+", value):
                 values.append(float(value) * scale)
-    if not values:
-        print(done.stdout[-800:], done.stderr[-800:], flush=True)
     return statistics.median(values) if values else None
 
 

@@ -26,6 +26,7 @@ from trialtui.core.report import FINAL_DIR
 from trialtui.core.store import STATE_DIR, StoreError, StoreLocked, UnknownTrial, lock_holder, sha256_of
 from trialtui.engine import events as ev
 from trialtui.engine.attach import RemoteEngine, attach
+from trialtui.engine.control_ops import gpu_to_itself
 from trialtui.engine.demo_story import editor_save
 from trialtui.engine.finalize import FinalizeError
 from trialtui.engine.runner_deps import missing_runner
@@ -296,17 +297,9 @@ class AgentSession:
         trial = self._get(trial_id)
         source = engine.store.snapshot_path(trial.sha256)
         executor = getattr(engine, "executor", None)
-        was_paused = engine.paused
-        if not was_paused:
-            engine.toggle_pause()
-        try:
-            while not engine.lanes.idle:
-                await asyncio.sleep(0.2)
+        async with gpu_to_itself(engine):
             found = await asyncio.to_thread(check_file, self.problem, source, device=engine.device,
                                             bench=executor.bench if executor is not None else None, on_demand=True)
-        finally:
-            if not was_paused and engine.paused:
-                engine.toggle_pause()
         return views.generalization_view(trial, found)
 
     # Resources

@@ -6,8 +6,9 @@ keys."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -100,6 +101,22 @@ async def answer(engine: RunningEngine, op: str, args: dict[str, Any]) -> dict[s
     return {"ok": True, "pid": os.getpid(), **reply}
 
 
+@contextlib.asynccontextmanager
+async def gpu_to_itself(engine: RunningEngine) -> AsyncIterator[None]:
+    """The engine paused and its lanes idle for the body: an on-demand GPU job (the finalize's re-benchmark, a
+    held-out check) never shares the GPU with a save's; resumed after, unless the user paused it meanwhile."""
+    was_paused = engine.paused
+    if not was_paused:
+        engine.toggle_pause()
+    try:
+        while not engine.lanes.idle:
+            await asyncio.sleep(0.2)
+        yield
+    finally:
+        if not was_paused and engine.paused:
+            engine.toggle_pause()
+
+
 async def finalize_running(engine: RunningEngine, trial_id: str | None, device: str,
                            bench: Callable[..., dict[str, Any]]) -> tuple[str, dict[str, Any], Path]:
     """`trials finalize` in a running engine: watching pauses and the lanes drain first, as for the TUI's F."""
@@ -109,16 +126,8 @@ async def finalize_running(engine: RunningEngine, trial_id: str | None, device: 
         raise FinalizeError(f"nothing to finalize: {tree.no_best_reason(store.trials(), config.primary_baseline)}")
     if tree.disqualified(trial):
         raise FinalizeError(f"{trial.id} is never finalized: {'; '.join(tree.disqualified(trial))}")
-    was_paused = engine.paused
-    if not was_paused:
-        engine.toggle_pause()
-    try:
-        while not engine.lanes.idle:
-            await asyncio.sleep(0.2)
+    async with gpu_to_itself(engine):
         engine.emit(ev.Notice(f"finalizing {trial.id}: re-benchmarking with no cached baseline"))
         done = await asyncio.to_thread(finalize_trial, engine.problem, store, trial, device=device, bench=bench)
-    finally:
-        if not was_paused and engine.paused:
-            engine.toggle_pause()
     engine.emit(ev.Notice(f"finalized {trial.id}: wrote {done[2]}"))
     return done

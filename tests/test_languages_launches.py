@@ -57,11 +57,8 @@ def test_the_detail_pane_shows_a_cuda_kernel_without_triton_launch_options():
     from rich.style import Style
     from rich.table import Table
 
-    from trialtui.tui.widgets.detail import TrialDetail
-
-    class Plain(TrialDetail):
-        def color(self, var, **extra):
-            return Style()
+    from trialtui.core.config import Config
+    from trialtui.tui.widgets.metrics_grid import MetricsGrid
 
     kernels = [{"name": "add_kernel", "arch": "sm_90", "registers": 12, "spills": 0, "shared_bytes": 0, "num_warps": None},
                {"name": "rms", "arch": "sm_90", "registers": 15, "spills": 0, "shared_bytes": 132, "num_warps": 8},
@@ -70,7 +67,7 @@ def test_the_detail_pane_shows_a_cuda_kernel_without_triton_launch_options():
     grid = Table()
     grid.add_column()
     grid.add_column()
-    Plain.__new__(Plain)._kernel_rows(grid, SimpleNamespace(validation={"kernels": kernels}))
+    MetricsGrid(lambda var, **extra: Style(), "eager", Config())._kernel_rows(grid, SimpleNamespace(validation={"kernels": kernels}))
     rows = [str(cell) for cell in grid.columns[1]._cells]
     assert rows == ["add_kernel sm_90: 12 regs · 0 spills · 0 B shared",
                     "rms sm_90: 15 regs · 0 spills · 132 B shared · 8 warps",

@@ -25,7 +25,7 @@ from textual.notifications import Notify
 from textual.widgets import Static
 from textual.worker import Worker
 
-from trialtui.core import provenance, revealed, tree
+from trialtui.core import provenance, tree
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.report import FINAL_DIR
@@ -39,6 +39,7 @@ from trialtui.tui.commands import TrialCommands
 from trialtui.tui.messages import EngineStopped, FinalizeDone, to_message
 from trialtui.tui.screens.confirm import ConfirmScreen
 from trialtui.tui.themes import DEFAULT_THEME, VARIABLE_DEFAULTS, load_themes
+from trialtui.tui.finalize_text import finalize_trial, held_out_note
 from trialtui.tui.widgets.detail import TrialDetail
 from trialtui.tui.widgets.key_footer import WIDE, KeyFooter
 from trialtui.tui.widgets.next_action import NextAction
@@ -436,7 +437,7 @@ class TrialApp(KeyActions, AppMessages, App):
                 self.finalize(target.id)
 
         body = (f"Re-benchmark {target.id} ({describe.outcome(target, self.baseline)[0]}) with no cached baseline, "
-                f"check it on held-out cases (sizes, layouts and seeds it was never checked on){_shown(self.problem, target)}, "
+                f"check it on held-out cases (sizes, layouts and seeds it was never checked on){held_out_note(self.problem, target)}, "
                 f"and write {FINAL_DIR}/{target.file}, {FINAL_DIR}/REPORT.md and {FINAL_DIR}/report.json.\n"
                 "Watching pauses until it is done, and the GPU lane finishes its current job first.")
         self.push_screen(ConfirmScreen(f"Finalize {target.id}?", body, yes="Finalize"), answer)
@@ -461,28 +462,6 @@ class TrialApp(KeyActions, AppMessages, App):
             if not was_paused and self.engine.paused:
                 self.engine.toggle_pause()
         self.post_message(FinalizeDone(trial_id, ok, text))
-
-
-def finalize_trial(problem: Problem, store: Store, trial: Trial, device: str | None,
-                   bench: Any = None) -> tuple[bool, str]:
-    """The engine's finalize, as (ok, what happened) for a notification."""
-    from trialtui.engine.finalize import FinalizeError, finalize
-
-    try:
-        _, report, out_dir = finalize(problem, store, trial, device=device, bench=bench)
-    except FinalizeError as exc:
-        return False, str(exc)
-    return True, (f"{report.get('generalizes') or ''}\n"
-                  f"wrote {out_dir / trial.file}, {out_dir / 'REPORT.md'} and {out_dir / 'report.json'}").lstrip()
-
-
-def _shown(problem: Problem, trial: Trial) -> str:
-    """What the finalize dialog adds when the held-out cases are not held out for this source."""
-    if problem.config.generalize.budget_s <= 0:
-        return " (off: [generalize] budget_s = 0)"
-    if revealed.was_revealed(problem.state_dir, trial.sha256):
-        return " (checked on demand for this source before: the card says they were not held out)"
-    return f" (at most {problem.config.generalize.budget_s:g} s)"
 
 
 def make_app(problem: Problem, *, engine: Any = None, device: str | None = None, theme: str | None = None,

@@ -1,0 +1,33 @@
+"""What the TUI's finalize says: the dialog's note on the held-out cases, and the engine's finalize as a
+notification's (ok, text). Split from tui/app.py, which asks and runs it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trialtui.core import revealed
+from trialtui.core.model import Trial
+from trialtui.core.problem import Problem
+from trialtui.core.store import Store
+
+
+def finalize_trial(problem: Problem, store: Store, trial: Trial, device: str | None,
+                   bench: Any = None) -> tuple[bool, str]:
+    """The engine's finalize, as (ok, what happened) for a notification."""
+    from trialtui.engine.finalize import FinalizeError, finalize
+
+    try:
+        _, report, out_dir = finalize(problem, store, trial, device=device, bench=bench)
+    except FinalizeError as exc:
+        return False, str(exc)
+    return True, (f"{report.get('generalizes') or ''}\n"
+                  f"wrote {out_dir / trial.file}, {out_dir / 'REPORT.md'} and {out_dir / 'report.json'}").lstrip()
+
+
+def held_out_note(problem: Problem, trial: Trial) -> str:
+    """What the finalize dialog adds when the held-out cases are not held out for this source."""
+    if problem.config.generalize.budget_s <= 0:
+        return " (off: [generalize] budget_s = 0)"
+    if revealed.was_revealed(problem.state_dir, trial.sha256):
+        return " (checked on demand for this source before: the card says they were not held out)"
+    return f" (at most {problem.config.generalize.budget_s:g} s)"

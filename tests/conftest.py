@@ -87,14 +87,34 @@ HEAVY = ("test_hostile.py", "test_trust.py", "test_demo.py", "test_one_verdict.p
 
 
 def pytest_collection_modifyitems(config, items):
-    """The longest tests first (the corpora, the demo stories, then the other slow ones): spread over
-    the xdist workers early, they do not leave one worker running while the others are idle at the end."""
+    """The longest tests first (the corpora, the demo stories, then the other slow ones), dealt out to
+    the xdist workers: they do not leave one worker running while the others are idle at the end."""
     def weight(item) -> int:
         if item.path.name in HEAVY:
-            return 0
-        return 1 if item.get_closest_marker("slow") else 2
+            return 0 if item.get_closest_marker("slow") else 1
+        return 2 if item.get_closest_marker("slow") else 3
 
     items.sort(key=weight)
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    items[:] = dealt(items, workers, sum(weight(item) == 0 for item in items))
+
+
+def dealt(items: list, workers: int, heavy: int) -> list:
+    """The order in which xdist's worksteal gives each of `workers` the first `heavy` items in turn.
+
+    worksteal hands worker k the k-th of `workers` contiguous slices of the list (sizes as its
+    `check_schedule` makes them) and a worker that runs out steals from the end of another's slice:
+    so each slice starts with its share of the heavy items, dealt round-robin, and the rest fill the slices in order."""
+    if workers < 2:
+        return list(items)
+    hands = [items[k:heavy:workers] for k in range(workers)]
+    rest = iter(items[heavy:])
+    ordered, remaining = [], len(items)
+    for k in range(workers):
+        size = remaining // (workers - k)
+        remaining -= size
+        ordered += hands[k] + [next(rest) for _ in range(size - len(hands[k]))]
+    return ordered + list(rest)
 
 
 def play_story(engine, player, timeout_s: float = 120.0):

@@ -70,7 +70,3 @@ class Waiter:
 
     def __call__(self) -> None:
         self._launch()
-
-    def waited_ns(self) -> int:
-        """How long the last wait lasted by the global timer (for the measure of it; syncs)."""
-        return int(self.out.item())

@@ -53,3 +53,28 @@ def test_counting_flops_does_not_import_dynamo():
     assert done.returncode == 0, done.stderr[-2000:]
     flops, dynamo = done.stdout.split()
     assert float(flops) == 2 * 8 * 16 * 4 and dynamo == "False"
+
+
+# the H200 run of 2026-12-02 (tests/fixtures/gpu/h200-2026-12-02e): bias + GELU + residual v7, fp16 16384×8192,
+# 805 MB in 187.0 µs = 4.31 TB/s, above the calibrated copy rate (4.22 TB/s), under the datasheet's 4.8
+V7_ROOF = {"source": "calibrated", "floor_us": 190.77, "gpu": "NVIDIA H200"}
+V7_WORK = {"min_bytes": 805322752.0, "floor_us": 167.78, "floor_gpu": "NVIDIA H200"}
+
+
+def test_an_honest_kernel_above_the_calibrated_copy_rate_stays_eligible():
+    result = {"state": "correct", "flags": [], "roofline": V7_ROOF, "timing": {"median_us": 187.0, "work": V7_WORK}}
+    assert disqualifications(result, 190.77 / 187.0) == []
+    suspicious = {**result, "flags": [{"code": "suspicious", "message": "3.5× eager"}]}
+    assert disqualifications(suspicious, 190.77 / 187.0) == []
+
+
+@pytest.mark.parametrize("roof, work", [
+    ({**V7_ROOF, "source": "datasheet"}, V7_WORK),  # above the datasheet ceilings: impossible whatever else
+    (V7_ROOF, {**V7_WORK, "floor_us": None}),  # a GPU without a datasheet entry: nothing else checked it
+    (V7_ROOF, None),  # a result from before the floor existed
+])
+def test_above_100_percent_disqualifies_where_no_datasheet_floor_vouches(roof, work):
+    timing = {"median_us": 187.0, **({"work": work} if work else {})}
+    result = {"state": "correct", "flags": [], "roofline": roof, "timing": timing}
+    reasons = disqualifications(result, 1.02)
+    assert len(reasons) == 1 and reasons[0].startswith("speed-of-light 102%")

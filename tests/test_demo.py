@@ -140,7 +140,7 @@ def test_prepare_copies_clean_and_starts_at_v1(tmp_path):
     assert dest == tmp_path / "play" / "softmax"
     for leftover in (".trialtui", "recorded", "final", "__pycache__"):
         assert not (dest / leftover).exists()
-    assert (dest / "demo" / "v8.py").exists()  # versions ride along, in a subdirectory: never candidates
+    assert (dest / "demo" / story.versions[-1].file).exists()  # versions ride along, in a subdirectory: never candidates
     assert (dest / story.candidate).read_bytes() == story.source(story.versions[0])
     assert load_config(dest).baselines == ["eager"]
     assert load_config(dest).profile_when == "never"

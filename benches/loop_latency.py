@@ -309,7 +309,8 @@ async def _print_rows(engine: Engine, events, written: list[float], rows: dict, 
                    "final_s": round(final_t - saved, 3), "preliminary_s": round(prelim[0] - saved, 3) if prelim else None,
                    "queued_s": round(bench[0] - queued, 3) if bench and queued is not None else 0.0,
                    "waited_for": bench[1].message if bench else "",
-                   "flags": [f.get("code") for f in result.get("flags") or []], **clock_of(result)}
+                   "flags": [f.get("code") for f in result.get("flags") or []], **clock_of(result),
+                   "timeline_s": timeline(mine, saved), "phases_s": result.get("phases_s")}
             row["final_vs_cold"] = off(final_us, cold_us)
             row["preliminary_vs_final"] = off(row["preliminary_us"], final_us)
             rows[trial_id] = row
@@ -319,6 +320,9 @@ async def _print_rows(engine: Engine, events, written: list[float], rows: dict, 
                   f"save → preliminary {row['preliminary_s'] if prelim else 'n/a'} s, → final {row['final_s']:.2f} s, "
                   f"queued {row['queued_s']:.2f} s [{row['waited_for']}] {' '.join(row['flags'])}"
                   + ("" if row["confirmed"] is not False else " (the checker's clock: events unconfirmed)"), flush=True)
+            print("    engine: " + ", ".join(f"{k} {v:.2f}" for k, v in row["timeline_s"].items()), flush=True)
+            for line in breakdown_lines(row["phases_s"]):
+                print("   ", line, flush=True)
 
 
 def pace(device: str, gaps: list[float], window_s: float, cold_runs: int) -> dict:

@@ -327,20 +327,19 @@ def test_reference_edit_marks_measured_trials_stale(root):
     engine.close()
 
 
-def test_problem_directory_removed_is_an_event_not_a_crash(root):
+@pytest.mark.parametrize("after_s", [0.6, 0.0], ids=["while watching", "before the watcher's first poll"])
+def test_problem_directory_removed_is_an_event_not_a_crash(root, after_s):
+    """Also when it goes before watchfiles' first poll (a loaded machine starts the watcher late): that
+    engine once ran on, its watcher failed, until the test's hang guard (120 s)."""
     import shutil
 
     engine = make_engine(root, config="[watch]\nquiet_ms = 50\n")
     seen = collect(engine)
 
-    async def body():
-        await asyncio.sleep(0.2)
-        shutil.rmtree(root)
-
     async def main():
         task = asyncio.create_task(engine.run())
-        await asyncio.sleep(0.4)
-        await body()
+        await asyncio.sleep(after_s)
+        shutil.rmtree(root)
         await asyncio.wait_for(task, 120)  # a hang guard, generous
 
     asyncio.run(main())

@@ -215,9 +215,7 @@ class Engine(TrialJobs):
         try:
             async for changed, deleted in saves(root, quiet_ms=self.problem.config.quiet_ms, stop=self._stop):
                 if not root.exists():
-                    self.emit(ev.EngineError(f"the problem directory {root} was removed; nothing more to watch"))
-                    self._stop.set()
-                    return
+                    return self._root_removed()
                 for path in sorted(deleted):
                     self._guarded(self._file_gone, path)
                 for path in sorted(changed):
@@ -229,7 +227,13 @@ class Engine(TrialJobs):
                             continue
                         await self.on_save(path)
         except Exception as exc:  # noqa: BLE001 - the watcher itself failed: say so, the lanes go on
+            if not root.exists():  # removed before watchfiles' first poll, which then cannot watch it
+                return self._root_removed()
             self._fail(None, exc, "watching stopped")
+
+    def _root_removed(self) -> None:
+        self.emit(ev.EngineError(f"the problem directory {self.problem.root} was removed; nothing more to watch"))
+        self._stop.set()
 
     def _guarded(self, fn: Callable[..., Any], *args: Any) -> None:
         try:

@@ -17,8 +17,9 @@ GOOD = (Path(__file__).parent / "problems" / "kb_add" / "add.py").read_text()
 FORWARD = "        out = torch.empty_like(x)\n"
 RAISE_FORWARD = GOOD.replace(FORWARD, FORWARD + "        raise ZeroDivisionError('boom in forward')\n")
 RAISE_IMPORT = GOOD + "\nraise RuntimeError('boom at import')\n"
-HANG_FORWARD = GOOD.replace(FORWARD, FORWARD + "        while x.numel() > 0:\n            n = x.numel()\n")
-HANG_IMPORT = GOOD + "\nimport time\nwhile time.time() > 0:\n    pass\n"
+# hangs that block for good: the job's deadline is the claim, not a core spent until it (a spin burnt one per hang)
+HANG_FORWARD = GOOD.replace(FORWARD, FORWARD + "        while x.numel() > 0:\n            __import__('time').sleep(60)\n")
+HANG_IMPORT = GOOD + "\nimport time\nwhile time.time() > 0:\n    time.sleep(60)\n"
 
 
 def problem_with(tmp_path: Path, files: dict[str, str], timeout_s: int) -> Path:

@@ -1,5 +1,7 @@
 # expect: timeout | timed out after
 # why: on every machine the job is killed at bench_timeout_s; watch must agree with bench (issue 13.10)
+import time
+
 import torch
 import torch.nn as nn
 import triton
@@ -22,6 +24,6 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         out = torch.empty_like(x)
-        while True: pass
+        while True: time.sleep(60)  # hangs for good without a core (a spin burnt one for the whole timeout)
         bias_relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, self.bias, out, x.numel(), x.shape[-1], BLOCK=1024)
         return out

@@ -14,6 +14,7 @@ import pytest
 from trialtui.core.config import Config
 from trialtui.core.decide import decide, naming_current_best
 from trialtui.core.model import Trial
+from trialtui.core.spread import MEDIAN_EFFICIENCY, P20_P80_SIGMAS
 
 EAGER_US = 184.0
 TRITON_SRC = "import triton\nimport triton.language as tl\n@triton.jit\ndef softmax(x_ptr):\n    x = tl.load(x_ptr)\n"
@@ -22,10 +23,14 @@ CUDA_SRC = "from torch.utils.cpp_extension import load_inline\nmod = load_inline
 PTX_SRC = CUDA_SRC + 'SRC = """asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global [%0], [%1];");"""\n'
 
 
-def ok(id: str, parent: str | None = None, us: float = 100.0, rse: float = 0.004, *, band: float = 0.01,
-       strategy: str | None = None, sol: float | None = None, profile: dict | None = None) -> Trial:
-    """A correct trial timed at `us` median, with its rse and a ±band p20–p80 spread."""
-    timing = {"median_us": us, "rse": rse, "p20_us": us * (1 - band), "p80_us": us * (1 + band), "n": 100}
+def ok(id: str, parent: str | None = None, us: float = 100.0, rse: float = 0.004, *, band: float | None = None,
+       n: int | None = 100, strategy: str | None = None, sol: float | None = None, profile: dict | None = None) -> Trial:
+    """A correct trial timed at `us` median over `n` samples, with its rse and the ±band p20–p80 spread that
+    gives that rse (core/spread.py reads the median's error from the band), or the band given."""
+    if band is None:
+        band = rse * P20_P80_SIGMAS * (n or 100) ** 0.5 / (2 * MEDIAN_EFFICIENCY) if rse else 0.01
+    timing = {"median_us": us, "rse": rse, "p20_us": us * (1 - band), "p80_us": us * (1 + band),
+              **({"n": n} if n else {})}
     result = {
         "state": "correct",
         "correctness": {"passed": True, "message": "", "max_abs_err": 2e-7, "seeds": 5},
@@ -398,8 +403,8 @@ def test_the_p20_p80_band_decides_when_no_rse_was_recorded() -> None:
     cfg = Config(target_speedup=3.0)
 
     def pair(band: float) -> list[Trial]:
-        return [ok("t1", us=x(1.2), rse=0.0), ok("t2", "t1", us=103.0, rse=0.0, band=band),
-                ok("t3", "t2", us=100.0, rse=0.0, band=band)]
+        return [ok("t1", us=x(1.2), rse=0.0, n=None), ok("t2", "t1", us=103.0, rse=0.0, band=band, n=None),
+                ok("t3", "t2", us=100.0, rse=0.0, band=band, n=None)]
 
     separate, overlapping = pair(0.01), pair(0.05)
     assert decide(separate, separate[-1], [LOW_BW], cfg).reason.startswith("Improved")

@@ -15,6 +15,7 @@ from trialtui.core import bottleneck
 from trialtui.core.config import Config
 from trialtui.core import tree as tree_rules
 from trialtui.core.model import Trial, TrialState
+from trialtui.core.spread import timing_rse
 from trialtui.core.strategies import BY_NAME, GENERIC, recognise
 from trialtui.core.verdict_registry import ABOUT_THE_PROFILE, REMEDIES
 
@@ -143,12 +144,12 @@ def _compare(new: Trial, ref: Trial, baseline: str) -> _Change:
 
 
 def _noise(a: dict[str, Any], b: dict[str, Any]) -> tuple[float | None, str]:
-    """Combined relative standard errors when both trials have one; else the p20–p80 bands; never under
-    RUN_TO_RUN.
+    """Combined relative standard errors of the medians when both trials have one (core/spread.py: from
+    the p20–p80 band and n, so one outlier is no noise); else the p20–p80 bands; never under RUN_TO_RUN.
 
     rse is 0 when a timing has a single sample, so a zero is no measurement of spread.
     """
-    ra, rb = a.get("rse"), b.get("rse")
+    ra, rb = timing_rse(a), timing_rse(b)
     if ra and rb:
         return _at_least_run_to_run(NOISE_Z * math.hypot(ra, rb), "rse")
     widths = [_band(t) for t in (a, b)]

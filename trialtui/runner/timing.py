@@ -14,6 +14,9 @@ from typing import Any, Callable
 
 import torch
 
+from trialtui.core.spread import IQR_SIGMAS, P20_P80_SIGMAS
+from trialtui.core.spread import median_rse as median_rse_of
+
 MIN_RUNS = 10
 TARGET_RSE = 0.005  # the median's relative standard error (from the IQR) the loop stops at
 MAX_RUNS = 500
@@ -108,7 +111,8 @@ def less_empty_pair(samples: list[float], empty_us: float) -> list[float]:
 
 
 def summarize(samples: list[float]) -> dict[str, Any]:
-    """Median headline plus the spread figures: min, p20, p80, mean, std, n, relative standard error."""
+    """Median headline plus the spread figures: min, p20, p80, mean, std, n, and the median's relative
+    standard error from the p20-p80 band (core/spread.py: one outlier does not make it noise)."""
     ordered = sorted(samples)
     n = len(ordered)
     mean = statistics.fmean(ordered)
@@ -125,7 +129,7 @@ def summarize(samples: list[float]) -> dict[str, Any]:
         "mean_us": mean,
         "std_us": std,
         "n": n,
-        "rse": (std / n**0.5 / mean) if mean > 0 and n > 1 else 0.0,
+        "rse": median_rse_of(q(0.2), q(0.8), P20_P80_SIGMAS, statistics.median(ordered), n) or 0.0,
     }
 
 
@@ -206,9 +210,8 @@ def median_rse(samples: list[float]) -> float:
     if n < 4:
         return float("inf")
     ordered = sorted(samples)
-    iqr = ordered[(3 * (n - 1)) // 4] - ordered[(n - 1) // 4]
-    median = statistics.median(ordered)
-    return 1.2533 * (iqr / 1.349) / n**0.5 / median if median > 0 else float("inf")
+    found = median_rse_of(ordered[(n - 1) // 4], ordered[(3 * (n - 1)) // 4], IQR_SIGMAS, statistics.median(ordered), n)
+    return float("inf") if found is None else found
 
 
 def preliminary(samples: dict[str, list[float]]) -> dict[str, Any]:

@@ -126,7 +126,7 @@ def test_infinite_loop_at_top_level_times_out_and_says_where(tmp_path):
     from trialtui.core.languages import language_of_file
     from trialtui.engine.validate import compile_env
 
-    root, path = candidate(tmp_path, after_imports("while True:\n    pass"))
+    root, path = candidate(tmp_path, after_imports("import time\nwhile True:\n    time.sleep(60)"))  # no core spent
     warm = WarmChildren()
     try:
         language = language_of_file(path)

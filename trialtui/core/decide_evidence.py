@@ -287,7 +287,8 @@ def timing_text(trial: Trial) -> str:
     timing = _timing(trial)
     if not timing.get("median_us"):
         return ""
-    spread = f", rse {timing['rse']:.1%}" if timing.get("rse") else ""
+    rse = timing_rse(timing)
+    spread = f", rse {rse:.1%}" if rse else ""
     return f" ({timing['median_us']:.1f} µs median{spread})"
 
 

@@ -78,3 +78,31 @@ def test_above_100_percent_disqualifies_where_no_datasheet_floor_vouches(roof, w
     result = {"state": "correct", "flags": [], "roofline": roof, "timing": timing}
     reasons = disqualifications(result, 1.02)
     assert len(reasons) == 1 and reasons[0].startswith("speed-of-light 102%")
+
+
+def test_the_detail_pane_says_a_speed_past_the_measured_rate_is_under_the_datasheets():
+    """102 % of speed-of-light reads as an error unless the pane says against what: the rate this GPU
+    measured, and how far under the datasheet's floor the kernel still is."""
+    from rich.style import Style
+    from rich.table import Table
+
+    from trialtui.core.config import Config
+    from trialtui.core.model import Trial
+    from trialtui.tui.widgets.metrics_grid import MetricsGrid
+
+    result = {"state": "correct", "flags": [], "env": {"device": "cuda", "gpu": "NVIDIA H200"},
+              "timing": {"median_us": 187.6, "p20_us": 187.0, "p80_us": 188.0, "n": 100, "work": V7_WORK},
+              "speedup": {"eager": 3.47}, "roofline": {**V7_ROOF, "bound": "memory", "hbm_gbps": 4221.5}}
+
+    def sol_row(sol: float, roof_source: str) -> str:
+        trial = Trial("t7", "kernel.py", "", 0.0, "correct", result={**result, "roofline": {**result["roofline"],
+                                                                                           "source": roof_source}}, sol=sol)
+        grid = Table()
+        grid.add_column()
+        grid.add_column()
+        MetricsGrid(lambda var, **extra: Style(), "eager", Config())._timing_rows(grid, trial)
+        labels = [str(c) for c in grid.columns[0]._cells]
+        return str(grid.columns[1]._cells[labels.index("SoL")])
+
+    assert "past the rate this GPU measured, 89% of its datasheet's" in sol_row(1.017, "calibrated")
+    assert "past the rate" not in sol_row(0.95, "calibrated") and "past the rate" not in sol_row(1.017, "datasheet")

@@ -127,6 +127,10 @@ class MetricsGrid:
             if roof:
                 line.append(f" (floor {fmt_us(roof.get('floor_us'))}, {roof.get('bound', '?')}-bound)",
                             self.color("trial-muted"))
+            physical = ((trial.result or {}).get("timing") or {}).get("work") or {}
+            if trial.sol > 1 and roof and roof.get("source") == "calibrated" and physical.get("floor_us") and trial.median_us:
+                line.append(f" past the rate this GPU measured, {physical['floor_us'] / trial.median_us:.0%} of its "
+                            "datasheet's", self.color("trial-muted"))  # a measured rate is no ceiling (core/flags.py)
             grid.add_row("SoL", line)
 
     def _origin_rows(self, grid: Table, result: dict[str, Any]) -> None:

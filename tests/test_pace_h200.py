@@ -1,0 +1,40 @@
+"""Issue 34 on the H200 (`benches/loop_latency.py --parts pace,contention`, main at 33a9609, kept in
+tests/fixtures/gpu/h200-2026-12-02d/loop_pace.json): the same kernel gets the same number at every editing
+pace and beside other trialtui processes. Read with the bench's own summary code, so a change to how it
+computes its percentiles or offsets is checked against real rows. Latency (save → final p50 ≤ 2 s at 5 s)
+was not met in this run (3.50 s); it is not asserted here."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import statistics
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("loop_latency", HERE.parent / "benches" / "loop_latency.py")
+loop_latency = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(loop_latency)
+RUN = json.loads((HERE / "fixtures" / "gpu" / "h200-2026-12-02d" / "loop_pace.json").read_text())
+
+
+def test_the_same_kernel_gets_its_cold_number_at_every_pace_and_the_preliminary_is_the_finals_quantity():
+    cold = statistics.median(RUN["pace"]["cold_us"])
+    assert {g["gap_s"] for g in RUN["pace"]["gaps"]} == {5.0, 8.0, 20.0}
+    for gap in RUN["pace"]["gaps"]:
+        for save in gap["saves"]:
+            assert save["state"] == "correct" and save["confirmed"] is True and not save["flags"], save
+            assert abs(loop_latency.off(save["final_us"], cold)) <= 0.02, (gap["gap_s"], save)
+            assert abs(loop_latency.off(save["preliminary_us"], save["final_us"])) <= 0.10, (gap["gap_s"], save)
+        later = [s["final_s"] for s in gap["saves"] if s["save"] > 0]
+        assert loop_latency.percentile(later, 0.5) == gap["final_p50_s"]
+
+
+def test_three_processes_on_one_gpu_each_get_their_number_alone_and_say_what_they_waited_for():
+    alone, together = RUN["contention"]["alone"], RUN["contention"]["together"]
+    assert set(alone) == set(together) == {"kb_softmax", "matmul", "rowsoftmax"}
+    for name, row in together.items():
+        assert row["state"] == "correct" and row["confirmed"] is True and not row["flags"], (name, row)
+        assert abs(loop_latency.off(row["median_us"], alone[name]["median_us"])) <= 0.03, (name, row)
+        assert all(w.startswith("trialtui: waiting for gpu0: held by trialtui ") for w in row["waits"]), row["waits"]
+    assert sum(bool(r["waits"]) for r in together.values()) >= 2  # one lane: the others queued behind it

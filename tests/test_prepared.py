@@ -191,3 +191,38 @@ def test_a_gpu_lane_keeps_two_checkers_waiting_and_takes_the_longest_waiting_fir
     assert len(started) == 3 and warm.take("m", env) is started[1]
     warm.prime("m", {"CUDA_VISIBLE_DEVICES": ""})  # another key: one, as before
     assert len(started) == 4
+
+
+def test_a_prepared_checker_compiles_the_compile_baseline_at_the_timed_case_and_it_computes_the_reference(
+        tmp_path, monkeypatch):
+    """The warm-up of `torch.compile` (3.9-6.9 s of every story job's timing phase on the H200, 2026-12-02)
+    depends only on the problem: a prepared checker does it, at the case the job times, and the job times
+    that very callable. Without a `compile` baseline nothing is compiled. (torch.compile is recorded, not
+    run: inductor on a CPU costs a minute and is not what is tested.)"""
+    import torch
+
+    from trialtui.runner.loader import Reference
+    from trialtui.runner.prepared import Prepared
+
+    calls = []
+
+    def compile(fn):
+        def compiled(inputs):
+            calls.append((tuple(t.shape for t in inputs), torch.is_grad_enabled()))
+            return fn(inputs)
+        return compiled
+
+    monkeypatch.setattr(torch, "compile", compile)
+    root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
+    problem = load_problem(root)
+    spec = {**problem_spec(problem, "cpu"), "baselines": ["eager", "compile"]}
+    spec["bench_cases"] = [{**spec["test_cases"][0]}, *spec["test_cases"][1:]]
+    prepared = Prepared(problem_key(spec), Reference(spec, "cpu"))
+    prepared.warm_baselines({**spec, "baselines": ["eager"]})
+    assert prepared.baselines == {} and calls == []
+    prepared.warm_baselines(spec)
+    case = spec["bench_cases"][0]
+    inputs = prepared.reference.make_inputs(case, 0)
+    assert calls == [(tuple(t.shape for t in inputs), False)] * 2  # twice, at the timed case, as the job calls it
+    with torch.no_grad():
+        torch.testing.assert_close(prepared.baselines["compile"](inputs), prepared.reference.call(case, 0).fn(inputs))

@@ -242,6 +242,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             correctness = heldout.check_each(spec, reference, link, deadline, facts, check_correctness)
         else:
             correctness = check_correctness(spec, reference, link, cases, seeds, progress, deadline, facts, prepared, splits)
+        warm_baselines = prepared.baselines if prepared is not None else {}
         del prepared
         phase("correctness")
         result["correctness"] = correctness
@@ -265,7 +266,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         if on_gpu:
             splits.started = time.perf_counter()
             cand, baselines, flags = time_all(spec, reference, link, spec["bench_cases"][0], device, progress, deadline,
-                                              facts, splits, own_kernels=correctness["launches"] > 0)
+                                              facts, splits, own_kernels=correctness["launches"] > 0,
+                                              warm_baselines=warm_baselines)
             result["timing"] = cand
             result["baselines"] = baselines
             result["flags"] += flags

@@ -59,9 +59,28 @@ class Prepared:
     reference: Any  # a loaded trialtui.runner.loader.Reference
     cases: dict[tuple[int, int], Expected] = field(default_factory=dict)
     held_bytes: int = 0
+    baselines: dict[str, Any] = field(default_factory=dict)  # kind -> the timed case's baseline, compiled and run
 
     def get(self, case_index: int, seed: int) -> Expected | None:
         return self.cases.get((case_index, seed))
+
+    def warm_baselines(self, spec: dict[str, Any]) -> None:
+        """`torch.compile` of the reference at the timed case, traced, compiled and run now: 3.9-6.9 s of
+        every job's timing phase on the H200 (2026-12-02) that depends on nothing of the candidate's. The
+        job times exactly this callable (the same reference, case and seed it would bind itself)."""
+        import torch
+
+        if "compile" not in spec.get("baselines", ["eager"]) or not spec.get("bench_cases"):
+            return
+        case = spec["bench_cases"][0]
+        fn = torch.compile(self.reference.call(case, 0).fn)
+        inputs = self.reference.make_inputs(case, 0)
+        with torch.no_grad():  # as the job calls it (timed_phase._bind), so its first timed call finds this trace
+            fn(inputs)
+            fn(inputs)
+        if self.reference.device.type == "cuda":
+            torch.cuda.synchronize()
+        self.baselines["compile"] = fn
 
 
 def budget(device) -> int:
@@ -80,8 +99,8 @@ def prepare(spec: dict[str, Any], cases: list[dict[str, Any]], seeds: list[int],
     `higher(reference, model, inputs)` is the checker's higher-precision run, `sizeof` its byte
     count; `link` (the checker's candidate process) gets its CUDA context made too, and CUPTI started
     last (3.7-5.3 s on the H200), only while `idle()` says no job waits for this checker: a save
-    that came meanwhile runs without it rather than after it. Failures are printed and leave the job
-    to do the work itself.
+    that came meanwhile runs without it rather than after it; the `compile` baseline is warmed the same
+    way (`Prepared.warm_baselines`). Failures are printed and leave the job to do the work itself.
     """
     import torch
 
@@ -102,6 +121,12 @@ def prepare(spec: dict[str, Any], cases: list[dict[str, Any]], seeds: list[int],
         print(f"trialtui: preparing the problem failed; the job computes it itself\n{traceback.format_exc()}",
               file=sys.stderr)
         return None
+    if device.type == "cuda" and (idle is None or idle()):
+        try:
+            prepared.warm_baselines(spec)
+        except Exception:  # noqa: BLE001 - the job compiles it itself, and says what fails
+            prepared.baselines.clear()
+            print(f"trialtui: warming the baselines failed; the job does it\n{traceback.format_exc()}", file=sys.stderr)
     if device.type == "cuda" and link is not None and (idle is None or idle()):
         try:
             link.request("ready", timeout_s=60.0, device="cuda", cupti=True)

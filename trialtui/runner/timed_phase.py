@@ -150,12 +150,14 @@ class TimedCalls:
 
 
 def time_all(spec, reference, link: CandidateLink, case, device, progress, deadline, facts,
-             splits: Splits | None = None, own_kernels: bool = True) -> tuple[dict, dict, list]:
+             splits: Splits | None = None, own_kernels: bool = True,
+             warm_baselines: dict[str, Any] | None = None) -> tuple[dict, dict, list]:
     """Candidate (in its process) and baselines (here) timed in alternating batches, same method, same inputs.
 
     The baselines never run where the candidate can reach them; the candidate's own event times are
     cross-checked against this process's wall clock around each of its batches. `own_kernels`: the
     correctness runs launched kernels of the candidate's own, so the timed calls must too.
+    `warm_baselines`: baselines a prepared checker already compiled and ran at this case (runner/prepared.py).
     """
     from trialtui.core.roofline import impossible_message, physical_floor
     from trialtui.runner import timing
@@ -190,7 +192,7 @@ def time_all(spec, reference, link: CandidateLink, case, device, progress, deadl
         for kind in spec.get("baselines", ["eager"]):
             if kind in given:
                 continue
-            fn = torch.compile(ref_fn) if kind == "compile" else ref_fn
+            fn = (warm_baselines or {}).get(kind) or (torch.compile(ref_fn) if kind == "compile" else ref_fn)
             fns[kind] = [_bind(fn, s) for s in sets]
         bencher = timing.Bencher.for_device(device)
         with torch.no_grad():

@@ -46,7 +46,7 @@ def fixture_recordings(dest: Path, problems=PROBLEMS) -> dict:
             stem = version.stem
             if stem in spec["missing"] or stem not in spec["speedups"]:
                 continue
-            s = spec["speedups"][stem]
+            s = {**spec["speedups"], **spec["speedups_by_problem"].get(name, {})}[stem]
             result = json.loads(json.dumps(spec["result"]))
             eager, compile_ = spec["eager_us"], spec["compile_us"]
             mine = eager / s
@@ -192,9 +192,9 @@ def cpu_result(state="correct"):
 
 
 def test_replay_merges_only_a_recording_of_the_same_source(tmp_path):
-    fixture_recordings(tmp_path / "recs", ["softmax"])
-    recordings = dr.load_recordings(tmp_path / "recs" / "softmax")
-    story = ds.load_story(SAMPLES / "softmax")
+    fixture_recordings(tmp_path / "recs", ["bias_gelu_residual"])
+    recordings = dr.load_recordings(tmp_path / "recs" / "bias_gelu_residual")
+    story = ds.load_story(SAMPLES / "bias_gelu_residual")
     calls = []
 
     def inner(problem, path, **kw):
@@ -368,7 +368,7 @@ def test_branch_back_goes_to_the_real_best(tmp_path):
     from trialtui.engine.lanes import Lane, Lanes
     from trialtui.engine.loop import Engine
 
-    story = ds.load_story(SAMPLES / "softmax")
+    story = ds.load_story(SAMPLES / "bias_gelu_residual")
     root = ds.prepare(story.sample, tmp_path, story, profile="never")
     speed = {"v1": 2.0, "v3": 1.5, "v4": 1.0, "v5": 1.2, "v6": 1.2, "v7": 3.0, "v8": 4.0}
     by_sha = {sha256_of(story.source(v)): v.stem for v in story.versions}
@@ -404,7 +404,7 @@ def test_branch_back_goes_to_the_real_best(tmp_path):
     assert [o.version.stem for o in run.mismatches] == ["v5", "v8"]
     assert f"the story grows it from {ids['v3']} (v3.py)!" in text
     v8_line = next(line for line in text.splitlines() if f"beat: decisive_win — v8.py is {ids['v8']}" in line)
-    assert v8_line.endswith("— expected a decisive win; decide says continue: 4.00× eager (target 1.20×)!"), v8_line
+    assert v8_line.endswith("— expected a decisive win; decide says continue: 4.00× eager (target 2.00×)!"), v8_line
     assert "as the story expects" not in v8_line
     assert run.outcomes[-1].judgement.held is False
     assert "6/8 as expected" in dp.final_table([run])
@@ -415,10 +415,10 @@ def test_replay_with_one_recording_ranks_no_best_and_says_what_it_could_not_repl
     from trialtui.engine.lanes import Lane, Lanes
     from trialtui.engine.loop import Engine
 
-    story = ds.load_story(SAMPLES / "softmax")
+    story = ds.load_story(SAMPLES / "bias_gelu_residual")
     root = ds.prepare(story.sample, tmp_path / "play", story, profile="never")
-    fixture_recordings(tmp_path / "recs", ["softmax"])
-    recordings = {sha: rec for sha, rec in dr.load_recordings(tmp_path / "recs" / "softmax").items()
+    fixture_recordings(tmp_path / "recs", ["bias_gelu_residual"])
+    recordings = {sha: rec for sha, rec in dr.load_recordings(tmp_path / "recs" / "bias_gelu_residual").items()
                   if rec["version"] == "v1"}
     by_sha = {sha256_of(story.source(v)): v.stem for v in story.versions}
 
@@ -500,16 +500,17 @@ def test_demo_headless_plays_every_story_on_the_cpu(tmp_path, names):
         got = {v.stem: by_sha[sha256_of(story.source(v))] for v in story.versions}
         # every version became a trial with the state the story expects
         assert [got[v.stem].state for v in story.versions] == [v.expected for v in story.versions], name
-        # each grows from the version the story names: the branch-back one from the best (v3)
+        # each grows from the version the story names: the branch-back one from the best (v3; RMSNorm's v1)
         for v in story.versions:
             assert got[v.stem].parent == (got[Path(v.parent).stem].id if v.parent else None), (name, v.file)
         back = next(v for v in story.versions if v.beat == "branch_back")
-        assert got[back.stem].parent == got["v3"].id != got["v4"].id
+        best = Path(back.parent).stem
+        assert got[back.stem].parent == got[best].id != got["v4"].id
         # replayed numbers: from the recording of the same source, labelled; never anything else
         v3 = got["v3"].result
         assert v3["recorded"]["source"] == "replay" and v3["speedup"]["eager"] == pytest.approx(1.4)
         assert v3["correctness"]["passed"] and v3["recorded"]["cpu"]["env"]["device"] == "cpu"
-        for stem in ("v6", "v7"):  # missing, stale
+        for stem in [s for s in ("v6", "v7") if s in got]:  # missing, stale (softmax ends at v6)
             assert got[stem].speedup("eager") is None and "recorded" not in got[stem].result, (name, stem)
         assert got["v2"].result.get("speedup") is None
         # the printed story, in order
@@ -529,7 +530,7 @@ def test_demo_headless_plays_every_story_on_the_cpu(tmp_path, names):
             assert judged[beats[beat]].held is True, (name, beat)
         assert judged["v4"].held is True and "decide says branch_back: 0.90× eager" in judged["v4"].text
         # v6 (missing) and v7 (stale) have no GPU speed: their claims are not judged, never "as expected"
-        for stem in ("v6", "v7"):
+        for stem in [s for s in ("v6", "v7") if s in got]:
             assert judged[stem].held is None and "not judged" in judged[stem].text, (name, stem)
         last = story.versions[-1]
         last_replayed = last.stem in spec["speedups"]
@@ -539,7 +540,8 @@ def test_demo_headless_plays_every_story_on_the_cpu(tmp_path, names):
         else:  # matmul's v9: no recording at all
             assert judged[last.stem].held is None
         branch = next(line for line in lines if "branch back to" in line)
-        assert f"branch back to {got['v3'].id} — the best so far (1.40× vs eager)" in branch
+        speed = {**spec["speedups"], **spec["speedups_by_problem"].get(name, {})}[best]
+        assert f"branch back to {got[best].id} — the best so far ({speed:.2f}× vs eager)" in branch
         events = [line for line in out.splitlines() if line.startswith(tuple("0123456789")) and f"[{name}]" in line]
         v3_line = next(line for line in events if f"{got['v3'].id} result correct" in line)
         assert "1.40× vs eager" in v3_line and label in v3_line
@@ -589,7 +591,7 @@ def test_record_mode_writes_what_replay_reads(tmp_path, monkeypatch):
 
     monkeypatch.setattr(loop_mod, "Engine", StaticEngine)
 
-    story = ds.load_story(SAMPLES / "softmax")
+    story = ds.load_story(SAMPLES / "bias_gelu_residual")
     by_sha = {sha256_of(story.source(v)): v.stem for v in story.versions}
     calls = []
 
@@ -608,25 +610,25 @@ def test_record_mode_writes_what_replay_reads(tmp_path, monkeypatch):
     monkeypatch.setattr(lanes_mod, "visible_gpus", lambda: ["0"])
     monkeypatch.setattr(d, "bench_file", fake_gpu_bench)
     rec = tmp_path / "rec"
-    result = CliRunner().invoke(demo, ["softmax", "--record", str(rec), "--profile", "never",
+    result = CliRunner().invoke(demo, ["bias_gelu_residual", "--record", str(rec), "--profile", "never",
                                        "--into", str(tmp_path / "play")])
     assert result.exit_code == 0, result.output
     assert "live: every number is measured" in result.output
     assert all(device == "cuda" and gpu == "0" for _, device, gpu, _ in calls)
     assert calls[-1] == ("v8", "cuda", "0", False)  # the finalize: no cached baselines
     for v in story.versions:
-        data = json.loads((rec / "softmax" / f"{v.stem}.json").read_text())
+        data = json.loads((rec / "bias_gelu_residual" / f"{v.stem}.json").read_text())
         assert data["sha256"] == sha256_of(story.source(v)) and data["version"] == v.stem
         assert data["state"] == v.expected and data["result"]["state"] == v.expected
-    assert (rec / "softmax" / "final" / "REPORT.md").exists()
-    summary = json.loads((rec / "summary.json").read_text())["softmax"]
+    assert (rec / "bias_gelu_residual" / "final" / "REPORT.md").exists()
+    summary = json.loads((rec / "summary.json").read_text())["bias_gelu_residual"]
     assert summary["best_version"] == "v8.py" and summary["speedup"]["eager"] == 8.0 and summary["error"] is None
-    row = next(line for line in result.output.splitlines() if line.startswith("softmax "))
+    row = next(line for line in result.output.splitlines() if line.startswith("bias_gelu_residual "))
     assert "8.00×" in row and "measured live on PRETEND-H200" in row
     # what was recorded replays, labelled with its GPU and date
     path = tmp_path / "v8.py"
     path.write_bytes(story.source(story.by_file("v8.py")))
-    replayed = dr.ReplayBench(dr.load_recordings(rec / "softmax"), lambda *a, **k: cpu_result())(None, path)
+    replayed = dr.ReplayBench(dr.load_recordings(rec / "bias_gelu_residual"), lambda *a, **k: cpu_result())(None, path)
     assert replayed["speedup"]["eager"] == 8.0
     assert dr.recorded_label(replayed).startswith("replayed from a recording on PRETEND-H200, 20")
 

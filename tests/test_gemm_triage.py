@@ -3,7 +3,9 @@ came from: the compile stage's SASS (HGMMA or only HMMA, the wgmma tile per warp
 shared memory, TMA loads, and on real H200 counters the tensor pipe and DRAM re-reads.
 
 Compile facts: tests/fixtures/gemm/matmul_epilogue_compile_facts.json (the compile stage on the story's
-versions); timings: the story's H200 recordings (2026-12-01, bf16 4096³); counters: tests/fixtures/ncu-h200.
+versions); timings: the story's H200 recordings of 2026-12-01 (bf16 4096³, datasheet ceilings: v8 at 0.57 of
+speed-of-light, kept in tests/fixtures/gemm/ since the samples' recordings are replaced by each live run);
+counters: tests/fixtures/ncu-h200.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from trialtui.core.verdicts import Context, verdicts_from_analytic
 
 ROOT = Path(__file__).resolve().parents[1]
 FACTS = json.loads((ROOT / "tests" / "fixtures" / "gemm" / "matmul_epilogue_compile_facts.json").read_text())
-RECORDED = ROOT / "sample_kernels" / "matmul_epilogue" / "recorded"
+RECORDED = ROOT / "tests" / "fixtures" / "gemm" / "recorded-h200-2026-12-01"  # the story's recordings of that day
 NCU = ROOT / "tests" / "fixtures" / "ncu-h200"
 
 

@@ -55,14 +55,14 @@ def best_row(data: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory):
-    """The softmax story played in replay mode: (problem dir, the engine's events)."""
+    """The bias + GELU + residual story played in replay mode: (problem dir, the engine's events)."""
     from trialtui.engine.lanes import Lane, Lanes
     from trialtui.engine.loop import Engine
 
     base = tmp_path_factory.mktemp("replay")
-    story = ds.load_story(SAMPLES / "softmax")
+    story = ds.load_story(SAMPLES / "bias_gelu_residual")
     root = ds.prepare(story.sample, base / "play", story, profile="never")
-    fixture_recordings(base / "recs", ["softmax"])
+    fixture_recordings(base / "recs", ["bias_gelu_residual"])
     by_sha = {sha256_of(story.source(v)): v.stem for v in story.versions}
 
     def cpu_bench(problem, path, **kw):
@@ -72,7 +72,7 @@ def replayed(tmp_path_factory):
         return {"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0}
 
     engine = Engine(load_problem(root), device="cpu", lanes=Lanes([Lane("cpu", None)]),
-                    bench=dr.ReplayBench(dr.load_recordings(base / "recs" / "softmax"), cpu_bench), validate=validate)
+                    bench=dr.ReplayBench(dr.load_recordings(base / "recs" / "bias_gelu_residual"), cpu_bench), validate=validate)
     events: list[ev.Event] = []
     engine.subscribe(events.append)
     engine.subscribe(dp.DemoPrinter(engine, io.StringIO()))
@@ -84,7 +84,7 @@ def replayed(tmp_path_factory):
 
 def fresh_problem(parent: Path) -> Path:
     """Another copy of the sample, with no trials: where an export is imported."""
-    story = ds.load_story(SAMPLES / "softmax")
+    story = ds.load_story(SAMPLES / "bias_gelu_residual")
     return ds.prepare(story.sample, parent, story, profile="never")
 
 

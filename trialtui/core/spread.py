@@ -26,12 +26,12 @@ def median_rse(low: float, high: float, sigmas: float, median: float, n: int) ->
 
 
 def timing_rse(timing: Mapping[str, Any]) -> float | None:
-    """A stored timing's noise: from its p20, p80 and n where it has them, whatever its `rse` says (results
-    written before 2026-12-02 hold a mean's), else its `rse`; None, or 0 for no spread measured."""
+    """A stored timing's noise: from its p20, p80 and n where they span something, whatever its `rse` says
+    (results written before 2026-12-02 hold a mean's), else its `rse`; None, or 0 for no spread measured."""
     p20, p80, median, n = (timing.get(k) for k in ("p20_us", "p80_us", "median_us", "n"))
     if all(isinstance(v, (int, float)) for v in (p20, p80, median, n)):
         found = median_rse(p20, p80, P20_P80_SIGMAS, median, int(n))
-        if found is not None:
+        if found:  # a band of zero width (a few identical samples) measures no spread: the stored figure
             return found
     rse = timing.get("rse")
     return rse if isinstance(rse, (int, float)) else None

@@ -514,3 +514,38 @@ def test_a_gpu_engine_analyses_the_reference_off_the_lane_once_the_first_trial_i
     asyncio.run(run_for(engine, body))
     assert analysis.calls == ["analysis"]  # the profile step took the prefetched analysis, it did not run again
     engine.close()
+
+
+def test_a_removed_directory_ends_the_saves_even_when_watchfiles_never_says_so(tmp_path, monkeypatch):
+    """A fresh clone's CI on 2 loaded cores: the directory removed 0.6 s into watching, and watchfiles,
+    racing its own start, reported nothing; the engine waited to the test's 120 s guard. The watcher now
+    looks for its root while nothing changes."""
+    import shutil
+
+    from trialtui.engine import watcher
+
+    class Silent:
+        def __aiter__(self):
+            return self
+
+        async def __anext__(self):
+            await asyncio.Event().wait()  # never a batch
+
+    monkeypatch.setattr(watcher, "awatch", lambda *a, **k: Silent())
+    root = tmp_path / "p"
+    root.mkdir()
+
+    async def main() -> list:
+        batches = []
+
+        async def consume():
+            async for batch in watcher.saves(root, quiet_ms=50, stop=asyncio.Event()):
+                batches.append(batch)
+
+        task = asyncio.create_task(consume())
+        await asyncio.sleep(0.2)
+        shutil.rmtree(root)
+        await asyncio.wait_for(task, 10 * watcher.ROOT_CHECK_S)
+        return batches
+
+    assert asyncio.run(main()) == [(set(), set())]

@@ -35,6 +35,7 @@ def _interesting(path: Path) -> bool:
 
 
 POLL_MS = 20
+ROOT_CHECK_S = 1.0  # while nothing changes, how often the problem directory is looked for
 
 
 async def saves(
@@ -46,7 +47,8 @@ async def saves(
     """Yield (changed, deleted) sets of files once `quiet_ms` passes without a change.
 
     watchfiles reports a batch after POLL_MS of quiet; the rest of the quiet window is timed here
-    from that batch, so a save is seen within the window plus one poll.
+    from that batch, so a save is seen within the window plus one poll. A removed `root` ends the
+    iteration with an empty batch within ROOT_CHECK_S, whatever watchfiles said of it.
     """
     changes = awatch(
         root,
@@ -64,10 +66,14 @@ async def saves(
         while True:
             if pending is None:
                 pending = asyncio.ensure_future(changes.__anext__())
-            done, _ = await asyncio.wait({pending}, timeout=remaining if (changed or deleted) else None)
-            if not done:  # the window closed quietly: one save
-                yield changed, deleted
-                changed, deleted = set(), set()
+            done, _ = await asyncio.wait({pending}, timeout=remaining if (changed or deleted) else ROOT_CHECK_S)
+            if not done:
+                if changed or deleted:  # the window closed quietly: one save
+                    yield changed, deleted
+                    changed, deleted = set(), set()
+                elif not root.exists():  # watchfiles may never report its own root going (a race with its start)
+                    yield set(), set()
+                    return
                 continue
             try:
                 batch = pending.result()

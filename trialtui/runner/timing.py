@@ -43,8 +43,9 @@ CONFIRM_SLACK_US = 25.0
 class Bencher:
     """Shared timing state: the L2 flush buffer and the input sets to rotate among."""
 
-    flush: torch.Tensor
+    flush: torch.Tensor  # twice L2, zeroed once, then only read (flush_l2)
     wait: Callable[[], None]  # the GPU busy for a fixed wall time while the host queues a call (runner/gpu_wait.py)
+    sink: torch.Tensor  # where the flush's read lands
 
     @classmethod
     def for_device(cls, device: torch.device) -> Bencher:
@@ -52,16 +53,24 @@ class Bencher:
 
         props = torch.cuda.get_device_properties(device)
         l2 = getattr(props, "L2_cache_size", 0) or 50 * 2**20
-        return cls(flush=torch.empty(2 * l2 // 4, dtype=torch.int32, device=device), wait=Waiter(device))
+        return cls(flush=torch.zeros(2 * l2 // 4, dtype=torch.int32, device=device), wait=Waiter(device),
+                   sink=torch.zeros((), dtype=torch.int32, device=device))
+
+    def flush_l2(self) -> None:
+        """Evict L2 by reading a buffer twice its size, leaving it full of clean lines, as Nsight Compute's
+        cache flush leaves it empty. A flush that writes (do_bench's `zero_()`) leaves L2 full of dirty
+        lines the timed call then pays to write back: on the H200 that read 7-14 % above ncu's kernel time
+        for fp32 adds of 0.8 to 200 MB (tests/fixtures/gpu/h200-2026-12-02d/tiny.json)."""
+        torch.sum(self.flush, dim=0, dtype=torch.int32, out=self.sink)
 
     def flush_cost_us(self, runs: int = 20) -> float:
         """GPU time of one L2 flush, measured here: the part of a timed call's wall time that is not the call."""
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
-        self.flush.zero_()
+        self.flush_l2()
         start.record()
         for _ in range(runs):
-            self.flush.zero_()
+            self.flush_l2()
         end.record()
         end.synchronize()
         return start.elapsed_time(end) * 1000.0 / runs
@@ -91,7 +100,7 @@ class Bencher:
         for fn in calls:
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
-            self.flush.zero_()
+            self.flush_l2()
             start.record()
             out = fn()
             end.record()
@@ -325,7 +334,7 @@ def kernel_time_us(bencher: Bencher, calls: list[Callable[[], Any]], runs: int =
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for i in range(runs):
-            bencher.flush.zero_()
+            bencher.flush_l2()
             torch.cuda.synchronize()
             with record_function(CALL_RANGE):
                 calls[i % len(calls)]()

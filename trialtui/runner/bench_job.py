@@ -243,6 +243,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         else:
             correctness = check_correctness(spec, reference, link, cases, seeds, progress, deadline, facts, prepared, splits)
         warm_baselines = prepared.baselines if prepared is not None else {}
+        bencher = prepared.bencher if prepared is not None else None
         del prepared
         phase("correctness")
         result["correctness"] = correctness
@@ -267,7 +268,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             splits.started = time.perf_counter()
             cand, baselines, flags = time_all(spec, reference, link, spec["bench_cases"][0], device, progress, deadline,
                                               facts, splits, own_kernels=correctness["launches"] > 0,
-                                              warm_baselines=warm_baselines)
+                                              warm_baselines=warm_baselines, bencher=bencher)
             result["timing"] = cand
             result["baselines"] = baselines
             result["flags"] += flags

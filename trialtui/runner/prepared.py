@@ -60,6 +60,7 @@ class Prepared:
     cases: dict[tuple[int, int], Expected] = field(default_factory=dict)
     held_bytes: int = 0
     baselines: dict[str, Any] = field(default_factory=dict)  # kind -> the timed case's baseline, compiled and run
+    bencher: Any = None  # a runner/timing.Bencher: its flush buffer made, its GPU wait compiled and captured
 
     def get(self, case_index: int, seed: int) -> Expected | None:
         return self.cases.get((case_index, seed))
@@ -116,6 +117,10 @@ def prepare(spec: dict[str, Any], cases: list[dict[str, Any]], seeds: list[int],
             if link is not None:
                 link.request("ready", timeout_s=60.0, device="cuda")  # its context and a Triton launch
         prepared = Prepared(key, Reference(spec, device.type))
+        if device.type == "cuda" and spec.get("bench_cases"):
+            from trialtui.runner.timing import Bencher
+
+            prepared.bencher = Bencher.for_device(device)  # part of every job's timing phase, none of it the candidate's
         _fill(prepared, cases, seeds, higher, sizeof, budget(device))
     except Exception:  # noqa: BLE001 - the reference may raise anything; the job will say it properly
         print(f"trialtui: preparing the problem failed; the job computes it itself\n{traceback.format_exc()}",

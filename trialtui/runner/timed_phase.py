@@ -151,13 +151,14 @@ class TimedCalls:
 
 def time_all(spec, reference, link: CandidateLink, case, device, progress, deadline, facts,
              splits: Splits | None = None, own_kernels: bool = True,
-             warm_baselines: dict[str, Any] | None = None) -> tuple[dict, dict, list]:
+             warm_baselines: dict[str, Any] | None = None, bencher=None) -> tuple[dict, dict, list]:
     """Candidate (in its process) and baselines (here) timed in alternating batches, same method, same inputs.
 
     The baselines never run where the candidate can reach them; the candidate's own event times are
     cross-checked against this process's wall clock around each of its batches. `own_kernels`: the
     correctness runs launched kernels of the candidate's own, so the timed calls must too.
-    `warm_baselines`: baselines a prepared checker already compiled and ran at this case (runner/prepared.py).
+    `warm_baselines`: baselines a prepared checker already compiled and ran at this case (runner/prepared.py),
+    `bencher` the timing state it made (else made here).
     """
     from trialtui.core.roofline import impossible_message, physical_floor
     from trialtui.runner import timing
@@ -194,7 +195,8 @@ def time_all(spec, reference, link: CandidateLink, case, device, progress, deadl
                 continue
             fn = (warm_baselines or {}).get(kind) or (torch.compile(ref_fn) if kind == "compile" else ref_fn)
             fns[kind] = [_bind(fn, s) for s in sets]
-        bencher = timing.Bencher.for_device(device)
+        bencher = bencher or timing.Bencher.for_device(device)
+        splits.mark("timing.bencher")
         with torch.no_grad():
             for calls in fns.values():  # warm-up: torch.compile and cuDNN autotuning outside the numbers
                 for call in calls:

@@ -30,8 +30,12 @@ WALL_ALLOWANCE_FRAC = 0.3
 CALL_RANGE = "trialtui_call"
 # The candidate's events stand as the headline only this close to what the checker's own clock saw.
 # Slack: the gaps between calls the harness itself adds (two event records and a flush launch per call);
-# 19 µs on the H200 for a 133 µs softmax, 2026-12-01.
-CONFIRM_TOL = 0.05
+# 19 µs on the H200 for a 133 µs softmax, 2026-12-01. Tolerance: the clock's per-call slope scatters
+# from job to job: 116-177 µs for a 127.5 µs softmax whose events agreed to 0.3 % (H200, 2026-12-02,
+# tests/fixtures/gpu/h200-2026-12-02g/loop_pace.json); at 5 % a third of its saves were "unconfirmed"
+# and took the scattered figure (+30 %) as their headline. Every timed output is judged, so what the
+# clock still guards is a forged report: at most 1/(1-tol) above the truth, 25 µs aside.
+CONFIRM_TOL = 0.20
 DRIFT = 0.10  # a baseline's quarter medians further apart than this: disturbed (timed again once); a GEMM's clock easing under its power limit moves less
 FLUSH_DRIFT = 0.15  # the flush's own cost moved this much over the loop: likewise
 EMPTY_PAIR_RUNS = 21

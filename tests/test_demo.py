@@ -198,7 +198,7 @@ def test_replay_merges_only_a_recording_of_the_same_source(tmp_path):
     calls = []
 
     def inner(problem, path, **kw):
-        calls.append(kw["device"])
+        calls.append((kw["device"], kw.get("correctness_only", False)))
         return cpu_result()
 
     bench = dr.ReplayBench(recordings, inner)
@@ -222,7 +222,8 @@ def test_replay_merges_only_a_recording_of_the_same_source(tmp_path):
                                                  "measurement), 2000-01-01")
             assert "replayed from a recording on FIXTURE-GPU" in dr.numbers_label(result)
             assert "CPU" in dr.numbers_label(result) and "measured" not in dr.numbers_label(result)
-    assert calls == ["cpu", "cpu", "cpu"]  # the real check always runs on the CPU
+    # the real check always runs on the CPU; where a recording gives the numbers, it times nothing
+    assert calls == [("cpu", True), ("cpu", False), ("cpu", False)]
 
 
 def test_replay_never_speeds_up_an_incorrect_or_unrecorded_failure(tmp_path):

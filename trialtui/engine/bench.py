@@ -45,11 +45,13 @@ def bench_file(
     warm: WarmChildren | None = None,
     name: str | None = None,
     heldout: list[dict[str, Any]] | None = None,
+    correctness_only: bool = False,
 ) -> dict[str, Any]:
     """Check and time one candidate file in a child process; returns the result JSON as a dict.
 
     With `heldout` (core/heldout.py's cases as dicts) it checks those cases instead, each on its own,
-    and times nothing (engine/generalize.py)."""
+    and times nothing (engine/generalize.py); with `correctness_only` it checks the usual cases and times
+    nothing (a replay, whose numbers come from a recording)."""
     device = device or detect_device()
     cfg = problem.config
     invalid = static_verdict(problem, Path(path), name)
@@ -64,7 +66,8 @@ def bench_file(
         given[cfg.primary_baseline] = {"median_us": float(baseline_us), "rse": 0.0, "given": True}
     spec = problem_spec(problem, device, seeds=seeds, cuda_graph=cuda_graph,
                         candidate=str(Path(path).resolve()), given_baselines=given,
-                        candidate_as=str(problem.root / name) if name else None)  # a snapshot runs under the name the user knows
+                        candidate_as=str(problem.root / name) if name else None,  # a snapshot runs under the name the user knows
+                        **({"correctness_only": True} if correctness_only else {}))
     if heldout:
         spec.update(heldout_spec(problem, heldout))
     cache = BaselineCache(problem.state_dir)

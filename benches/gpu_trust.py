@@ -17,8 +17,8 @@ candidate's header says what it must get:
 Totals: wrong candidates called correct, correct candidates failed, flagged results chosen as best
 (every problem's trials through trialtui.core.tree.best), speedups computed against a cached
 baseline instead of one timed in the same run (from the second trial of a problem on, issue 13.6),
-results without peak GPU memory (issue 13.7), headlines below the checker's clock or below the physical
-floor (issue 33).
+results without peak GPU memory (issue 13.7), headlines below the checker's clock or, unflagged
+`impossible`, below the physical floor (issue 33).
 Prints a table and writes $OUT/trust.json (and the watch's JSON lines to $OUT/watch.jsonl).
 """
 
@@ -118,7 +118,7 @@ def row(problem: str, name: str, want: dict, state: str, message: str, flags: li
         "peak_mem_bytes": (result or {}).get("peak_mem_bytes"),
         "speedup": (result or {}).get("speedup"),
         "cached_baselines": sorted(k for k, b in ((result or {}).get("baselines") or {}).items() if b.get("cached")),
-        "mismatch": judge(want, state, message, flags) + headline_beyond_checker(result) + below_floor(result),
+        "mismatch": judge(want, state, message, flags) + headline_beyond_checker(result) + below_floor(result, flags),
         "headline_us": ((result or {}).get("timing") or {}).get("median_us"),
         "phases_s": (result or {}).get("phases_s"),  # where each job's seconds went: the watch's throughput
         "prepared": (result or {}).get("prepared"),  # cases the warm checker had ready: 0 where the job made its own
@@ -139,10 +139,13 @@ def headline_beyond_checker(result: dict | None) -> list[str]:
     return [f"headline {median:.1f} µs below the checker's clock ({floor:.1f} µs)"] if median < floor else []
 
 
-def below_floor(result: dict | None) -> list[str]:
-    """A headline below the physical floor (the least work at the datasheet's peaks) names no real run."""
+def below_floor(result: dict | None, flags: list[str]) -> list[str]:
+    """A headline below the physical floor (the least work at the datasheet's peaks) names no real run: it
+    may stand only flagged `impossible` (never best, core/flags.py)."""
     timing = (result or {}).get("timing") or {}
     median, floor = timing.get("median_us"), (timing.get("work") or {}).get("floor_us")
+    if "impossible" in flags:
+        return []
     if isinstance(median, (int, float)) and isinstance(floor, (int, float)) and 0 < median < floor:
         return [f"headline {median:.1f} µs below the physical floor {floor:.1f} µs"]
     return []

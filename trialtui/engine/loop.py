@@ -38,7 +38,7 @@ from trialtui.engine.scan import WATCH_START_S, changed_since, reference_sha, sc
 from trialtui.engine.shared import Shared
 from trialtui.engine.trial_jobs import TrialJobs
 from trialtui.engine.validate import compile_env, finding_message
-from trialtui.engine.watcher import saves
+from trialtui.engine.watcher import saves, until_stopped
 
 Subscriber = Callable[[ev.Event], None]
 
@@ -156,7 +156,7 @@ class Engine(TrialJobs):
                     self._prepare_soon(lane)
                 watcher = asyncio.create_task(self._watch())
                 self._track(self._catch_up(scanned))
-            await self._stop.wait()
+            await (until_stopped(self._stop, self.problem.root, self._root_removed) if watch else self._stop.wait())
         finally:
             self._stop.set()
             if watcher is not None:

@@ -123,8 +123,11 @@ class TrialJobs:
         def wanted() -> bool:
             return self.lanes.wanted(lane)
 
+        def given_up() -> bool:  # a job waits for the lane, or the engine stops: preparing is optional
+            return wanted() or self._stop.is_set()
+
         def let_others_first() -> bool:  # another process waits for this GPU: preparing is optional, its job is not
-            return wanted() or (lane.host is not None and lane.host.others_waiting())
+            return given_up() or (lane.host is not None and lane.host.others_waiting())
 
         async def run(_: Lane) -> None:
             if let_others_first():
@@ -133,7 +136,7 @@ class TrialJobs:
             async with lane.held(give_up=let_others_first) as took:
                 if took:
                     done = await asyncio.to_thread(self._warm.prepare, BENCH_MODULE, env, spec,
-                                                   self.problem.config.bench_timeout_s, wanted)
+                                                   self.problem.config.bench_timeout_s, given_up)
                     lane.preparing = lane.carry = done is None and wanted()  # the job takes this checker, and this hold
 
         self.lanes.submit(Job("", "", run, lane.name, owner=self, on_error=lambda job, exc: self._fail(None, exc, "preparing")))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from watchfiles import Change, awatch
@@ -36,6 +36,17 @@ def _interesting(path: Path) -> bool:
 
 POLL_MS = 20
 ROOT_CHECK_S = 1.0  # while nothing changes, how often the problem directory is looked for
+
+
+async def until_stopped(stop: asyncio.Event, root: Path, gone: Callable[[], None]) -> None:
+    """Wait for `stop`; a removed `root` calls `gone` within ROOT_CHECK_S, whatever the watcher is doing
+    (a fresh-clone CI run saw an engine outlive its removed directory by 120 s, the watcher silent)."""
+    while not stop.is_set():
+        try:
+            await asyncio.wait_for(stop.wait(), ROOT_CHECK_S)
+        except asyncio.TimeoutError:
+            if not root.exists():
+                gone()
 
 
 async def saves(

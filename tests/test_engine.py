@@ -549,3 +549,25 @@ def test_a_removed_directory_ends_the_saves_even_when_watchfiles_never_says_so(t
         return batches
 
     assert asyncio.run(main()) == [(set(), set())]
+
+
+def test_a_watching_engine_ends_when_its_directory_goes_even_if_its_watcher_never_says(tmp_path):
+    # the fresh-clone CI run at 539ce21: an engine waited 120 s on its stop event, the watcher silent
+    import shutil
+
+    from trialtui.engine import watcher
+
+    root = tmp_path / "p"
+    root.mkdir()
+    gone: list[float] = []
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(watcher.until_stopped(stop, root, lambda: (gone.append(1.0), stop.set())))
+        await asyncio.sleep(0.2)
+        assert not task.done() and not gone  # the directory is there: it waits
+        shutil.rmtree(root)
+        await asyncio.wait_for(task, 10 * watcher.ROOT_CHECK_S)
+
+    asyncio.run(main())
+    assert gone == [1.0]  # told once

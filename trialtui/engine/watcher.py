@@ -45,7 +45,7 @@ async def until_stopped(stop: asyncio.Event, root: Path, gone: Callable[[], None
         try:
             await asyncio.wait_for(stop.wait(), ROOT_CHECK_S)
         except asyncio.TimeoutError:
-            if not root.exists():
+            if not stop.is_set() and not root.exists():  # the watcher may have said so first
                 gone()
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 # Keys of a job spec that belong to the candidate or to this one run, not to the problem.
 CANDIDATE_KEYS = frozenset({"candidate", "candidate_as", "given_baselines", "timeout_s", "progress",
-                            "spec_path", "result_fd", "report", "reference_source",
-                            "support_sources", "correctness_only"})  # texts: their bytes are hashed below
+                            "spec_path", "result_fd", "report", "correctness_only", "reference_source",
+                            "support_sources"})  # texts: their bytes are hashed below
 BUDGET_BYTES = 2 << 30  # device memory a waiting checker may hold for inputs, outputs and truths
 BUDGET_FRACTION = 0.25  # ... and never more than this share of the GPU's memory
 

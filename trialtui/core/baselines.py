@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.state_dir import make_dirs
+
 CACHE_NAME = "baselines.json"
 ENV_KEYS = ("gpu", "torch", "triton")
 
@@ -60,7 +62,7 @@ class BaselineCache:
                 "key": key, "kind": kind, "env": {k: env.get(k) for k in ENV_KEYS}, "recorded": time.time(),
                 "stats": {k: v for k, v in stats.items() if k != "cached"},
             }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.path.parent)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1))
         os.replace(tmp, self.path)

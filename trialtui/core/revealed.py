@@ -11,6 +11,7 @@ import json
 import time
 from pathlib import Path
 
+from trialtui.core.state_dir import make_dirs
 from trialtui.core.store_journal import atomic_write
 
 NAME = "revealed.json"
@@ -32,7 +33,7 @@ def record(state_dir: Path, sha256: str, labels: list[str]) -> None:
     """Note that `labels` (the cases' labels) were checked on demand for the source `sha256`."""
     data = _read(state_dir)
     data[sha256] = {"at": time.strftime("%Y-%m-%d %H:%M"), "cases": labels}
-    Path(state_dir).mkdir(parents=True, exist_ok=True)
+    make_dirs(state_dir)
     atomic_write(_path(state_dir), (json.dumps(data, indent=1) + "\n").encode())
 
 

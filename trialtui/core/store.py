@@ -27,6 +27,7 @@ from tinydb import TinyDB
 
 from trialtui.core import tree
 from trialtui.core.model import MAX_SOURCE_BYTES, SCHEMA_VERSION, Trial, TrialState
+from trialtui.core.state_dir import STATE_DIR
 from trialtui.core.store_journal import (
     COMPACT_JSON,
     SNAPSHOTS,
@@ -38,7 +39,6 @@ from trialtui.core.store_journal import (
     atomic_write,
 )
 
-STATE_DIR = ".trialtui"
 DB_NAME = "trials.json"
 LOCK_NAME = "lock"
 BLOB_KINDS = ("logs", "profiles")
@@ -237,12 +237,13 @@ class Store:
         return self._lock_fd is not None
 
     def close(self) -> None:
-        """Fold the journal into trials.json and give up the lock; safe to call twice."""
+        """Fold the journal into trials.json and give up the lock; safe to call twice, and after the problem
+        directory was removed (there is nothing left to fold into)."""
         with self._mutex:
             if self._lock_fd is None:
                 return
             try:
-                if self._disk.pending:
+                if self._disk.pending and self.state_dir.is_dir():
                     self._cache.checkpoint()
             finally:
                 self._disk.close()

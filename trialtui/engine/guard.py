@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.state_dir import make_dirs
+
 _lock = threading.Lock()
 # Import lines, read as text: the ast module is not safe in two threads at once on CPython 3.11, and lanes are threads.
 _FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([A-Za-z_]\w*)[\w.]*[ \t]+import\b", re.M)
@@ -83,7 +85,7 @@ class Snapshot:
             if not shadows_a_module(name, self.root) or _namespace_only(self.root / name):
                 continue
             path = self.root / name
-            keep_dir.mkdir(parents=True, exist_ok=True)
+            make_dirs(keep_dir)
             kept = keep_dir / f"planted-{name}"
             try:
                 shutil.rmtree(kept) if kept.is_dir() and not kept.is_symlink() else kept.unlink(missing_ok=True)
@@ -102,7 +104,7 @@ class Snapshot:
                 continue
             entry = {"file": str(path), "how": "removed" if after is None else "changed"}
             if after is not None:
-                keep_dir.mkdir(parents=True, exist_ok=True)
+                make_dirs(keep_dir)
                 kept = keep_dir / f"{path.name}.{hashlib.sha256(after).hexdigest()[:12]}"
                 kept.write_bytes(after)
                 entry["kept"] = str(kept)

@@ -20,6 +20,7 @@ from trialtui.core.gpus import ceilings_for
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
 from trialtui.core.profilers import ANALYTIC, candidates, get_profiler, source_of, verdicts_for_profile
+from trialtui.core.state_dir import make_dirs
 from trialtui.core.verdicts import context_for
 from trialtui.engine.bench import bench_file, child_env, detect_device
 from trialtui.engine.jobs import ChildHandle, run_child
@@ -63,7 +64,7 @@ def cached_analysis(problem: Problem) -> dict[str, Any] | None:
 
 def store_analysis(problem: Problem, result: dict[str, Any]) -> None:
     cache = problem.state_dir / ANALYSIS_NAME
-    cache.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(cache.parent)
     cache.write_text(json.dumps({"key": _analysis_key(problem), "analysis": result}, default=str))
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from watchfiles import Change, awatch
 
-STATE_DIR = ".trialtui"
+from trialtui.core.state_dir import STATE_DIR
 
 _EDITOR_TEMP = re.compile(
     r"""(

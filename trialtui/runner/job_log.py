@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trialtui.core.state_dir import make_dirs
+
 LOG_KEEP = 1_000_000  # bytes kept at each end of a log: no log is over 2 MB
 
 
@@ -17,7 +19,7 @@ class Log:
         self.dropped = 0
 
     def open(self, path: str) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(Path(path).parent)
         self.fh = open(path, "wb")
         early, self.pending = bytes(self.pending), bytearray()
         self.write(early)

@@ -12,7 +12,7 @@ from trialtui.core.problem_dir import load_problem
 from trialtui.engine.lanes import Lane, Lanes
 from trialtui.engine.loop import Engine
 
-from conftest import KB_GOOD, write_problem
+from conftest import KB_GOOD, no_analysis, write_problem
 from test_engine import FakeBench, ok_validate, until
 
 
@@ -37,7 +37,7 @@ class HangingCompile:
 def engine_on(tmp_path, lane: Lane, validate, bench=None) -> Engine:
     root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
     return Engine(load_problem(root), device="cuda" if lane.gpu else "cpu", lanes=Lanes([lane]),
-                  bench=bench or FakeBench(), validate=validate)
+                  bench=bench or FakeBench(), validate=validate, analyze=no_analysis)
 
 
 async def cancel_when(engine: Engine, ready, what: str) -> float:

@@ -17,7 +17,7 @@ from trialtui.engine import events as ev
 from trialtui.engine.lanes import Lane, Lanes
 from trialtui.engine.loop import Engine
 
-from conftest import KB_GOOD, write_problem
+from conftest import KB_GOOD, no_analysis, write_problem
 
 
 def ok_validate(problem, path, compile=True, **kw):
@@ -47,12 +47,13 @@ class FakeBench:
                 "sizes": [{}]}
 
 
-def make_engine(root: Path, bench=None, lanes=None, config: str = "", **kw) -> Engine:
+def make_engine(root: Path, bench=None, lanes=None, config: str = "", analyze=no_analysis, **kw) -> Engine:
+    """A GPU engine with fake jobs; `analyze=None` gives it the executor's real analysis of the reference."""
     if config:
         (root / "trialtui.toml").write_text(config)
     problem = load_problem(root)
     return Engine(problem, device="cuda", lanes=lanes or Lanes([Lane("gpu0", "0")]),
-                  bench=bench or FakeBench(), validate=ok_validate, **kw)
+                  bench=bench or FakeBench(), validate=ok_validate, analyze=analyze, **kw)
 
 
 def collect(engine: Engine) -> list[ev.Event]:
@@ -434,7 +435,7 @@ def test_profile_policy_auto_profiles_first_correct_and_new_best_only(root, monk
     monkeypatch.setenv("XDG_CACHE_HOME", str(root.parent / "cache"))
     monkeypatch.setattr(loop, "profile_file", fake_profile)
     monkeypatch.setattr(loop, "analyze", lambda problem, **kw: analysis)
-    engine = make_engine(root, bench=GpuBench([600.0, 700.0, 530.0]), config="[watch]\nquiet_ms = 50\n")
+    engine = make_engine(root, bench=GpuBench([600.0, 700.0, 530.0]), config="[watch]\nquiet_ms = 50\n", analyze=None)
 
     async def body():
         await asyncio.sleep(0.5)
@@ -460,7 +461,7 @@ def test_two_problems_share_one_lane_without_overlap(tmp_path):
     engines = []
     for name in ("a", "b"):
         root = write_problem(tmp_path / name, files={"k1.py": KB_GOOD + "\n# 1\n", "k2.py": KB_GOOD + "\n# 2\n"})
-        engines.append(Engine(load_problem(root), device="cuda", lanes=lanes, bench=bench, validate=ok_validate))
+        engines.append(Engine(load_problem(root), device="cuda", lanes=lanes, bench=bench, validate=ok_validate, analyze=no_analysis))
 
     async def main():
         await asyncio.gather(*(e.run(once=True) for e in engines))
@@ -501,7 +502,7 @@ class CountingExecutorAnalysis:
 
 def test_a_gpu_engine_analyses_the_reference_off_the_lane_once_the_first_trial_is_queued(tmp_path, monkeypatch):
     root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
-    engine = make_engine(root)
+    engine = make_engine(root, analyze=None)
     analysis = CountingExecutorAnalysis()
     monkeypatch.setattr(engine.executor, "analyze", analysis)
     seen = collect(engine)

@@ -13,7 +13,7 @@ from trialtui.core.store import Store
 from trialtui.engine import events as ev
 from trialtui.engine.lanes import Job, Lane, Lanes
 
-from conftest import KB_GOOD, write_problem
+from conftest import KB_GOOD, no_analysis, write_problem
 from test_engine import FakeBench, collect, make_engine, ok_validate
 
 
@@ -159,7 +159,7 @@ def test_trials_rerun_without_a_running_engine_runs_them_here(root, monkeypatch)
         from trialtui.engine.loop import Engine
 
         return Engine(problem, device="cuda", store=store, lanes=Lanes([Lane("gpu0", "0")]), bench=bench,
-                      validate=ok_validate)
+                      validate=ok_validate, analyze=no_analysis)
 
     monkeypatch.setattr(cli_trials, "local_engine", local)
     result = CliRunner().invoke(cli_trials.trials, ["rerun", "t3", "--dir", str(root)])

@@ -15,7 +15,7 @@ from trialtui.engine.headless import HeadlessPrinter
 from trialtui.engine.lanes import Lane, Lanes
 from trialtui.engine.loop import Engine
 
-from conftest import KB_GOOD, write_problem
+from conftest import KB_GOOD, no_analysis, write_problem
 from test_engine import FakeBench, collect, ok_validate
 
 
@@ -42,7 +42,7 @@ INVALID = {"ok": False, "invalid": True, "warnings": [], "kernels": [],
 def engine_with(tmp_path, bench, validate, lane: Lane) -> Engine:
     root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
     return Engine(load_problem(root), device="cuda" if lane.gpu else "cpu", lanes=Lanes([lane]),
-                  bench=bench, validate=validate)
+                  bench=bench, validate=validate, analyze=no_analysis)
 
 
 def test_on_an_idle_gpu_lane_the_job_starts_while_the_compile_stage_still_runs(tmp_path):

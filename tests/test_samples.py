@@ -6,7 +6,7 @@ loop and checker on the CPU (at the problem's test sizes, over all its seeds); p
 again would double the suite's slowest work. What that play cannot see is checked here: for a
 GPU MODE problem, its own check_implementation must agree with the tolerances in trialtui.toml on
 every version. The slow test runs one child process per such problem with TRITON_INTERPRET=1 set
-before triton is imported (the flag is read at import), checks every demo version over two seeds,
+before triton is imported (the flag is read at import), checks every demo version on every case,
 and compares the outcome with the story's. The child is this file run as a script:
 `TRITON_INTERPRET=1 python tests/test_samples.py sample_kernels/softmax`.
 """
@@ -33,7 +33,7 @@ BEATS = (
     "branch_back", "plateau", "different_approach", "decisive_win",
 )
 ALLOWED_IMPORTS = {"torch", "triton", "math"}  # candidates are self-contained
-SEEDS = 2
+SEEDS = 1  # test_demo.py plays every version over all of the problem's seeds; here the check's agreement is what counts
 # the problems whose own check_implementation the interpreter child compares with trialtui.toml
 GPUMODE = tuple(name for name in PROBLEMS if (SAMPLES / name / "task.yml").exists())
 CHILD_TIMEOUT_S = 300

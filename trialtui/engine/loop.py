@@ -56,6 +56,7 @@ class Engine(TrialJobs):
         validate_workers: int = 2,
         bench: Callable[..., dict[str, Any]] | None = None,
         validate: Callable[..., dict[str, Any]] | None = None,
+        analyze: Callable[..., dict[str, Any]] | None = None,
         executor: Executor | None = None,
         shared: Shared | None = None,
     ):
@@ -89,6 +90,7 @@ class Engine(TrialJobs):
         # warm job processes for the real job functions (the demo's replay wraps them); a test's fake takes none
         warm = getattr(self._bench, "uses_warm_children", self._bench is bench_file)
         self._warm = (shared.warm if shared else WarmChildren()) if warm else None
+        self._analyzer = analyze  # a test's fake, else the executor's
         self._analysis: asyncio.Future | None = None  # the reference's analysis, started with the engine on a GPU
         self._retried: set[str] = set()  # trials a lost connection interrupted, tried once more
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -189,6 +191,15 @@ class Engine(TrialJobs):
     def idle(self) -> bool:
         """No lane has a job, and nothing of this engine's is validating or starting."""
         return self.lanes.idle and not self._pending
+
+    def _analyze(self, problem: Problem, **options: Any) -> dict[str, Any]:
+        """The reference's analysis; a local one forks from this engine's fork server rather than importing torch
+        again (3.6 CPU-s a problem on a 2-core CPU)."""
+        if self._analyzer is not None:
+            return self._analyzer(problem, **options)
+        if isinstance(self.executor, LocalExecutor) and self._warm is not None:
+            options["warm"] = self._warm
+        return self.executor.analyze(problem, **options)
 
     def stop(self) -> None:
         self._stop.set()
@@ -331,7 +342,7 @@ class Engine(TrialJobs):
         self.lanes.submit(Job(trial.id, trial.file, self._job, lane, owner=self, on_error=self._job_failed),
                           front=policy == "latest" if front is None else front)
         if self._analysis is None and self.device == "cuda" and self._loop is not None:
-            self._analysis = in_background(self._loop, self.executor.analyze, self.problem)
+            self._analysis = in_background(self._loop, self._analyze, self.problem)
 
     def _job_failed(self, job: Job, exc: Exception) -> None:
         self._fail(job.trial_id, exc)

@@ -23,7 +23,7 @@ from trialtui.core.profilers import ANALYTIC, candidates, get_profiler, source_o
 from trialtui.core.state_dir import make_dirs
 from trialtui.core.verdicts import context_for
 from trialtui.engine.bench import bench_file, child_env, detect_device
-from trialtui.engine.jobs import ChildHandle, run_child
+from trialtui.engine.jobs import ChildHandle, WarmChildren, run_child
 from trialtui.engine.validate import validate_file
 
 ANALYSIS_NAME = "analysis.json"
@@ -33,15 +33,17 @@ ANALYZE_TIMEOUT_S = 120.0
 _MACHINE_WIDE: dict[str, str] = {}
 
 
-def analyze(problem: Problem, *, gpu: str | None = None, driver: str | None = None, use_cache: bool = True) -> dict[str, Any]:
-    """The reference's ops, FLOPs, minimum bytes, fusion chances and roofline (no GPU needed)."""
+def analyze(problem: Problem, *, gpu: str | None = None, driver: str | None = None, use_cache: bool = True,
+            warm: WarmChildren | None = None) -> dict[str, Any]:
+    """The reference's ops, FLOPs, minimum bytes, fusion chances and roofline (no GPU needed); with an
+    engine's `warm`, a fork of its fork server (torch imported once) rather than a new interpreter."""
     cached = cached_analysis(problem) if use_cache else None
     if cached is not None:
         return cached
     spec = problem.job_spec(gpu=gpu, driver=driver, case=0)
     log = problem.state_dir / "logs" / "analyze.log"
     result = run_child(job_kinds.ANALYZE.module, spec, timeout_s=ANALYZE_TIMEOUT_S, log_path=log,
-                       env={"CUDA_VISIBLE_DEVICES": ""})
+                       env={"CUDA_VISIBLE_DEVICES": ""}, warm=warm)
     if result.get("state") == "ok":
         store_analysis(problem, result)
     return result

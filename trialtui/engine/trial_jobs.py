@@ -227,7 +227,7 @@ class TrialJobs:
         # started when the first trial was queued (Engine._enqueue), so this seldom waits for it
         analysis = await asyncio.shield(self._analysis) if self._analysis is not None else None
         if not analysis or analysis.get("state") != "ok":
-            analysis = await asyncio.to_thread(self.executor.analyze, self.problem, gpu=env.get("gpu"), driver=env.get("driver"))
+            analysis = await asyncio.to_thread(self._analyze, self.problem, gpu=env.get("gpu"), driver=env.get("driver"))
         profile = trial.profile
         verdicts, sol, roof = trial_verdicts(self.problem, trial, analysis, profile)
         fields: dict[str, Any] = {"verdicts": verdicts, "sol": sol}

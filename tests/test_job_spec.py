@@ -28,9 +28,9 @@ BEFORE_HELDOUT = {
     **BEFORE, "test_cases": [], "bench_cases": [], "timeout_s": 150.0,
     "heldout": [{"sizes": {}, "seed": 3, "layout": "x"}], "heldout_budget_s": 30.0, "correctness_only": True,
 }
+BEFORE_PREPARED = {k: v for k, v in BEFORE.items() if k not in ("candidate", "given_baselines", "candidate_as")}
 RUNNER = Path(__file__).parents[1] / "trialtui" / "runner"
 BENCH_MODULES = ("bench_job.py", "prepared.py", "timed_phase.py", "heldout.py", "judging.py")
-BEFORE_PREPARED = {k: v for k, v in BEFORE.items() if k not in ("candidate", "given_baselines", "candidate_as")}
 
 
 @pytest.fixture
@@ -94,3 +94,10 @@ def test_the_bench_runner_reads_fields_not_keys_with_defaults():
     for name in BENCH_MODULES:
         source = (RUNNER / name).read_text()
         assert not re.search(r"\bspec\.get\(|\bspec\[", source), f"runner/{name} reads the spec as a dict"
+
+
+def test_a_job_given_a_spec_it_cannot_read_says_so_rather_than_guessing(problem):
+    from trialtui.runner import bench_job
+
+    result = bench_job.run({**problem_spec(problem, "cpu").to_wire(), "seed": 5})
+    assert result["state"] == "error" and "seed" in result["message"]

@@ -57,7 +57,7 @@ class BenchSpec:
                 continue
             if f.name == "heldout_budget_s" and self.heldout is None:
                 continue
-            if f.name in _WHEN_SET and value in (None, False):
+            if f.name in _WHEN_SET and (value is None or value is False):
                 continue
             wire[f.name] = value
         return wire
@@ -75,14 +75,13 @@ class BenchSpec:
             raise ValueError(f"the bench spec lacks {', '.join(missing)}")
         for name, value in data.items():
             if not _fits(value, _TYPES[name]):
-                raise ValueError(f"bench spec key {name!r}: {value!r} is not {_TYPES[name]}")
+                raise ValueError(f"bench spec key {name!r}: {repr(value)[:80]} is not {_TYPES[name]}")
         return cls(**data)
 
     def problem_part(self) -> BenchSpec:
         """Without the candidate's keys: what a warm checker prepares, and what a job must match to use it."""
-        return dataclasses.replace(self, **{f.name: f.default if f.default_factory is dataclasses.MISSING
-                                            else f.default_factory() for f in dataclasses.fields(self)
-                                            if f.name in CANDIDATE_KEYS})
+        fields = dataclasses.fields(self)
+        return dataclasses.replace(self, **{f.name: _default(f) for f in fields if f.name in CANDIDATE_KEYS})
 
 
 _WITH_CANDIDATE = ("candidate", "given_baselines", "candidate_as")
@@ -90,6 +89,10 @@ _WHEN_SET = ("heldout", "correctness_only", "reference_source", "support_sources
 _TYPES = typing.get_type_hints(BenchSpec)
 _REQUIRED = [f.name for f in dataclasses.fields(BenchSpec)
              if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+
+
+def _default(f: dataclasses.Field) -> Any:
+    return f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
 
 
 def _fits(value: Any, hint: Any) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -31,9 +32,9 @@ def test_the_problem_key_follows_the_reference_bytes_and_ignores_the_candidate(t
     problem = load_problem(root)
     base = problem_spec(problem, "cpu")
     key = problem_key(base)
-    assert key == problem_key({**base, "candidate": "/x/kernel.py", "candidate_as": "k.py", "timeout_s": 5})
-    assert key != problem_key({**base, "seeds": base["seeds"] + 1})
-    assert key != problem_key({**base, "allow_tf32": not base["allow_tf32"]})
+    assert key == problem_key(replace(base, candidate="/x/kernel.py", candidate_as="k.py", timeout_s=5.0))
+    assert key != problem_key(replace(base, seeds=base.seeds + 1))
+    assert key != problem_key(replace(base, allow_tf32=not base.allow_tf32))
     (root / "reference.py").write_text((root / "reference.py").read_text() + "\n# edited\n")
     assert key != problem_key(base)
     (root / "reference.py").unlink()
@@ -43,7 +44,7 @@ def test_the_problem_key_follows_the_reference_bytes_and_ignores_the_candidate(t
 def _bench_warm(problem, path, warm, prepare: bool):
     env = child_env("cpu")
     if prepare:
-        done = warm.prepare(BENCH_MODULE, env, problem_spec(problem, "cpu"), 120)
+        done = warm.prepare(BENCH_MODULE, env, problem_spec(problem, "cpu").to_wire(), 120)
         assert done is not None and done["phase"] == "prepared"
         assert done["cases"] == len(problem.test_cases) * problem.config.seeds
     return bench_file(problem, path, device="cpu", warm=warm)
@@ -74,7 +75,7 @@ def test_a_reference_edited_after_preparing_is_not_judged_by_the_prepared_output
     warm = WarmChildren()
     try:
         warm.prime(BENCH_MODULE, child_env("cpu"))
-        assert warm.prepare(BENCH_MODULE, child_env("cpu"), problem_spec(problem, "cpu"), 120) is not None
+        assert warm.prepare(BENCH_MODULE, child_env("cpu"), problem_spec(problem, "cpu").to_wire(), 120) is not None
         # the reference now subtracts the bias: the prepared outputs are stale and must not be used
         (root / "reference.py").write_text((root / "reference.py").read_text().replace("x + self.bias", "x - self.bias"))
         result = bench_file(load_problem(root), root / "kernel.py", device="cpu", warm=warm)
@@ -215,13 +216,13 @@ def test_a_prepared_checker_compiles_the_compile_baseline_at_the_timed_case_and_
     monkeypatch.setattr(torch, "compile", compile)
     root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
     problem = load_problem(root)
-    spec = {**problem_spec(problem, "cpu"), "baselines": ["eager", "compile"]}
-    spec["bench_cases"] = [{**spec["test_cases"][0]}, *spec["test_cases"][1:]]
-    prepared = Prepared(problem_key(spec), Reference(spec, "cpu"))
-    prepared.warm_baselines({**spec, "baselines": ["eager"]})
+    spec = problem_spec(problem, "cpu")
+    spec = replace(spec, baselines=["eager", "compile"], bench_cases=[{**spec.test_cases[0]}, *spec.test_cases[1:]])
+    prepared = Prepared(problem_key(spec), Reference(spec.to_wire(), "cpu"))
+    prepared.warm_baselines(replace(spec, baselines=["eager"]))
     assert prepared.baselines == {} and calls == []
     prepared.warm_baselines(spec)
-    case = spec["bench_cases"][0]
+    case = spec.bench_cases[0]
     inputs = prepared.reference.make_inputs(case, 0)
     assert calls == [(tuple(t.shape for t in inputs), False)] * 2  # twice, at the timed case, as the job calls it
     with torch.no_grad():

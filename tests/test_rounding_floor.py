@@ -55,7 +55,7 @@ def test_timed_calls_are_judged_by_the_same_rules(dtype):
     from trialtui.runner.candidate_requests import CandidateFailed
 
     tol = 1e-2 if dtype == torch.bfloat16 else 1e-3
-    spec = {"atol": tol, "rtol": tol}
+    spec = SimpleNamespace(atol=tol, rtol=tol, explicit_tolerance=False)
     reference = SimpleNamespace(kind=SimpleNamespace(judges_values=False), check=lambda data, out: None)
     eager, fused, truth = chain(dtype, "none")
     check_timed(spec, reference, eager, fused, [], lambda: truth, "timed call 1")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
 from trialtui.core import job_kinds, provenance
 from trialtui.core.baselines import BaselineCache, reference_hash
+from trialtui.core.job_spec import BenchSpec
 from trialtui.core.languages import Language, language_of_file
 from trialtui.core.problem import Problem
 from trialtui.core.result import RESULT_VERSION
@@ -67,9 +69,9 @@ def bench_file(
     spec = problem_spec(problem, device, seeds=seeds, cuda_graph=cuda_graph,
                         candidate=str(Path(path).resolve()), given_baselines=given,
                         candidate_as=str(problem.root / name) if name else None,  # a snapshot runs under the name the user knows
-                        **({"correctness_only": True} if correctness_only else {}))
+                        correctness_only=correctness_only)
     if heldout:
-        spec.update(heldout_spec(problem, heldout))
+        spec = heldout_spec(problem, spec, heldout)
     cache = BaselineCache(problem.state_dir)
     key = baseline_key(problem, cases[0], cuda_graph)
     if on_progress is not None and use_cache:
@@ -79,7 +81,7 @@ def bench_file(
     if log_path is None:
         log_path = problem.state_dir / "logs" / f"bench-{Path(path).stem}-{int(time.time() * 1000)}.log"
     result = run_child(
-        BENCH_MODULE, spec, timeout_s=spec["timeout_s"], log_path=log_path,
+        BENCH_MODULE, spec.to_wire(), timeout_s=spec.timeout_s, log_path=log_path,
         env={**child_env(device), **(env or {})}, handle=handle, on_progress=on_progress, warm=warm,
     )
     result["log"] = str(log_path)
@@ -94,18 +96,18 @@ def bench_file(
 
 
 def problem_spec(problem: Problem, device: str, *, seeds: int | None = None, cuda_graph: bool = False,
-                 **candidate: Any) -> dict[str, Any]:
+                 **candidate: Any) -> BenchSpec:
     """A bench job's spec; without the candidate's keys it is what a warm checker prepares ahead (runner/prepared.py)."""
     cfg = problem.config
-    return problem.job_spec(device=device, seeds=seeds or cfg.seeds, baselines=cfg.baselines, cuda_graph=cuda_graph,
-                            timeout_s=cfg.bench_timeout_s, **candidate)
+    return BenchSpec(**problem.job_spec(device=device, seeds=seeds or cfg.seeds, baselines=cfg.baselines,
+                                        cuda_graph=cuda_graph, timeout_s=cfg.bench_timeout_s, **candidate))
 
 
-def heldout_spec(problem: Problem, cases: list[dict[str, Any]]) -> dict[str, Any]:
-    """A bench spec's part for held-out cases: correctness only, within the budget, past the job's start."""
+def heldout_spec(problem: Problem, spec: BenchSpec, cases: list[dict[str, Any]]) -> BenchSpec:
+    """A bench spec for held-out cases: correctness only, within the budget, past the job's start."""
     budget = problem.config.generalize.budget_s
-    return {"heldout": cases, "heldout_budget_s": budget, "correctness_only": True, "test_cases": [],
-            "bench_cases": [], "timeout_s": problem.config.bench_timeout_s + budget}
+    return replace(spec, heldout=cases, heldout_budget_s=budget, correctness_only=True, test_cases=[],
+                   bench_cases=[], timeout_s=problem.config.bench_timeout_s + budget)
 
 
 def static_verdict(problem: Problem, path: Path, name: str | None = None) -> dict[str, Any] | None:

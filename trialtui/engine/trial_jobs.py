@@ -132,7 +132,7 @@ class TrialJobs:
         async def run(_: Lane) -> None:
             if let_others_first():
                 return
-            spec = guard.with_sibling_modules(problem_spec(self.problem, self.device))  # as run_child's
+            spec = guard.with_sibling_modules(problem_spec(self.problem, self.device).to_wire())  # as run_child's
             async with lane.held(give_up=let_others_first) as took:
                 if took:
                     done = await asyncio.to_thread(self._warm.prepare, BENCH_MODULE, env, spec,

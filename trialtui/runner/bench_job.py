@@ -16,6 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.job_spec import BenchSpec
 from trialtui.core.model import REFERENCE_FAILED
 from trialtui.core.prctl import seal
 from trialtui.core.result import RESULT_VERSION, flag
@@ -32,15 +33,15 @@ from trialtui.runner.tensors import nbytes
 from trialtui.runner.timed_phase import cpu_timing, number, speedups, time_all
 
 
-def _case_list(spec: dict[str, Any], on_gpu: bool) -> list[dict[str, Any]]:
+def _case_list(spec: BenchSpec, on_gpu: bool) -> list[dict[str, Any]]:
     """CPU: the test sizes. GPU: the test sizes (small, odd shapes that expose masking bugs) and the bench sizes."""
-    cases = list(spec["test_cases"])
+    cases = list(spec.test_cases)
     if on_gpu:
-        cases += [c for c in spec["bench_cases"] if c not in cases]
+        cases += [c for c in spec.bench_cases if c not in cases]
     return cases
 
 
-def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, progress, deadline, facts,
+def check_correctness(spec: BenchSpec, reference, link: CandidateProcess, cases, seeds, progress, deadline, facts,
                       prepared=None, splits: Splits | None = None) -> dict[str, Any]:
     """Every case under every seed: inputs made here, the candidate's outputs received as data and judged here.
 
@@ -55,7 +56,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
     from trialtui.runner.tensors import clone
 
     atol, rtol = tolerance(spec, reference.kind)
-    declared = DTYPES[spec["dtype"]] if reference.emulated else None  # bf16 run as fp32 on the CPU
+    declared = DTYPES[spec.dtype] if reference.emulated else None  # bf16 run as fp32 on the CPU
     device = reference.device.type
     report: dict[str, Any] = {
         "seeds": len(seeds), "cases": len(cases), "passed": True, "max_abs_err": 0.0, "max_rel_err": 0.0,
@@ -111,7 +112,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
             if reply.get("input_changed"):
                 return _fail(report, f"{where}: the candidate modified its input {reply['input_changed']}")
             result = judge(spec, reference, expected, output, inputs, truth, report["rounding_floor"], where)
-            norm = normwise(expected, output, truth, spec.get("allow_tf32", False), declared) if truth is not None and result.passed else None
+            norm = normwise(expected, output, truth, spec.allow_tf32, declared) if truth is not None and result.passed else None
             if norm is not None:
                 report["normwise_err"] = max(report["normwise_err"] or 0.0, norm.err)
                 report["normwise_bound"] = norm.bound if report["normwise_bound"] is None else min(report["normwise_bound"], norm.bound)
@@ -121,7 +122,7 @@ def check_correctness(spec, reference, link: CandidateProcess, cases, seeds, pro
             report["max_abs_err"] = max(report["max_abs_err"], result.max_abs_err)
             report["max_rel_err"] = max(report["max_rel_err"], result.max_rel_err)
             report["mismatch_frac"] = max(report["mismatch_frac"], result.mismatch_frac)
-            tf32 = atol is not None and looks_like_tf32(result, expected, spec.get("allow_tf32", False), declared)
+            tf32 = atol is not None and looks_like_tf32(result, expected, spec.allow_tf32, declared)
             del inputs, expected, output, truth
             if not result.passed:
                 message = f"{where}: {result.message}"
@@ -167,28 +168,32 @@ class Facts:
         return flags
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
+def run(data: dict[str, Any]) -> dict[str, Any]:
+    """The job for the spec as the child received it (JSON): read once into a BenchSpec, or refused."""
     import torch
 
     from trialtui.runner.loader import BF16_NOTE, Reference
 
     seal()
+    try:
+        spec = BenchSpec.from_wire(data)
+    except ValueError as exc:  # the engine and this runner disagree on the spec: say so, rather than guess
+        return {"version": RESULT_VERSION, "state": "error", "message": f"the job's spec: {exc}"}
     # first, before any CUDA call or the reference: on the CPU the candidate's process is a fork of this one
     link = _READY.pop() if _READY else CandidateProcess(CANDIDATE, fork=_JOB_PROCESS)  # a new one imports torch while the reference loads here
-    progress = Progress(spec.get("progress"))
-    deadline = Deadline(float(spec.get("timeout_s", 120)))
-    device_name = spec.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+    progress = Progress(spec.progress)
+    deadline = Deadline(float(spec.timeout_s))
+    device_name = spec.device
     if device_name == "cuda" and not torch.cuda.is_available():
         link.close()
         return {"version": RESULT_VERSION, "state": "error", "message": "--device cuda asked for, but CUDA is not available"}
     device = torch.device(device_name)
     if device.type == "cuda":
         link.warm_up()  # this job holds the lane: the candidate's context is made while the reference loads
-    torch.backends.cuda.matmul.allow_tf32 = bool(spec.get("allow_tf32"))
-    torch.backends.cudnn.allow_tf32 = bool(spec.get("allow_tf32"))
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = spec.allow_tf32
     on_gpu = device.type == "cuda"
     cases = _case_list(spec, on_gpu)
-    seeds = spec.get("seeds_list") or list(range(spec.get("seeds", 5)))
+    seeds = list(range(spec.seeds))
     result: dict[str, Any] = {
         "version": RESULT_VERSION,
         "state": "error",
@@ -198,9 +203,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "speedup": None,
         "flags": [],
         "env": environment(device),
-        "sizes": spec["bench_cases"][:1] if on_gpu else cases[:1],  # what the timing ran at: the label's sizes
+        "sizes": spec.bench_cases[:1] if on_gpu else cases[:1],  # what the timing ran at: the label's sizes
         "checked_sizes": cases,
-        "dtype": spec["dtype"],
+        "dtype": spec.dtype,
         "message": "",
         "measured_at": time.strftime("%Y-%m-%d %H:%M"),
     }
@@ -223,22 +228,22 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     result["prepared"] = len(prepared.cases) if prepared is not None else 0
     try:
         stage = "loading the reference"
-        reference = prepared.reference if prepared is not None else Reference(spec, device_name)
+        reference = prepared.reference if prepared is not None else Reference(spec.to_wire(), device_name)
         if reference.emulated:
             result["flags"].append(flag("bf16-emulated", BF16_NOTE))
         stage = "importing the candidate"
         reply, _ = link.request(
-            "load", timeout_s=deadline.left(), candidate=spec["candidate"], candidate_as=spec.get("candidate_as"),
-            entry_point=spec["entry_point"],
+            "load", timeout_s=deadline.left(), candidate=spec.candidate, candidate_as=spec.candidate_as,
+            entry_point=spec.entry_point,
             form=reference.form, device=device_name, dtype=str(reference.dtype).removeprefix("torch."),
-            allow_tf32=bool(spec.get("allow_tf32")), reference=str(Path(spec["reference"]).resolve()),
-            support_files=spec.get("support_files", []),
+            allow_tf32=spec.allow_tf32, reference=str(Path(spec.reference).resolve()),
+            support_files=spec.support_files,
         )
         facts.see(reply)
         phase("load")
         stage = "checking correctness"
         splits = Splits(sync=on_gpu)
-        if spec.get("heldout"):  # cases derived at finalize or on demand (runner/heldout.py), each on its own
+        if spec.heldout:  # cases derived at finalize or on demand (runner/heldout.py), each on its own
             correctness = heldout.check_each(spec, reference, link, deadline, facts, check_correctness)
         else:
             correctness = check_correctness(spec, reference, link, cases, seeds, progress, deadline, facts, prepared, splits)
@@ -259,14 +264,14 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                 flag("no-custom-kernel", "no kernel of the candidate's own was launched (no Triton kernel, no call "
                      "into a CUDA extension that defines a __global__ kernel): it runs PyTorch or a library only")
             )
-        if spec.get("correctness_only"):
+        if spec.correctness_only:
             result["state"] = "correct"
             return result
         ledger.close_phase(stage, link, deadline)
         stage = "timing"
         if on_gpu:
             splits.started = time.perf_counter()
-            cand, baselines, flags = time_all(spec, reference, link, spec["bench_cases"][0], device, progress, deadline,
+            cand, baselines, flags = time_all(spec, reference, link, spec.bench_cases[0], device, progress, deadline,
                                               facts, splits, own_kernels=correctness["launches"] > 0,
                                               warm_baselines=warm_baselines, bencher=bencher)
             result["timing"] = cand
@@ -284,7 +289,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         result["speedup"] = None
         result["message"] = f"{stage}: {exc}"
         if exc.state == "timeout":
-            result["message"] = f"{stage}: timed out after {spec.get('timeout_s', 120):g} s; {exc}"
+            result["message"] = f"{stage}: timed out after {spec.timeout_s:g} s; {exc}"
         if exc.traceback:
             result["traceback"] = exc.traceback
         return result
@@ -378,13 +383,12 @@ def prepare_problem(message: dict[str, Any]) -> None:
     import torch
 
     started = time.perf_counter()
-    spec = message["prepare"]
-    on_gpu = (spec.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")) == "cuda"
+    spec = BenchSpec.from_wire(message["prepare"])
+    on_gpu = spec.device == "cuda"
     done = None
     if not on_gpu or torch.cuda.is_available():
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = bool(spec.get("allow_tf32"))
-        seeds = spec.get("seeds_list") or list(range(spec.get("seeds", 5)))
-        done = prepare(spec, _case_list(spec, on_gpu), seeds, higher_precision, nbytes, _READY[0] if _READY else None,
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = spec.allow_tf32
+        done = prepare(spec, _case_list(spec, on_gpu), list(range(spec.seeds)), higher_precision, nbytes, _READY[0] if _READY else None,
                        idle=lambda: not select.select([sys.stdin], [], [], 0)[0])  # no spec waits yet
     _PREPARED[:] = [done] if done is not None else []
     if _READY and _READY[0].process.poll() is not None:  # the candidate's process died making its context

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from trialtui.core.generalization import Outcome
 from trialtui.core.heldout import HeldOutCase, Layout
+from trialtui.core.job_spec import BenchSpec
 from trialtui.runner.candidate_errors import describe
 from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
 from trialtui.runner.forms import ReferenceCall
@@ -57,15 +58,15 @@ class LaidOut:
         return ReferenceCall(laid_out, {**call.payload, "layout": layout.value}, call.model)
 
 
-def check_each(spec: dict[str, Any], reference: Any, link: CandidateLink, deadline: Deadline, facts: Any,
+def check_each(spec: BenchSpec, reference: Any, link: CandidateLink, deadline: Deadline, facts: Any,
                check: Callable[..., dict[str, Any]]) -> dict[str, Any]:
-    """Every held-out case through `check` (bench_job.check_correctness), within `heldout_budget_s`.
+    """Every held-out case through `check` (bench_job.check_correctness), within the spec's `heldout_budget_s`.
 
     Returns a correctness report as `check` makes one (passed only if no case failed; the first
     failure's message), with `heldout`: one {outcome, message} per case, in the spec's order.
     """
-    cases = [HeldOutCase.from_dict(c) for c in spec["heldout"]]
-    ends = time.monotonic() + float(spec.get("heldout_budget_s", 30.0))
+    cases = [HeldOutCase.from_dict(c) for c in spec.heldout or []]
+    ends = time.monotonic() + spec.heldout_budget_s
     report: dict[str, Any] = {"seeds": 1, "cases": 0, "passed": True, "max_abs_err": 0.0, "max_rel_err": 0.0,
                               "mismatch_frac": 0.0, "first_mismatch": None, "message": "", "warnings": [],
                               "launches": 0, "case_bytes": 0, "heldout": []}
@@ -73,7 +74,7 @@ def check_each(spec: dict[str, Any], reference: Any, link: CandidateLink, deadli
     for case in cases:
         left = ends - time.monotonic()
         if not stop and left <= 0:
-            stop = f"the {spec.get('heldout_budget_s', 30.0):g} s budget ran out"
+            stop = f"the {spec.heldout_budget_s:g} s budget ran out"
         if stop:
             report["heldout"].append({"outcome": Outcome.NOT_RUN.value, "message": stop})
             continue

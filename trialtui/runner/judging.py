@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from trialtui.core.job_spec import BenchSpec
+
 from trialtui.runner.candidate_requests import CandidateFailed
 
 
@@ -30,14 +32,14 @@ def higher_precision(reference, ref_model, inputs):
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = was
 
 
-def tolerance(spec: dict[str, Any], kind) -> tuple[float | None, float | None]:
+def tolerance(spec: BenchSpec, kind) -> tuple[float | None, float | None]:
     """Where the problem's own check judges values (GPU MODE), trialtui's dtype defaults do not apply."""
-    if kind.judges_values and not spec.get("explicit_tolerance"):
+    if kind.judges_values and not spec.explicit_tolerance:
         return None, None
-    return spec["atol"], spec["rtol"]
+    return spec.atol, spec.rtol
 
 
-def judge(spec, reference, expected, output, inputs, truth, floor_notes: list[str] | None = None, where: str = ""):
+def judge(spec: BenchSpec, reference, expected, output, inputs, truth, floor_notes: list[str] | None = None, where: str = ""):
     """One output against the reference's, by the same rules for untimed and timed calls: the tolerance,
     the dtype's rounding floor against the higher-precision truth, the problem's own check."""
     from trialtui.runner.compare import Comparison, compare, within_rounding_floor
@@ -55,7 +57,7 @@ def judge(spec, reference, expected, output, inputs, truth, floor_notes: list[st
     return result
 
 
-def check_timed(spec, reference, expected, output, inputs, truth_of: Callable[[], Any], where: str) -> None:
+def check_timed(spec: BenchSpec, reference, expected, output, inputs, truth_of: Callable[[], Any], where: str) -> None:
     """A timed call's output against the reference's for the same input (on a GPU, made new for that call):
     a candidate that computes something else when it is timed, or hands back an answer it kept, is
     incorrect, whatever its untimed calls returned. Within the tolerance at once is a pass (1.5 ms for

@@ -18,22 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Keys of a job spec that belong to the candidate or to this one run, not to the problem.
-CANDIDATE_KEYS = frozenset({"candidate", "candidate_as", "given_baselines", "timeout_s", "progress",
-                            "spec_path", "result_fd", "report", "correctness_only", "reference_source",
-                            "support_sources"})  # texts: their bytes are hashed below
+from trialtui.core.job_spec import BenchSpec
+
 BUDGET_BYTES = 2 << 30  # device memory a waiting checker may hold for inputs, outputs and truths
 BUDGET_FRACTION = 0.25  # ... and never more than this share of the GPU's memory
 
 
-def problem_key(spec: dict[str, Any]) -> str | None:
-    """The problem part of a spec and the bytes of the reference's files; None if one cannot be read."""
-    part = {k: v for k, v in spec.items() if k not in CANDIDATE_KEYS}
-    digest = hashlib.sha256(json.dumps(part, sort_keys=True, default=str).encode())
-    source = spec.get("reference_source")
+def problem_key(spec: BenchSpec) -> str | None:
+    """The problem part of a spec and the bytes of the reference's files (the known-good texts are left out
+    of the part and hashed here); None if one cannot be read."""
+    digest = hashlib.sha256(json.dumps(spec.problem_part().to_wire(), sort_keys=True, default=str).encode())
+    source = spec.reference_source
     if source is not None:  # the engine's known-good text of the reference, which is what the job loads
         digest.update(source.encode("utf-8"))
-    for path in [*([] if source is not None else [spec.get("reference")]), *spec.get("support_files", [])]:
+    for path in [*([] if source is not None else [spec.reference]), *spec.support_files]:
         try:
             digest.update(Path(path).read_bytes())
         except (OSError, TypeError):
@@ -65,15 +63,15 @@ class Prepared:
     def get(self, case_index: int, seed: int) -> Expected | None:
         return self.cases.get((case_index, seed))
 
-    def warm_baselines(self, spec: dict[str, Any]) -> None:
+    def warm_baselines(self, spec: BenchSpec) -> None:
         """`torch.compile` of the reference at the timed case, traced, compiled and run now: 3.9-6.9 s of
         every job's timing phase on the H200 (2026-12-02) that depends on nothing of the candidate's. The
         job times exactly this callable (the same reference, case and seed it would bind itself)."""
         import torch
 
-        if "compile" not in spec.get("baselines", ["eager"]) or not spec.get("bench_cases"):
+        if "compile" not in spec.baselines or not spec.bench_cases:
             return
-        case = spec["bench_cases"][0]
+        case = spec.bench_cases[0]
         fn = torch.compile(self.reference.call(case, 0).fn)
         inputs = self.reference.make_inputs(case, 0)
         with torch.no_grad():  # as the job calls it (timed_phase._bind), so its first timed call finds this trace
@@ -93,7 +91,7 @@ def budget(device) -> int:
     return int(min(BUDGET_BYTES, BUDGET_FRACTION * total))
 
 
-def prepare(spec: dict[str, Any], cases: list[dict[str, Any]], seeds: list[int], higher, sizeof, link=None,
+def prepare(spec: BenchSpec, cases: list[dict[str, Any]], seeds: list[int], higher, sizeof, link=None,
             idle=None) -> Prepared | None:
     """Load the reference and fill the cache in the job's order until the budget is reached.
 
@@ -111,13 +109,13 @@ def prepare(spec: dict[str, Any], cases: list[dict[str, Any]], seeds: list[int],
     if key is None:
         return None
     try:
-        device = torch.device(spec.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
+        device = torch.device(spec.device)
         if device.type == "cuda":
             torch.empty(1, device=device)  # the context, made now rather than in the job
             if link is not None:
                 link.request("ready", timeout_s=60.0, device="cuda")  # its context and a Triton launch
-        prepared = Prepared(key, Reference(spec, device.type))
-        if device.type == "cuda" and spec.get("bench_cases"):
+        prepared = Prepared(key, Reference(spec.to_wire(), device.type))
+        if device.type == "cuda" and spec.bench_cases:
             from trialtui.runner.timing import Bencher
 
             prepared.bencher = Bencher.for_device(device)  # part of every job's timing phase, none of it the candidate's

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import torch
 
+from trialtui.core.job_spec import BenchSpec
 from trialtui.core.result import CPU_TIMING_LABEL, flag
 from trialtui.runner import cuda_ipc, fresh_inputs
 from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
@@ -149,7 +150,7 @@ class TimedCalls:
         return checker_per_call_us(walls) or 0.0
 
 
-def time_all(spec, reference, link: CandidateLink, case, device, progress, deadline, facts,
+def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, progress, deadline, facts,
              splits: Splits | None = None, own_kernels: bool = True,
              warm_baselines: dict[str, Any] | None = None, bencher=None) -> tuple[dict, dict, list]:
     """Candidate (in its process) and baselines (here) timed in alternating batches, same method, same inputs.
@@ -173,7 +174,7 @@ def time_all(spec, reference, link: CandidateLink, case, device, progress, deadl
     ref_call = reference.call(case, 0)
     payload: dict[str, Any] = {"input_sets": sets, "seed": 0, **ref_call.payload}
     ref_fn = ref_call.fn
-    use_graph = bool(spec.get("cuda_graph", False))
+    use_graph = spec.cuda_graph
     layout, work = _work(ref_call, sets[0])  # the sets are one case: one output structure, one amount of work
     batches = layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16))
     splits.mark("timing.work")
@@ -187,10 +188,10 @@ def time_all(spec, reference, link: CandidateLink, case, device, progress, deadl
         if reply.get("launches") == 0 and own_kernels:
             flags.append(flag("fallback", f"no kernel of the candidate's own ran at the timed size {case or '(defaults)'} "
                               "(it did at the test sizes): it falls back to PyTorch or a library there, so the number is not its kernel's"))
-        given = dict(spec.get("given_baselines") or {})
+        given = dict(spec.given_baselines)
         del payload  # the candidate's process has its own copy of the sets; eager and compile share these
         fns: dict[str, list] = {}
-        for kind in spec.get("baselines", ["eager"]):
+        for kind in spec.baselines:
             if kind in given:
                 continue
             fn = (warm_baselines or {}).get(kind) or (torch.compile(ref_fn) if kind == "compile" else ref_fn)
@@ -225,7 +226,7 @@ def time_all(spec, reference, link: CandidateLink, case, device, progress, deadl
                 phase = "timing" if attempt == 0 else "timing_again"  # the TUI shows "timing again 40 runs"
                 samples, walls = timing.time_alternating(
                     bencher, candidate_batch, fns, on_run=lambda r, phase=phase: progress(phase=phase, runs=r),
-                    time_cap_s=spec.get("time_cap_s", timing.TIME_CAP_S), batches=batches,
+                    batches=batches,
                     on_preliminary=first_number if attempt == 0 else None,
                 )
                 disturbed = timing.disturbance(samples, flush_us, bencher.flush_cost_us())
@@ -277,7 +278,7 @@ def time_all(spec, reference, link: CandidateLink, case, device, progress, deadl
     fastest = min((b["median_us"] for b in [*stats.values(), *given.values()] if b.get("median_us")), default=None)
     if fastest is not None and cand["median_us"] < fastest:  # no floor lies above a baseline that ran the work
         work["flops"] = _flops(ref_call, sets[0])
-    floor = physical_floor(work["flops"], work["min_bytes"], spec["dtype"], props.name, bool(spec.get("allow_tf32")))
+    floor = physical_floor(work["flops"], work["min_bytes"], spec.dtype, props.name, spec.allow_tf32)
     cand["work"] = {**work, "floor_us": floor.floor_us if floor else None, "floor_gpu": floor.gpu if floor else None}
     impossible = impossible_message(floor, cand["median_us"]) if floor else None
     if impossible:
@@ -367,7 +368,7 @@ def _iqr_band(stats: dict[str, Any]) -> float:
     return (stats["p80_us"] - stats["p20_us"]) / 2 / median
 
 
-def cpu_timing(spec, reference, link: CandidateLink, case, deadline, facts) -> dict[str, Any]:
+def cpu_timing(spec: BenchSpec, reference, link: CandidateLink, case, deadline, facts) -> dict[str, Any]:
     """Three host-timed calls in the candidate's process: a CPU figure, labelled as such, never a GPU number.
 
     Its samples are claims: they stand only where the checker's own clock around the request bears

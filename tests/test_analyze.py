@@ -117,3 +117,25 @@ def test_analyze_job_runs_as_a_child_process(tmp_path):
     r = run_child("trialtui.runner.analyze_job", load_problem(root).job_spec(gpu="NVIDIA H200"), timeout_s=120,
                   log_path=tmp_path / "analyze.log")
     assert r["version"] == 1 and r["state"] == "ok" and r["flops"] == 2 * 16384 * 8192 * 8192
+
+
+def test_an_engines_analysis_forks_from_its_fork_server_and_says_the_same(tmp_path):
+    """A cold analyze job imported torch again (3.6 CPU-s a problem on a 2-core CPU); an engine's warm
+    processes give it a fork of the fork server, with the same analysis."""
+    from trialtui.core import job_kinds
+    from trialtui.engine import forkservers
+    from trialtui.engine.jobs import WarmChildren
+    from trialtui.engine.profile import analyze
+
+    root = write_problem(tmp_path / "p", LINEAR_SOFTMAX, config=BIG)
+    env = {"CUDA_VISIBLE_DEVICES": ""}
+    assert forkservers.running(job_kinds.ANALYZE.module, env) is None
+    warm = WarmChildren()
+    try:
+        r = analyze(load_problem(root), gpu="NVIDIA H200", use_cache=False, warm=warm)
+    finally:
+        warm.close()
+    assert forkservers.running(job_kinds.ANALYZE.module, env) is not None  # it ran as a fork of this server
+    cold = analyze(load_problem(root), gpu="NVIDIA H200", use_cache=False)
+    assert r["state"] == cold["state"] == "ok" and r["flops"] == cold["flops"] == 2 * 16384 * 8192 * 8192
+    assert r["min_bytes"] == cold["min_bytes"]

@@ -192,15 +192,6 @@ class Engine(TrialJobs):
         """No lane has a job, and nothing of this engine's is validating or starting."""
         return self.lanes.idle and not self._pending
 
-    def _analyze(self, problem: Problem, **options: Any) -> dict[str, Any]:
-        """The reference's analysis; a local one forks from this engine's fork server rather than importing torch
-        again (3.6 CPU-s a problem on a 2-core CPU)."""
-        if self._analyzer is not None:
-            return self._analyzer(problem, **options)
-        if isinstance(self.executor, LocalExecutor) and self._warm is not None:
-            options["warm"] = self._warm
-        return self.executor.analyze(problem, **options)
-
     def stop(self) -> None:
         self._stop.set()
 

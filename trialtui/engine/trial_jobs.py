@@ -12,12 +12,14 @@ from typing import Any
 from trialtui.core import provenance, tree
 from trialtui.core.executor import ran_on
 from trialtui.core.model import Trial, TrialState
+from trialtui.core.problem import Problem
 from trialtui.core.profilers import source_of
 from trialtui.core.text import compile_summary, trial_summary
 from trialtui.core.verdicts import profile_policy
 from trialtui.engine import events as ev
 from trialtui.engine import guard
 from trialtui.engine.bench import BENCH_MODULE, child_env, problem_spec
+from trialtui.engine.executors.local import LocalExecutor
 from trialtui.engine.gpu_lock import Wait
 from trialtui.engine.jobs import ChildHandle
 from trialtui.engine.lanes import Job, Lane
@@ -219,6 +221,15 @@ class TrialJobs:
         profile = {k: v for k, v in profile.items() if k not in ("log_tail", "command")}
         self._set_state(trial_id, TrialState.CORRECT, f"profiled: {profile.get('label') or source_of(profile)}",
                         profile=profile)  # correct again before the lane frees: the next job ranks it as best
+
+    def _analyze(self, problem: Problem, **options: Any) -> dict[str, Any]:
+        """The reference's analysis; a local one forks from this engine's fork server rather than importing torch
+        again (3.6 CPU-s a problem on a 2-core CPU)."""
+        if self._analyzer is not None:
+            return self._analyzer(problem, **options)
+        if isinstance(self.executor, LocalExecutor) and self._warm is not None:
+            options["warm"] = self._warm
+        return self.executor.analyze(problem, **options)
 
     async def _verdicts(self, trial_id: str) -> None:
         """Verdicts for a correct GPU trial: from its profile where counters ran, else analytic."""

@@ -25,7 +25,7 @@ from trialtui.engine.jobs import ChildHandle
 from trialtui.engine.loop import Engine
 
 from conftest import KB_GOOD, write_problem
-from procs import children, cmdline, descendants, wait_for
+from procs import DEADLINE_S, children, cmdline, descendants, wait_for
 
 asyncssh = pytest.importorskip("asyncssh", reason="asyncssh is not installed (pip install asyncssh): no SSH server to test against")
 from ssh_server import SshServer  # noqa: E402 - needs asyncssh
@@ -111,10 +111,17 @@ def test_a_cancelled_job_is_swept_on_the_host(tmp_path, executor):
     ready = wait_for(jobs, "the host's warm job processes")  # what the job will take
     handle = ChildHandle()
     result: dict = {}
-    job = threading.Thread(target=lambda: result.update(executor.bench(load_problem(root), root / "kernel.py",
-                                                                       device="cpu", handle=handle)))
+    checking = threading.Event()  # the job runs the candidate there (a process count cannot say: the warm job
+    # that takes it has its candidate's process started already, and a CI run waited 180 s for a new one)
+
+    def progress(event: dict) -> None:
+        if event.get("phase") == "correctness":
+            checking.set()
+
+    job = threading.Thread(target=lambda: result.update(executor.bench(
+        load_problem(root), root / "kernel.py", device="cpu", handle=handle, on_progress=progress)))
     job.start()
-    wait_for(lambda: jobs() - ready, "the job to start there")
+    assert checking.wait(DEADLINE_S), f"gave up after {DEADLINE_S:g} s waiting for the job to run there"
     handle.cancel()
     job.join(timeout=300)
     assert result["state"] == "cancelled", result.get("message")

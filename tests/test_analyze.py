@@ -133,6 +133,7 @@ def test_an_engines_analysis_forks_from_its_fork_server_and_says_the_same(tmp_pa
     warm = WarmChildren()
     try:
         r = analyze(load_problem(root), gpu="NVIDIA H200", use_cache=False, warm=warm)
+        assert warm.take(job_kinds.ANALYZE.module, env) is None  # a one-off: no analysis job left waiting for a next one
     finally:
         warm.close()
     assert forkservers.running(job_kinds.ANALYZE.module, env) is not None  # it ran as a fork of this server

@@ -11,6 +11,7 @@ from trialtui.core.revealed import record
 from trialtui.core.state_dir import STATE_DIR, make_dirs
 from trialtui.core.store import Store
 from trialtui.runner.job_log import Log
+from trialtui.runner.profile_job import profile
 
 from conftest import KB_GOOD, write_problem
 
@@ -39,5 +40,7 @@ def test_writers_that_outlive_the_problem_fail_and_leave_it_removed(tmp_path):
         record(root / STATE_DIR, "0" * 64, ["default"])
     with pytest.raises(FileNotFoundError):
         BaselineCache(root / STATE_DIR).record({"problem": "p"}, {}, {"eager": {"median_us": 1.0}})
+    with pytest.raises(FileNotFoundError):
+        profile(["true"], root / STATE_DIR / "profiles" / "t1", ncu_bin="/nonexistent/ncu")
     store.close()  # nothing left to fold into: closing says nothing
     assert not root.exists()

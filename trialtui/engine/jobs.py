@@ -90,8 +90,7 @@ class Supervised:
         # os.environ, as a fork server gets, not what a C library set behind its back (readline's COLUMNS)
         self.process = process or subprocess.Popen(
             [sys.executable, "-m", SUPERVISOR], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, start_new_session=True, env=dict(os.environ),
-        )
+            stderr=subprocess.DEVNULL, start_new_session=True, env=dict(os.environ))
         self.pids: list[list[int]] = []
         self.cancelled_at: float | None = None
         self._lock = threading.Lock()
@@ -265,11 +264,13 @@ class WarmChildren:
     def _key(module: str, env: dict[str, str]) -> tuple:
         return (module, tuple(sorted(env.items())))
 
-    def prime(self, module: str, env: dict[str, str], depth: int | None = None) -> None:
+    def prime(self, module: str, env: dict[str, str], depth: int | None = None, *, kept_only: bool = False) -> None:
         if os.environ.get(SANDBOX_ENV) == "1" or missing_runner():
             return  # sandboxed jobs start cold: bubblewrap wraps the job process from its start
         key = self._key(module, env)
         with self._lock:
+            if kept_only and key not in self._ready:  # after a job: none after a one-off (the analysis) or close()
+                return
             if depth is not None:
                 self._depth[key] = depth
             waiting = self._ready[key] = [s for s in self._ready.get(key, []) if s.alive()]
@@ -420,7 +421,7 @@ def _run_held(
             _running.discard(handle)
         supervised.close()
     if warm is not None and not sandbox:  # after the job: its timing never shares the host with the next one's imports
-        warm.prime(module, env)
+        warm.prime(module, env, kept_only=True)
     result = _result(done, timeout_s, log_path, handle, time.monotonic() - started)
     changed, shared = guard.end(token, snapshot, log_path.with_name(log_path.name + ".changed"))
     if changed:

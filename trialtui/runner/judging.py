@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from trialtui.core.job_spec import BenchSpec
-
 from trialtui.runner.candidate_requests import CandidateFailed
 
 

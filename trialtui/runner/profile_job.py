@@ -20,6 +20,7 @@ from typing import Any
 from trialtui.core import ncu
 from trialtui.core.ncu import find_ncu
 from trialtui.core.result import RESULT_VERSION
+from trialtui.core.state_dir import make_dirs
 from trialtui.runner.child import serve
 from trialtui.runner.profile_range import RANGE
 
@@ -80,7 +81,7 @@ def profile(target: list[str], report: str | Path, *, ncu_bin: str | None = None
             timeout_s: float = DEFAULT_TIMEOUT_S, range_name: str = RANGE) -> dict[str, Any]:
     """Profile `target` (an argv that pushes `range_name`) and parse both pages: the result's body."""
     stem = Path(report)
-    stem.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(stem.parent)
     ncu_bin = find_ncu(ncu_bin)
     body: dict[str, Any] = {"source": "ncu", "available": False, "reason": None, "report": None, "kernels": []}
     if ncu_bin is None:

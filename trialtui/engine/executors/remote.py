@@ -22,6 +22,7 @@ from trialtui.core.baselines import CACHE_NAME, BaselineCache
 from trialtui.core.executor import Executor, JobData, decode, relative_path_ok
 from trialtui.core.problem import Problem
 from trialtui.core.result import RESULT_VERSION, ResultError, check_result
+from trialtui.core.state_dir import make_dirs
 from trialtui.core.store import atomic_write
 from trialtui.engine import guard
 from trialtui.engine.bench import baseline_key
@@ -159,7 +160,7 @@ class RemoteExecutor(Executor):
             if not relative_path_ok(rel, ups=False) or rel.split("/")[0] not in ("logs", "profiles"):
                 continue  # the far side writes logs and profile reports here, nothing else
             target = problem.state_dir / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(target.parent)
             atomic_write(target, decode(data))
         result = outcome.get("result")
         if not isinstance(result, dict):

@@ -89,6 +89,14 @@ def kb_problem(tmp_path: Path) -> Path:
     return write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (README's command): two workers more than cores. About a sixth of the suite's time is
+    waiting (hang timeouts, child processes starting, sleeps): with a worker per core, 2 cores stood
+    17 % idle (1,100 CPU-s busy, 224 idle, 11 min 03 s); two more kept them 98 % busy (10 min 07 s,
+    2026-12-03, BENCHMARKS.md)."""
+    return (os.cpu_count() or 1) + 2
+
+
 HEAVY = ("test_hostile.py", "test_trust.py", "test_demo.py", "test_one_verdict.py")
 
 

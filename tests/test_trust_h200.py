@@ -51,3 +51,23 @@ def test_the_whole_corpus_in_one_h200_run_with_the_number_protocol_of_issue_33()
             assert all(b["file"] != row["candidate"] for b in run["best"].values())
     assert not wrong, "\n".join(wrong)
     assert [r["candidate"] for r in run["rows"] if any("physical floor" in m for m in r["mismatch"])] == ["returns_input.py"]
+
+
+def test_the_whole_corpus_again_after_the_typed_bench_spec():
+    # h200-2026-12-03 (main at 1f43254: the bench job reads a BenchSpec, its analysis forks from the fork
+    # server, late writers keep below .trialtui): all 85 in one watch (329.9 s), 6 benched again. Every
+    # header held; the input-returning passthrough is flagged `impossible` and never best.
+    run = json.loads((HERE / "fixtures" / "gpu" / "h200-2026-12-03" / "trust.json").read_text())
+    totals = run["totals"]
+    assert totals["candidates"] == 85 and totals["not_final"] == 0
+    for key in ("wrong_called_correct", "correct_failed", "flagged_chosen_as_best", "speedups_from_cached_baselines",
+                "results_without_peak_mem", "headline_beyond_checker", "headline_below_floor", "mismatches"):
+        assert totals[key] == 0, key
+    wrong = []
+    for row in run["rows"]:
+        want = gpu_trust.expectation(gpu_trust.TRUST / row["problem"] / row["candidate"])
+        wrong += [f"{row['problem']}/{row['candidate']}: {m}" for m in gpu_trust.judge(want, row["got"], row["message"], row["flags"])]
+    assert not wrong, "\n".join(wrong)
+    passthrough = next(r for r in run["rows"] if r["candidate"] == "returns_input.py")
+    assert "impossible" in passthrough["flags"]
+    assert all(b["file"] != "returns_input.py" for b in run["best"].values())

@@ -1,6 +1,7 @@
 """One device call, several GPU checks: run the named bench scripts in turn, each under its own time limit.
 
-`python benches/gpu_session.py NAME[:SECONDS[:ARG,ARG...]] ...` runs `benches/NAME.py ARG...` with OUT set to a folder of
+`python benches/gpu_session.py NAME[:SECONDS[:ARG,ARG...]] ...` runs `benches/NAME.py ARG...` (ARGS split on spaces
+instead where they hold one, so that an argument may hold commas) with OUT set to a folder of
 its own, keeps each script's whole output in its log, prints the tail of each and a summary line, and
 packs every output into $OUT/session.tar.gz (the device tool returns at most eight files).
 """
@@ -33,7 +34,7 @@ def main(argv: list[str]) -> int:
         started = time.monotonic()
         with open(log, "w") as fh:
             try:
-                done = subprocess.run([sys.executable, str(ROOT / "benches" / f"{name}.py"), *filter(None, args.split(","))], cwd=ROOT, stdout=fh,
+                done = subprocess.run([sys.executable, str(ROOT / "benches" / f"{name}.py"), *(args.split() if " " in args else filter(None, args.split(",")))], cwd=ROOT, stdout=fh,
                                       stderr=subprocess.STDOUT, env={**os.environ, "OUT": str(folder), "PYTHONUNBUFFERED": "1"},
                                       timeout=limit_s)
                 code = done.returncode

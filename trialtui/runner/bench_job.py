@@ -249,6 +249,7 @@ def run(data: dict[str, Any]) -> dict[str, Any]:
             correctness = check_correctness(spec, reference, link, cases, seeds, progress, deadline, facts, prepared, splits)
         warm_baselines = prepared.baselines if prepared is not None else {}
         bencher = prepared.bencher if prepared is not None else None
+        overhead_us = prepared.overhead_us if prepared is not None else None
         del prepared
         phase("correctness")
         result["correctness"] = correctness
@@ -273,7 +274,7 @@ def run(data: dict[str, Any]) -> dict[str, Any]:
             splits.started = time.perf_counter()
             cand, baselines, flags = time_all(spec, reference, link, spec.bench_cases[0], device, progress, deadline,
                                               facts, splits, own_kernels=correctness["launches"] > 0,
-                                              warm_baselines=warm_baselines, bencher=bencher)
+                                              warm_baselines=warm_baselines, bencher=bencher, overhead_us=overhead_us)
             result["timing"] = cand
             result["baselines"] = baselines
             result["flags"] += flags

@@ -113,29 +113,20 @@ class Session:
         self.flush = None
         self.imported_reference = False
         self.runs = 0
-        self.cupti_started = False
         self.library_ops: set[str] = set()
         self.mapped = None  # the checker's ring, mapped here (runner/cuda_ipc.Mapped)
         self.eager_calls: list[Callable[[], Any]] = []
 
     # -- operations ---------------------------------------------------------------------------
     def op_ready(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
-        """Before any candidate is loaded: make the CUDA context and launch Triton once; with `cupti` (the
-        lane is idle: the user edits) start CUPTI too, so the kernel-time step costs 0.1 s, not its first
-        start (5.4 of a cold bench's 6.5 s of timing on the H200, 2026-12-01, 135 µs softmax). Jobs that
-        follow each other (`watch --once`) skip it: their candidate processes waited 3-7 s for it.
-        """
+        """Before any candidate is loaded: make the CUDA context and launch Triton once. CUPTI is never
+        started here: its first start held a warm lane's next save 3.7-5.3 s on the H200 (2026-12-02, saves
+        every 5 s), and a cold bench never had it; `trialtui profile` measures kernel time in a process the
+        candidate does not control."""
         import torch
 
         if msg.get("device") == "cuda" and torch.cuda.is_available():
             torch.empty(1, device="cuda")  # the context
-            if msg.get("cupti") and not self.cupti_started:  # only on an idle lane: 3-5 s of back-to-back jobs' time
-                from torch.profiler import ProfilerActivity, profile
-
-                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
-                    torch.empty(1, device="cuda").add_(1)
-                    torch.cuda.synchronize()
-                self.cupti_started = True
             try:
                 from trialtui.runner.triton_warm import launch_once
 
@@ -309,24 +300,21 @@ class Session:
         return reply, None if self.mapped is not None else self.ring[:n * self.layout.slot_bytes]
 
     def op_kernel_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
-        """CUPTI's kernel time where CUPTI already runs in this process (a warm lane's `ready`); a cold
-        process skips it: CUPTI's first start cost 3.7-5.3 s of a cold bench on the H200 (2026-12-01),
-        and `trialtui profile` measures kernel time in a process the candidate does not control. The
-        library work of a call that ran torch's compute functions is weighed by CUPTI where it runs (or
-        the functions could not be recorded), else by events around each function (timing.library_split)."""
+        """The host's wall clock around a call (side streams), the peak memory and the library's share of
+        the GPU time: weighed by events around each torch compute function (timing.library_split), or by
+        CUPTI where those functions could not be recorded (its start then costs this job 3.7-5.3 s)."""
         import torch
 
         from trialtui.runner import timing
 
         with torch.no_grad():
-            kernel_us = timing.kernel_time_us(self.bencher, self.calls) if self.cupti_started else None
             host_us = timing.host_wall_us(self.calls[0])
-            if self.cupti_started or RAISED_UNDER_RECORDER in self.library_ops:
+            if RAISED_UNDER_RECORDER in self.library_ops:
                 split = timing.kernel_split(self.calls, self.counter.own_names)
             else:
                 split = timing.library_split(self.eager_calls) if self.library_ops else None
         peak = torch.cuda.max_memory_allocated(self.device)
-        return {"kernel_us": kernel_us, "host_wall_us": host_us, "peak_mem_bytes": peak, "kernels": split,
+        return {"kernel_us": None, "host_wall_us": host_us, "peak_mem_bytes": peak, "kernels": split,
                 "library_ops": sorted(self.library_ops)[:20], **self.facts(scan=True)}, None
 
     def op_cpu_prepare(self, msg: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], Any]:

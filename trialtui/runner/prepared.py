@@ -59,6 +59,7 @@ class Prepared:
     held_bytes: int = 0
     baselines: dict[str, Any] = field(default_factory=dict)  # kind -> the timed case's baseline, compiled and run
     bencher: Any = None  # a runner/timing.Bencher: its flush buffer made, its GPU wait compiled and captured
+    overhead_us: float | None = None  # the harness's own cost per timed call (timed_phase.harness_overhead_us)
 
     def get(self, case_index: int, seed: int) -> Expected | None:
         return self.cases.get((case_index, seed))
@@ -81,6 +82,18 @@ class Prepared:
             torch.cuda.synchronize()
         self.baselines["compile"] = fn
 
+    def measure_overhead(self, spec: BenchSpec) -> None:
+        """The harness's cost per timed call at the timed case: 0.35 s of every job's timing phase on the
+        H200 (2026-12-02, softmax fp32 8192²) that depends on nothing of the candidate's."""
+        import torch
+
+        from trialtui.runner.timed_phase import TimedSetup, harness_overhead_us
+
+        if self.bencher is None or not spec.bench_cases:
+            return
+        setup = TimedSetup.of(self.reference, spec.bench_cases[0], torch.cuda.get_device_properties(self.reference.device))
+        self.overhead_us = harness_overhead_us(setup.sets, setup.ref_call.fn, setup.layout, self.bencher, setup.batches)
+
 
 def budget(device) -> int:
     import torch
@@ -96,10 +109,10 @@ def prepare(spec: BenchSpec, cases: list[dict[str, Any]], seeds: list[int], high
     """Load the reference and fill the cache in the job's order until the budget is reached.
 
     `higher(reference, model, inputs)` is the checker's higher-precision run, `sizeof` its byte
-    count; `link` (the checker's candidate process) gets its CUDA context made too, and CUPTI started
-    last (3.7-5.3 s on the H200), only while `idle()` says no job waits for this checker: a save
-    that came meanwhile runs without it rather than after it; the `compile` baseline is warmed the same
-    way (`Prepared.warm_baselines`). Failures are printed and leave the job to do the work itself.
+    count; `link` (the checker's candidate process) gets its CUDA context made too. Then, only while
+    `idle()` says no job waits for this checker, the harness's cost per timed call is measured and the
+    `compile` baseline warmed (a save that came meanwhile does them itself rather than wait). Failures
+    are printed and leave the job to do the work itself.
     """
     import torch
 
@@ -124,17 +137,16 @@ def prepare(spec: BenchSpec, cases: list[dict[str, Any]], seeds: list[int], high
         print(f"trialtui: preparing the problem failed; the job computes it itself\n{traceback.format_exc()}",
               file=sys.stderr)
         return None
-    if device.type == "cuda" and (idle is None or idle()):
+    for step, what in ((prepared.measure_overhead, "measuring the harness's overhead"),
+                       (prepared.warm_baselines, "warming the baselines")):
+        if device.type != "cuda" or not (idle is None or idle()):
+            break
         try:
-            prepared.warm_baselines(spec)
-        except Exception:  # noqa: BLE001 - the job compiles it itself, and says what fails
+            step(spec)
+        except Exception:  # noqa: BLE001 - the job does it itself, and says what fails
+            prepared.overhead_us = None
             prepared.baselines.clear()
-            print(f"trialtui: warming the baselines failed; the job does it\n{traceback.format_exc()}", file=sys.stderr)
-    if device.type == "cuda" and link is not None and (idle is None or idle()):
-        try:
-            link.request("ready", timeout_s=60.0, device="cuda", cupti=True)
-        except Exception:  # noqa: BLE001 - without CUPTI the job skips only its kernel-time step
-            print(f"trialtui: starting CUPTI failed\n{traceback.format_exc()}", file=sys.stderr)
+            print(f"trialtui: {what} failed; the job does it\n{traceback.format_exc()}", file=sys.stderr)
     return prepared
 
 

@@ -125,58 +125,82 @@ class TimedCalls:
         output = self.layout.unpack(ring, call, expected)
         self.judge(expected, output, inputs, f"timed call {start + call + 1} (input set {which + 1}, made new for it)")
 
-    def overhead_us(self, bencher: Any, batches: tuple[int, int], rounds: int = 5) -> float:
-        """What a timed call costs besides the call, measured here through the very loop the candidate's
-        process runs (timed_batch.run_batch) on a call that does nothing but return an output of the
-        reference's structure, into the same ring, and the copy of the batch's slots: the slope of its wall
-        time over the two batch sizes. Taken off the checker's clock before that is compared with the
-        candidate's events."""
-        sets = [clone(s) for s in self.sets]
-        refresher = fresh_inputs.Refresher(sets)
-        with torch.no_grad():
-            held = self.reference(clone(self.sets[0]))
-        calls = [lambda: held] * len(sets)
-        ring = self.shared.view() if self.shared is not None else torch.empty(
-            batches[-1] * self.layout.slot_bytes, dtype=torch.uint8, device="cuda")
-        walls: list[tuple[float, int, list[float]]] = []
-        for _ in range(rounds):
-            for n in batches:
-                t0 = time.perf_counter()
-                run_batch(calls, refresher, bencher, self.layout, ring, 1, 0, n)
-                ring[:n * self.layout.slot_bytes].clone()  # as the reply's copy into this process
-                torch.cuda.synchronize()
-                walls.append(((time.perf_counter() - t0) * 1e6, n, []))
-        del sets, refresher, ring, held
-        return checker_per_call_us(walls) or 0.0
+    def overhead_us(self, bencher: Any, batches: tuple[int, int]) -> float:
+        """`harness_overhead_us` into this job's ring."""
+        return harness_overhead_us(self.sets, self.reference, self.layout, bencher, batches,
+                                   self.shared.view() if self.shared is not None else None)
+
+
+@dataclass
+class TimedSetup:
+    """The timed case as the problem alone decides it: the same for every candidate, so a prepared
+    checker (runner/prepared.py) can measure the harness's own cost on it before the save arrives."""
+
+    sets: list[Any]  # the input sets the timed calls rotate over (two where one fits in L2)
+    ref_call: Any  # the reference's call at the timed case (loader.Call)
+    layout: Layout  # the output's structure: the ring's slots
+    work: dict[str, float]  # the least traffic (and, asked later, FLOPs) any kernel must do
+    batches: tuple[int, int]  # the candidate's two batch sizes
+
+    @classmethod
+    def of(cls, reference, case, props) -> TimedSetup:
+        sets = [reference.make_inputs(case, 0)]
+        if nbytes(sets[0]) * 2 < getattr(props, "L2_cache_size", 0):
+            sets.append(reference.make_inputs(case, 1))  # rotate when inputs fit in L2
+        ref_call = reference.call(case, 0)
+        layout, work = _work(ref_call, sets[0])  # the sets are one case: one output structure, one amount of work
+        return cls(sets, ref_call, layout, work, layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16)))
+
+
+def harness_overhead_us(sets: list[Any], reference: Callable[[Any], Any], layout: Layout, bencher: Any,
+                        batches: tuple[int, int], ring: torch.Tensor | None = None, rounds: int = 5) -> float:
+    """What a timed call costs besides the call, measured in the checker's process through the very loop
+    the candidate's process runs (timed_batch.run_batch) on a call that does nothing but return an output
+    of the reference's structure, into a ring like the job's, and the copy of the batch's slots: the slope
+    of its wall time over the two batch sizes. Taken off the checker's clock before that is compared with
+    the candidate's events. Nothing of it is the candidate's: a prepared checker measures it ahead."""
+    copies = [clone(s) for s in sets]
+    refresher = fresh_inputs.Refresher(copies)
+    with torch.no_grad():
+        held = reference(clone(sets[0]))
+    calls = [lambda: held] * len(copies)
+    if ring is None:
+        ring = torch.empty(batches[-1] * layout.slot_bytes, dtype=torch.uint8, device="cuda")
+    walls: list[tuple[float, int, list[float]]] = []
+    for _ in range(rounds):
+        for n in batches:
+            t0 = time.perf_counter()
+            run_batch(calls, refresher, bencher, layout, ring, 1, 0, n)
+            ring[:n * layout.slot_bytes].clone()  # as the reply's copy into this process
+            torch.cuda.synchronize()
+            walls.append(((time.perf_counter() - t0) * 1e6, n, []))
+    del copies, refresher, ring, held
+    return checker_per_call_us(walls) or 0.0
 
 
 def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, progress, deadline, facts,
              splits: Splits | None = None, own_kernels: bool = True,
-             warm_baselines: dict[str, Any] | None = None, bencher=None) -> tuple[dict, dict, list]:
+             warm_baselines: dict[str, Any] | None = None, bencher=None,
+             overhead_us: float | None = None) -> tuple[dict, dict, list]:
     """Candidate (in its process) and baselines (here) timed in alternating batches, same method, same inputs.
 
     The baselines never run where the candidate can reach them; the candidate's own event times are
     cross-checked against this process's wall clock around each of its batches. `own_kernels`: the
     correctness runs launched kernels of the candidate's own, so the timed calls must too.
     `warm_baselines`: baselines a prepared checker already compiled and ran at this case (runner/prepared.py),
-    `bencher` the timing state it made (else made here).
+    `bencher` the timing state it made, `overhead_us` the harness's cost per call it measured (else made here).
     """
     from trialtui.core.roofline import impossible_message, physical_floor
     from trialtui.runner import timing
 
     flags = []
     splits = splits or Splits(sync=True)
-    inputs = reference.make_inputs(case, 0)
     props = torch.cuda.get_device_properties(device)
-    sets = [inputs]
-    if nbytes(inputs) * 2 < getattr(props, "L2_cache_size", 0):
-        sets.append(reference.make_inputs(case, 1))  # rotate when inputs fit in L2
-    ref_call = reference.call(case, 0)
+    setup = TimedSetup.of(reference, case, props)
+    sets, ref_call, layout, work, batches = setup.sets, setup.ref_call, setup.layout, setup.work, setup.batches
     payload: dict[str, Any] = {"input_sets": sets, "seed": 0, **ref_call.payload}
     ref_fn = ref_call.fn
     use_graph = spec.cuda_graph
-    layout, work = _work(ref_call, sets[0])  # the sets are one case: one output structure, one amount of work
-    batches = layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16))
     splits.mark("timing.work")
     timed = TimedCalls(link, deadline, sets, ref_fn, layout, see=facts.see, keep=batches[-1], judge=lambda expected, output, inputs, where: check_timed(
         spec, reference, expected, output, inputs, lambda: timing_truth(reference, ref_call, inputs), where))
@@ -210,7 +234,8 @@ def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, prog
             empty_us = bencher.empty_pair_us()
 
             splits.mark("timing.baselines_warm_up")
-            overhead_us = timed.overhead_us(bencher, batches)
+            if overhead_us is None:  # else a prepared checker measured it on this very setup
+                overhead_us = timed.overhead_us(bencher, batches)
             splits.mark("timing.overhead")
 
             def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
@@ -246,7 +271,7 @@ def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, prog
         flags.append(flag("timing-patched", altered))
         overhead_us -= WAIT_NS / 1000
     cand = timing.confirmed_stats(stats.pop("candidate"), walls, overhead_us)
-    cand["kernel_us"] = number(reply.get("kernel_us"))
+    cand["kernel_us"] = None  # CUPTI's, measured by `trialtui profile` where the candidate has no say (candidate.op_kernel_time)
     cand["host_wall_us"] = number(reply.get("host_wall_us"))
     cand["cuda_graph"] = use_graph
     cand["empty_pair_us"] = empty_us  # taken off every event sample, the baselines' too
@@ -266,15 +291,6 @@ def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, prog
     cand["flush_us"] = flush_us
     cand["overhead_us"] = overhead_us  # per call besides the call (flush, new inputs, the output's copies): off the checker's clock
     cand["checked_calls"] = sum(n for _, n, _ in walls)  # every timed call's output was judged
-    kernel_us = cand["kernel_us"]
-    if kernel_us and kernel_us > 1.5 * cand["median_us"] + 5.0:
-        flags.append(
-            flag(
-                "side-stream",
-                f"GPU kernels ran {kernel_us:.1f} µs inside the call but the events measured "
-                f"{cand['median_us']:.1f} µs: work escapes the timed stream (side stream?)",
-            )
-        )
     fastest = min((b["median_us"] for b in [*stats.values(), *given.values()] if b.get("median_us")), default=None)
     if fastest is not None and cand["median_us"] < fastest:  # no floor lies above a baseline that ran the work
         work["flops"] = _flops(ref_call, sets[0])

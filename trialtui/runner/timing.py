@@ -1,8 +1,8 @@
-"""GPU timing a kernel engineer can trust: do_bench's method, GPU MODE's stopping rule, CUPTI kernel time.
+"""GPU timing a kernel engineer can trust: do_bench's method, GPU MODE's stopping rule.
 
 Event time per call (L2 flushed before each, CUDA events around the call) gives the headline median;
-CUPTI activity records through torch.profiler give the kernel time, which excludes launch gaps
-and is what Nsight Compute's gpu__time_duration reports.
+the kernel time without launch gaps (Nsight Compute's gpu__time_duration) is `trialtui profile`'s, measured
+in a process the candidate does not control.
 """
 
 from __future__ import annotations
@@ -23,11 +23,9 @@ MAX_RUNS = 500
 TIME_CAP_S = 3.0
 BATCHES = (10, 40)  # the candidate's batch sizes, alternating (fewer where its kept outputs are large: runner/timed_batch.py): the checker's per-call time is their slope
 MIN_BATCHES = 8  # four of each size: the slope's medians shrug off one slow round trip
-KERNEL_TIME_RUNS = 20
 # Wall-clock cross-check of the candidate's own timing: launch and round-trip allowance per call.
 WALL_ALLOWANCE_US = 60.0
 WALL_ALLOWANCE_FRAC = 0.3
-CALL_RANGE = "trialtui_call"
 # The candidate's events stand as the headline only this close to what the checker's own clock saw.
 # Slack: the gaps between calls the harness itself adds (two event records and a flush launch per call);
 # 19 µs on the H200 for a 133 µs softmax, 2026-12-01. Tolerance: the clock's per-call slope scatters
@@ -330,30 +328,6 @@ def wall_mismatch(walls: list[tuple[float, int, list[float]]], median_us: float,
         f"{median_us:.1f} µs (the harness's own work per call {overhead_us:.1f} µs, allowance {WALL_ALLOWANCE_US:g} µs + "
         f"{WALL_ALLOWANCE_FRAC:.0%}): its timing does not match the work it did"
     )
-
-
-def kernel_time_us(bencher: Bencher, calls: list[Callable[[], Any]], runs: int = KERNEL_TIME_RUNS) -> float | None:
-    """Median per-call GPU kernel time from CUPTI records (no launch gaps), cold L2 like the events."""
-    from torch.profiler import ProfilerActivity, profile, record_function
-
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for i in range(runs):
-            bencher.flush_l2()
-            torch.cuda.synchronize()
-            with record_function(CALL_RANGE):
-                calls[i % len(calls)]()
-            torch.cuda.synchronize()
-    per_call = [_device_us(evt) for evt in prof.events() if evt.name == CALL_RANGE]
-    per_call = [t for t in per_call if t > 0]
-    return statistics.median(per_call) if per_call else None
-
-
-def _device_us(evt) -> float:
-    for attr in ("device_time_total", "cuda_time_total"):
-        value = getattr(evt, attr, None)
-        if value is not None:
-            return float(value)
-    return 0.0
 
 
 def host_wall_us(fn: Callable[[], Any], runs: int = 5) -> float:

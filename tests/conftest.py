@@ -89,6 +89,7 @@ def kb_problem(tmp_path: Path) -> Path:
     return write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
 
 
+@pytest.hookimpl(optionalhook=True)  # a run without xdist (`-p no:xdist`) has no such hook
 def pytest_xdist_auto_num_workers(config) -> int:
     """`-n auto` (README's command): two workers more than cores. About a sixth of the suite's time is
     waiting (hang timeouts, child processes starting, sleeps): with a worker per core, 2 cores stood

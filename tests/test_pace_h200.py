@@ -55,3 +55,26 @@ def test_an_honest_kernels_events_are_confirmed_on_every_save_whatever_the_clock
     # a report that halves the truth is still the clock's to overrule
     for save in saves:
         assert not timing.confirm(save["preliminary_us"] / 2, save["checker_us_per_call"], save["overhead_us"])[1]
+
+
+def test_a_save_at_typing_pace_reaches_its_number_in_two_seconds_from_a_prepared_checker():
+    # h200-2026-12-03b (main at 1d94e18): no CUPTI start in the waiting candidate's process (it held
+    # saves 1.5-4.1 s at 5 s apart in 02h), the harness's own cost per call measured while preparing
+    run = json.loads((HERE / "fixtures" / "gpu" / "h200-2026-12-03b" / "loop_pace.json").read_text())
+    cold = statistics.median(run["pace"]["cold_us"])
+    gaps = {g["gap_s"]: g for g in run["pace"]["gaps"]}
+    assert set(gaps) == {5.0, 8.0, 20.0}
+    for gap in gaps.values():
+        later = [s for s in gap["saves"] if s["save"] > 0]
+        for save in gap["saves"]:
+            assert save["state"] == "correct" and save["confirmed"] is True and not save["flags"], save
+            assert abs(loop_latency.off(save["final_us"], cold)) <= 0.02, save
+            assert abs(loop_latency.off(save["preliminary_us"], save["final_us"])) <= 0.10, save
+            assert save["queued_s"] < 0.1, save  # never queued while the GPU idles
+        for save in later:  # the prepared checker had measured the overhead; the candidate's process was ready at once
+            assert save["phases_s"]["timing.overhead"] == 0.0 and save["phases_s"]["candidate.ready"] < 1.5, save
+            assert "finishes preparing" not in save["waited_for"], save
+        finals = [s["final_s"] for s in later]
+        assert loop_latency.percentile(finals, 0.5) == gap["final_p50_s"]
+    assert gaps[5.0]["final_p50_s"] <= 2.0 and gaps[5.0]["final_p95_s"] <= 3.0
+    assert len(gaps[5.0]["saves"]) >= 6

@@ -38,3 +38,12 @@ def test_ncus_csv_is_read_as_its_median_in_microseconds():
     csv = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n' + "".join(
         f'"{i}","add_kernel","gpu__time_duration.sum","nsecond","{v}"\n' for i, v in enumerate(["2,240", "2,180", "9,000"]))
     assert gpu_tiny.median_duration_us(csv) == 2.24
+
+
+def test_the_512_cubed_gemm_is_within_ten_percent_of_ncu_in_the_latest_run():
+    # h200-2026-12-03b (main at 1d94e18): 13.34 against ncu's 12.42 µs, 1.075 (02h: 1.102)
+    latest = {r["case"]: r for r in rows("h200-2026-12-03b")}
+    assert set(latest) == {"matmul-512", "add-4k"}
+    for row in latest.values():
+        assert row["state"] == "correct" and row["confirmed"] is True and row["ok"], row
+        assert abs(row["ratio"] - 1) <= gpu_tiny.TOL, row

@@ -30,7 +30,7 @@ from trialtui.runner.job_progress import Progress, Splits
 from trialtui.runner.judging import higher_precision, judge, tolerance
 from trialtui.runner.prepared import Prepared, prepare, problem_key
 from trialtui.runner.tensors import nbytes
-from trialtui.runner.timed_phase import cpu_timing, number, speedups, time_all
+from trialtui.runner.timed_phase import cpu_timing, number, overhead_at, speedups, time_all
 
 
 def _case_list(spec: BenchSpec, on_gpu: bool) -> list[dict[str, Any]]:
@@ -390,7 +390,8 @@ def prepare_problem(message: dict[str, Any]) -> None:
     if not on_gpu or torch.cuda.is_available():
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = spec.allow_tf32
         done = prepare(spec, _case_list(spec, on_gpu), list(range(spec.seeds)), higher_precision, nbytes, _READY[0] if _READY else None,
-                       idle=lambda: not select.select([sys.stdin], [], [], 0)[0])  # no spec waits yet
+                       idle=lambda: not select.select([sys.stdin], [], [], 0)[0],  # no spec waits yet
+                       overhead=overhead_at)
     _PREPARED[:] = [done] if done is not None else []
     if _READY and _READY[0].process.poll() is not None:  # the candidate's process died making its context
         _READY.pop().close()  # the job starts a fresh one

@@ -82,17 +82,12 @@ class Prepared:
             torch.cuda.synchronize()
         self.baselines["compile"] = fn
 
-    def measure_overhead(self, spec: BenchSpec) -> None:
-        """The harness's cost per timed call at the timed case: 0.35 s of every job's timing phase on the
-        H200 (2026-12-02, softmax fp32 8192²) that depends on nothing of the candidate's."""
-        import torch
-
-        from trialtui.runner.timed_phase import TimedSetup, harness_overhead_us
-
-        if self.bencher is None or not spec.bench_cases:
-            return
-        setup = TimedSetup.of(self.reference, spec.bench_cases[0], torch.cuda.get_device_properties(self.reference.device))
-        self.overhead_us = harness_overhead_us(setup.sets, setup.ref_call.fn, setup.layout, self.bencher, setup.batches)
+    def measure_overhead(self, spec: BenchSpec, measure) -> None:
+        """The harness's cost per timed call at the timed case (`measure(reference, case, bencher)`,
+        timed_phase.overhead_at): 0.35 s of every job's timing phase on the H200 (2026-12-02, softmax fp32
+        8192²) that depends on nothing of the candidate's."""
+        if self.bencher is not None and spec.bench_cases:
+            self.overhead_us = measure(self.reference, spec.bench_cases[0], self.bencher)
 
 
 def budget(device) -> int:
@@ -105,12 +100,13 @@ def budget(device) -> int:
 
 
 def prepare(spec: BenchSpec, cases: list[dict[str, Any]], seeds: list[int], higher, sizeof, link=None,
-            idle=None) -> Prepared | None:
+            idle=None, overhead=None) -> Prepared | None:
     """Load the reference and fill the cache in the job's order until the budget is reached.
 
     `higher(reference, model, inputs)` is the checker's higher-precision run, `sizeof` its byte
     count; `link` (the checker's candidate process) gets its CUDA context made too. Then, only while
-    `idle()` says no job waits for this checker, the harness's cost per timed call is measured and the
+    `idle()` says no job waits for this checker, the harness's cost per timed call is measured (with
+    `overhead`, see Prepared.measure_overhead) and the
     `compile` baseline warmed (a save that came meanwhile does them itself rather than wait). Failures
     are printed and leave the job to do the work itself.
     """
@@ -137,12 +133,12 @@ def prepare(spec: BenchSpec, cases: list[dict[str, Any]], seeds: list[int], high
         print(f"trialtui: preparing the problem failed; the job computes it itself\n{traceback.format_exc()}",
               file=sys.stderr)
         return None
-    for step, what in ((prepared.measure_overhead, "measuring the harness's overhead"),
-                       (prepared.warm_baselines, "warming the baselines")):
+    steps = [(lambda: prepared.measure_overhead(spec, overhead), "measuring the harness's overhead")] if overhead else []
+    for step, what in [*steps, (lambda: prepared.warm_baselines(spec), "warming the baselines")]:
         if device.type != "cuda" or not (idle is None or idle()):
             break
         try:
-            step(spec)
+            step()
         except Exception:  # noqa: BLE001 - the job does it itself, and says what fails
             prepared.overhead_us = None
             prepared.baselines.clear()

@@ -152,6 +152,12 @@ class TimedSetup:
         return cls(sets, ref_call, layout, work, layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16)))
 
 
+def overhead_at(reference, case, bencher: Any) -> float:
+    """`harness_overhead_us` at a case as the timed phase would set it up: what a prepared checker measures."""
+    setup = TimedSetup.of(reference, case, torch.cuda.get_device_properties(reference.device))
+    return harness_overhead_us(setup.sets, setup.ref_call.fn, setup.layout, bencher, setup.batches)
+
+
 def harness_overhead_us(sets: list[Any], reference: Callable[[Any], Any], layout: Layout, bencher: Any,
                         batches: tuple[int, int], ring: torch.Tensor | None = None, rounds: int = 5) -> float:
     """What a timed call costs besides the call, measured in the checker's process through the very loop

@@ -7,6 +7,7 @@ job's minus trialtui's own variables, its descriptors are the two protocol pipes
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import signal
@@ -204,6 +205,7 @@ class ForkedProcess:
         if self.pid == 0:
             code = 1
             try:
+                gc.freeze()  # the checker's objects are never walked here: a collection would copy every page it touches
                 os.dup2(to_r, 0)
                 os.dup2(from_w, 1)
                 os.closerange(3, os.sysconf("SC_OPEN_MAX"))

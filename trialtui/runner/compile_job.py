@@ -12,6 +12,7 @@ memory, tensor-core instructions and the widest global load. The result holds bo
 
 from __future__ import annotations
 
+import gc
 import inspect
 import json
 import os
@@ -292,6 +293,7 @@ class Trace:
 
     def _child(self, spec: dict[str, Any]) -> None:
         code = 0
+        gc.freeze()  # the compile job's objects are never walked here: a collection would copy every page it touches
         try:
             from trialtui.runner import trace_job
 

@@ -314,7 +314,7 @@ class Session:
             else:
                 split = timing.library_split(self.eager_calls) if self.library_ops else None
         peak = torch.cuda.max_memory_allocated(self.device)
-        return {"kernel_us": None, "host_wall_us": host_us, "peak_mem_bytes": peak, "kernels": split,
+        return {"host_wall_us": host_us, "peak_mem_bytes": peak, "kernels": split,
                 "library_ops": sorted(self.library_ops)[:20], **self.facts(scan=True)}, None
 
     def op_cpu_prepare(self, msg: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], Any]:

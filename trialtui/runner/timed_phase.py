@@ -277,7 +277,7 @@ def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, prog
         flags.append(flag("timing-patched", altered))
         overhead_us -= WAIT_NS / 1000
     cand = timing.confirmed_stats(stats.pop("candidate"), walls, overhead_us)
-    cand["kernel_us"] = None  # CUPTI's, measured by `trialtui profile` where the candidate has no say (candidate.op_kernel_time)
+    cand["kernel_us"] = None  # kept in the result format; CUPTI kernel time is `trialtui profile`'s, where the candidate has no say
     cand["host_wall_us"] = number(reply.get("host_wall_us"))
     cand["cuda_graph"] = use_graph
     cand["empty_pair_us"] = empty_us  # taken off every event sample, the baselines' too

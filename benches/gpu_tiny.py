@@ -88,6 +88,14 @@ def median_duration_us(csv: str) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _clock(timing: dict) -> str:
+    """The checker's own figure per call (its clock less the harness's work), and the harness's work."""
+    per_call, overhead = timing.get("checker_us_per_call"), timing.get("overhead_us")
+    if per_call is None or overhead is None:
+        return "-"
+    return f"{per_call - overhead:.1f} µs (harness {overhead:.1f}, fixed {timing.get('checker_fixed_us') or 0:.0f})"
+
+
 def main(argv: list[str]) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     rows, failures = [], 0
@@ -108,12 +116,13 @@ def main(argv: list[str]) -> int:
         row = {"case": name, "sizes": sizes, "state": result.get("state"), "headline_us": headline, "ncu_us": reference, "ratio": ratio,
                "confirmed": timing.get("confirmed"), "claimed_us": (timing.get("claimed") or {}).get("median_us"),
                "overhead_us": timing.get("overhead_us"), "rse": timing.get("rse"), "label": timing.get("label"),
+               "checker_us_per_call": timing.get("checker_us_per_call"), "checker_fixed_us": timing.get("checker_fixed_us"),
                "flags": [f.get("code") for f in result.get("flags") or []], "message": (result.get("message") or "")[:300],
                "ok": ok}
         rows.append(row)
         print(f"{name:>15}  {str(result.get('state')):9}  headline {headline and f'{headline:8.2f}' or '   -    '} µs  "
               f"ncu {reference and f'{reference:8.2f}' or '   -    '} µs  ratio {ratio and f'{ratio:.3f}' or '-'}  "
-              f"confirmed {timing.get('confirmed')}  {'OK' if ok else 'FAIL'}", flush=True)
+              f"confirmed {timing.get('confirmed')}  clock {_clock(timing)}  {'OK' if ok else 'FAIL'}", flush=True)
         (OUT / "tiny.json").write_text(json.dumps({"rows": rows, "failures": failures, "tolerance": TOL}, indent=1))
     print(f"{len(rows)} cases, {failures} outside {TOL:.0%} of ncu", flush=True)
     return 1 if failures else 0

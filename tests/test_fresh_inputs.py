@@ -22,14 +22,19 @@ from trialtui.runner.timed_batch import Layout  # noqa: E402
 from trialtui.runner.timed_phase import TimedCalls  # noqa: E402
 
 
+def hashes_of(n, seed=0):
+    """What the previous calls' outputs hashed to, as chain.digest leaves them."""
+    return torch.randint(-2**31, 2**31 - 1, (n,), dtype=torch.int32, generator=torch.Generator().manual_seed(seed))
+
+
 def test_every_call_sees_the_input_the_checker_rebuilds_new_in_every_row_and_column_and_the_sets_come_back():
     sets = [[torch.randn(64, 33), torch.arange(7)], [torch.randn(64, 33), torch.arange(7)]]
     untouched = [[t.clone() for t in s] for s in sets]
     refresher = fresh_inputs.Refresher(sets)
-    seen = []
+    seen, hashes = [], hashes_of(11)
     for call in range(11):
-        refresher.before(2026, call, call % 2)
-        rebuilt = fresh_inputs.input_of(untouched[call % 2], 2026, call)
+        refresher.before(2026, call, call % 2, hashes)
+        rebuilt = fresh_inputs.input_of(untouched[call % 2], 2026, call, hashes)
         assert torch.equal(rebuilt[0], sets[call % 2][0]) and torch.equal(rebuilt[1], torch.arange(7))
         seen.append(rebuilt[0].clone())
     refresher.restore()
@@ -46,9 +51,9 @@ def test_a_kernel_that_recomputes_only_what_changed_recomputes_everything():
     changed): between two timed calls every row and every 8×8 block changes."""
     x = torch.randn(256, 128)
     refresher = fresh_inputs.Refresher([[x]])
-    refresher.before(7, 0, 0)
+    refresher.before(7, 0, 0, hashes_of(2))
     last = x.clone()
-    refresher.before(7, 1, 0)
+    refresher.before(7, 1, 0, hashes_of(2))
     blocks = (x != last).reshape(32, 8, 16, 8).any(3).any(1)
     assert bool((x != last).any(1).all()) and bool(blocks.all())
 
@@ -56,7 +61,7 @@ def test_a_kernel_that_recomputes_only_what_changed_recomputes_everything():
 def test_new_values_stay_inside_the_interval_of_the_tensors_values_and_integers_are_never_touched():
     x = torch.rand(4096) + 1.0  # a domain: every value in [1, 2)
     p = torch.rand(4096) * 0.99 + 0.005  # probabilities
-    rebuilt = fresh_inputs.input_of([x, p, torch.arange(5)], 3, 0)
+    rebuilt = fresh_inputs.input_of([x, p, torch.arange(5)], 3, 0, hashes_of(1))
     assert rebuilt[0].min() >= 1.0 and rebuilt[0].max() < 2.0 and not torch.equal(rebuilt[0], x)
     assert rebuilt[1].min() > 0 and rebuilt[1].max() < 1
     assert torch.equal(rebuilt[2], torch.arange(5))
@@ -64,7 +69,7 @@ def test_new_values_stay_inside_the_interval_of_the_tensors_values_and_integers_
 
 def test_a_bf16_input_gets_new_values_too():
     x = torch.randn(64, 64, dtype=torch.bfloat16)
-    rebuilt = fresh_inputs.input_of([x], 5, 1)[0]
+    rebuilt = fresh_inputs.input_of([x], 5, 1, hashes_of(2))[0]
     assert rebuilt.dtype == torch.bfloat16 and (rebuilt != x).float().mean() > 0.8
 
 
@@ -80,7 +85,7 @@ def test_a_bf16_input_gets_new_values_too():
 def test_a_tensor_with_structure_a_kernel_may_rely_on_keeps_its_values(make):
     tensor, plain = make(), torch.randn(4, 33)
     assert fresh_inputs.refreshed([tensor, plain]) == [1]
-    rebuilt = fresh_inputs.input_of([tensor, plain], 9, 0)
+    rebuilt = fresh_inputs.input_of([tensor, plain], 9, 0, hashes_of(1))
     assert torch.equal(rebuilt[0], tensor) or bool(torch.isnan(tensor).any())
 
 
@@ -184,6 +189,33 @@ class DiffsItsInputs:
         return self.out.clone()
 
 
+class BatchAhead:
+    """Reads the batch's seed from the timed loop's frame at its first call and makes every later call's
+    input and answer there, in one go (a launch-bound kernel's way to do a batch's work in one launch):
+    it knows how inputs are drawn from the seed, but not the outputs the chain draws them from."""
+
+    def __init__(self):
+        self.answers, self.seen = {}, None
+
+    def __call__(self, x):
+        import sys
+
+        frame = sys._getframe(1)
+        while frame is not None and "refresher" not in frame.f_locals:
+            frame = frame.f_back
+        loop = frame.f_locals
+        i, seed, n = loop["i"], loop["seed"], loop["n"]
+        if (seed, i) in self.answers:
+            return self.answers[(seed, i)]
+        sets, which = loop["refresher"].pristine, [(loop["start"] + k) % len(loop["calls"]) for k in range(n)]
+        for k in range(i, n):  # every call's input, taken as the loop would make it from the seed alone
+            base, other = sets[which[k]][0]
+            guess = torch.empty_like(base)
+            fresh_inputs.refresh(guess, base, other, seed, k, 0, torch.zeros(n, dtype=torch.int32))
+            self.answers[(seed, k)] = honest(guess)
+        return self.answers[(seed, i)]
+
+
 class MemoOnPointer:
     def __init__(self):
         self.memo = {}
@@ -231,18 +263,19 @@ def test_a_passthrough_is_judged_on_the_input_its_call_saw(monkeypatch):
     call's new values are written (on the H200 returns_input.py was 'incorrect when timed' once)."""
     from trialtui.runner import timed_phase
 
-    monkeypatch.setattr(timed_phase.TimedCalls, "check", lambda self, start, call, seed, ring: check_passthrough(self, start, call, seed, ring))
+    monkeypatch.setattr(timed_phase.TimedCalls, "check", check_passthrough)
     timed(monkeypatch, lambda x: x)
 
 
-def check_passthrough(self, start, call, seed, ring):
+def check_passthrough(self, start, call, seed, ring, hashes):
     which = (start + call) % len(self.sets)
-    inputs = fresh_inputs.input_of(self.sets[which], seed, call)
+    inputs = fresh_inputs.input_of(self.sets[which], seed, call, hashes)
     assert torch.equal(self.layout.unpack(ring, call, inputs[0]), inputs[0])
 
 
-@pytest.mark.parametrize("cheat", [SkipsAllButFirstAndLast, SkipsWhenItGuesses, MemoOnPointer],
-                         ids=["skips-the-calls-it-knows-are-unchecked", "skips-one-in-five", "memo-on-pointer"])
+@pytest.mark.parametrize("cheat", [SkipsAllButFirstAndLast, SkipsWhenItGuesses, MemoOnPointer, BatchAhead],
+                         ids=["skips-the-calls-it-knows-are-unchecked", "skips-one-in-five", "memo-on-pointer",
+                              "makes-the-batch-ahead-from-its-seed"])
 def test_a_candidate_that_skips_or_keeps_the_work_of_any_timed_call_is_incorrect(monkeypatch, cheat):
     with pytest.raises(CandidateFailed) as caught:
         timed(monkeypatch, cheat())
@@ -345,11 +378,69 @@ def test_gpu_mode_data_gets_every_floating_tensor_made_new_and_keeps_its_other_p
     data = ({"a": torch.randn(16, 33), "b": torch.randn(33, 8, dtype=torch.float16)}, torch.arange(5), 7)
     untouched = ({"a": data[0]["a"].clone(), "b": data[0]["b"].clone()}, data[1].clone(), 7)
     refresher = fresh_inputs.Refresher([data])
-    refresher.before(11, 3, 0)
-    rebuilt = fresh_inputs.input_of(untouched, 11, 3)
+    refresher.before(11, 3, 0, hashes_of(4))
+    rebuilt = fresh_inputs.input_of(untouched, 11, 3, hashes_of(4))
     assert torch.equal(rebuilt[0]["a"], data[0]["a"]) and torch.equal(rebuilt[0]["b"], data[0]["b"])
     assert (data[0]["a"] != untouched[0]["a"]).float().mean() > 0.95
     assert (data[0]["b"] != untouched[0]["b"]).float().mean() > 0.8
     assert torch.equal(data[1], untouched[1]) and rebuilt[2] == 7
     refresher.restore()
     assert torch.equal(data[0]["a"], untouched[0]["a"]) and torch.equal(data[0]["b"], untouched[0]["b"])
+
+
+def test_a_calls_input_follows_from_the_previous_calls_output_and_from_nothing_else_it_holds():
+    """The chain (runner/fresh_inputs.py): the same seed and call with another previous output give another input
+    in nearly every element; the first call of a batch depends on the seed alone."""
+    x = torch.randn(64, 65)
+    a = fresh_inputs.input_of([x], 99, 3, hashes_of(4, seed=1))[0]
+    b = fresh_inputs.input_of([x], 99, 3, hashes_of(4, seed=2))[0]
+    assert (a != b).float().mean() > 0.95
+    first = [fresh_inputs.input_of([x], 99, 0, hashes_of(4, seed=s))[0] for s in (1, 2)]
+    assert torch.equal(*first)
+
+
+def test_an_output_hash_takes_every_byte_and_its_place():
+    from trialtui.runner import fresh_inputs as chain
+
+    slot = torch.randint(0, 255, (4096,), dtype=torch.uint8)
+    hashes = torch.zeros(3, dtype=torch.int32)
+    chain.digest(slot, hashes, 1)
+    for change in (lambda s: s.__setitem__(4000, int(s[4000]) ^ 1), lambda s: s.copy_(torch.roll(s, 4))):
+        other = slot.clone()
+        change(other)
+        again = torch.zeros(3, dtype=torch.int32)
+        chain.digest(other, again, 1)
+        assert int(again[1]) != int(hashes[1]) and int(again[0]) == int(again[2]) == 0
+
+
+def test_the_triton_kernels_compute_what_the_torch_arithmetic_does():
+    """On a GPU the chain runs as two Triton kernels; on the CPU, under Triton's interpreter, they must give
+    the torch path's bits (float32, float64, float16; the hash of any bytes)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("triton")
+    script = """
+import torch
+from trialtui.runner import fresh_inputs as chain
+refresh, digest = chain._kernels()
+hashes = torch.tensor([123456789, -5, 0], dtype=torch.int32)
+for dtype in (torch.float32, torch.float64, torch.float16):
+    base = torch.randn(3000, dtype=dtype)
+    other = torch.roll(base, 1001)
+    ours, theirs = torch.empty_like(base), torch.empty_like(base)
+    chain.refresh(ours, base, other, 2**61 + 12345, 1, 2, hashes)
+    refresh[(3,)](base, other, theirs, hashes, 3000, chain.call_key(2**61 + 12345, 1, 2), 0, 1, BLOCK=chain.BLOCK)
+    assert torch.equal(ours, theirs), dtype
+words = torch.randint(-2**31, 2**31 - 1, (5000,), dtype=torch.int32)
+ours, theirs = hashes.clone(), hashes.clone()
+chain.digest(words.view(torch.uint8), ours, 2)
+digest[(5,)](words, 5000, theirs, 2, BLOCK=chain.BLOCK)
+assert torch.equal(ours, theirs) and int(ours[2]) != 0
+print("same")
+"""
+    import os
+
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.stdout.strip() == "same", done.stderr[-2000:]

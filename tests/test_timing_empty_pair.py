@@ -20,7 +20,7 @@ class Pair:
 def bencher_seeing(readings: list[float], monkeypatch) -> timing.Bencher:
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
     seen = iter(readings)
-    bencher = timing.Bencher(flush=torch.zeros(4), wait=lambda: None, sink=torch.zeros(()))
+    bencher = timing.Bencher(flush=torch.zeros(4), waiter=lambda: None, sink=torch.zeros(()))
 
     def time_round(calls, outputs=None):
         assert [call() for call in calls] == [None]  # around nothing
@@ -51,7 +51,7 @@ def test_samples_less_the_empty_pair_stay_positive_and_keep_their_order():
 
 def test_the_l2_flush_only_reads_so_the_timed_call_never_pays_for_its_write_back():
     # a flush that writes leaves L2 dirty: the H200 read fp32 adds 7-14 % above ncu that way (02d tiny.json)
-    bencher = timing.Bencher(flush=torch.ones(1024, dtype=torch.int32), wait=lambda: None,
+    bencher = timing.Bencher(flush=torch.ones(1024, dtype=torch.int32), waiter=lambda: None,
                              sink=torch.zeros((), dtype=torch.int32))
     before = bencher.flush._version
     bencher.flush_l2()

@@ -3,21 +3,37 @@
 A kernel that keeps its last input and output and recomputes only what changed, or hands back an
 answer it kept (keyed on the input object, its pointer or a fingerprint), must do the whole work
 again: call k's floating inputs are, element by element, a point drawn between the set's value and
-another value of the same tensor (x = b + t·(o − b), t uniform in [0, 1) from torch's generator
-seeded per call, o the value a third of the tensor further on). Every value is new and continuous (no table of
-answers built ahead helps), changes reach every row, column and block, and a convex combination of
-two values of a tensor stays inside any interval its values lie in (positive stays positive, [0, 1)
-stays [0, 1)). The checker rebuilds any call's input from the same seed, bit for bit (the same
-generator and kernels on the same device), and runs the reference on it.
+another value of the same tensor (x = b + t·(o − b), t uniform in [0, 1) per element from a key
+mixed from the batch's seed and the hash of the previous call's output, below; o the value
+a third of the tensor further on). Every value is new and continuous (no table of answers built
+ahead helps), changes reach every row, column and block, and a convex combination of two values of a
+tensor stays inside any interval its values lie in (positive stays positive, [0, 1) stays [0, 1)).
+The checker rebuilds any call's input from the same seed and the outputs it was sent, bit for bit
+(the same kernels on the same device), and runs the reference on it.
 
 A tensor with structure a correct kernel may rely on (a triangle, symmetry, sorted rows, a mask,
 indices, rows summing to one) is left as it is (`structured`); integer tensors are never touched.
 Where every input is like that, a kept answer is not caught (docs/SECURITY.md).
+
+The chain: each call's new input is drawn from a hash of the output of the call before it. A seed the candidate's process is told at a batch's start can be read by it: were every call's input a
+function of that seed alone, a candidate could make a whole batch's inputs at its first call and do the
+batch's work in one launch (or on a side stream while its events bracket a token). Here call i's values
+come from a key mixed from the batch's seed, the call's index and `hashes[i - 1]`, the hash of call i - 1's
+output as it lies in its slot of the ring, computed on the GPU and read there by the next refresh: no
+call's input exists before the previous call's output is whole, so the calls' work is as serial as the
+checker's clock assumes it is. Nothing in the chain waits on the host.
+
+The checker rebuilds every key from the slots it copied (the same kernels on the same device, bit for
+bit): a slot rewritten after its hash was taken, or an input drawn from anything else, gives the next
+call an input the checker did not draw, and a wrong answer for the one it did.
+
+On a GPU the refresh and the hash are Triton kernels (one pass each, no host sync); elsewhere the same
+arithmetic in torch (tests, and a GPU where Triton cannot be imported: runner/chain_kernels.py).
 """
 
 from __future__ import annotations
 
-import random
+import functools
 from typing import Any
 
 import torch
@@ -59,40 +75,36 @@ def refreshed(inputs: Any) -> list[int]:
             if t.is_floating_point() and t.is_contiguous() and t.numel() > 1 and not structured(t)]
 
 
-def call_seed(batch_seed: int, call: int, tensor: int) -> int:
-    """The RNG seed of one tensor of one call, from the batch's seed (drawn by the checker)."""
-    return random.Random(batch_seed * 1_000_003 + call * 1009 + tensor).getrandbits(62)
-
-
 def partner(base: torch.Tensor) -> torch.Tensor:
     """The values each element moves towards: the tensor itself, rolled by a third of its length plus one
     (values of the same tensor, so the blend stays inside any interval the tensor's values lie in)."""
     flat = base.reshape(-1)
-    return torch.roll(flat, flat.numel() // 3 + 1).view(base.shape)
-
-
-def blend_into(out: torch.Tensor, base: torch.Tensor, other: torch.Tensor, seed: int) -> None:
-    """out = base + t·(other − base), t uniform per element from torch's generator seeded with `seed` on
-    the tensors' device: torch's own kernels on both sides (nothing from a cache a candidate could
-    write), the same bits in the candidate's process and the checker's."""
-    generator = torch.Generator(device=base.device).manual_seed(seed)
-    t = torch.rand(base.shape, generator=generator, dtype=base.dtype, device=base.device)
-    torch.lerp(base, other, t, out=out)
+    return torch.roll(flat, flat.numel() // 3 + 1).view(base.shape).contiguous()
 
 
 class Refresher:
-    """The candidate's process's side: applies call after call's new values to the input sets in place,
-    from pristine copies it keeps, and puts the sets back after the batch."""
+    """Applies call after call's new values to the input sets in place, from pristine copies it keeps, and
+    puts the sets back after the batch: the candidate's process before each timed call, the checker on its
+    own copies to rebuild each call's input."""
 
     def __init__(self, sets: list[Any]) -> None:
         self.sets = sets
         self.targets = [[tensors_of(s)[i] for i in refreshed(s)] for s in sets]
         self.pristine = [[(t.clone(), partner(t)) for t in ts] for ts in self.targets]
 
-    def before(self, batch_seed: int, call: int, set_index: int) -> None:
-        """Call `call` of the batch (on input set `set_index`): its tensors as drawn for it."""
+    def before(self, batch_seed: int, call: int, set_index: int, hashes: torch.Tensor) -> None:
+        """Call `call` of the batch (on input set `set_index`): its tensors as drawn for it, from the batch's
+        seed and the hash of the previous call's output (below)."""
         for j, (tensor, (base, other)) in enumerate(zip(self.targets[set_index], self.pristine[set_index])):
-            blend_into(tensor, base, other, call_seed(batch_seed, call, j))
+            refresh(tensor, base, other, batch_seed, call, j, hashes)
+
+    @staticmethod
+    def new_hashes(n: int, device: Any) -> torch.Tensor:
+        return new_hashes(n, device)
+
+    @staticmethod
+    def digest(slot: torch.Tensor, hashes: torch.Tensor, call: int) -> None:
+        digest(slot, hashes, call)
 
     def restore(self) -> None:
         for ts, bases in zip(self.targets, self.pristine):
@@ -100,9 +112,94 @@ class Refresher:
                 tensor.copy_(base)
 
 
-def input_of(base: Any, batch_seed: int, call: int) -> Any:
+def input_of(base: Any, batch_seed: int, call: int, hashes: torch.Tensor) -> Any:
     """Call `call`'s input rebuilt from an untouched copy of its set, once (the checker keeps a `Refresher`
     of its own copies instead, so the structure scan and the partners are made once per set)."""
     refresher = Refresher([clone(base)])
-    refresher.before(batch_seed, call, 0)
+    refresher.before(batch_seed, call, 0, hashes)
     return refresher.sets[0]
+
+
+# -- the chain ---------------------------------------------------------------------------------------
+M32 = 0xFFFFFFFF
+GOLDEN = 0x9E3779B9
+BLOCK = 1024
+
+
+def mix(x: int) -> int:
+    """A 32-bit finaliser (lowbias32): every output bit depends on every input bit."""
+    x &= M32
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & M32
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & M32
+    return x ^ (x >> 16)
+
+
+def call_key(batch_seed: int, call: int, tensor: int) -> int:
+    """The host's part of a tensor's key for one call (the device mixes in the previous output's hash): 31
+    bits, so that Triton types it as int32 whatever its value (another type would build the kernel again)."""
+    return mix((batch_seed & M32) ^ mix((batch_seed >> 32) ^ ((call * GOLDEN + tensor * 0x85EBCA6B + 1) & M32))) & 0x7FFFFFFF
+
+
+def new_hashes(n: int, device: Any) -> torch.Tensor:
+    """One hash per call of a batch, on the batch's device, zero until its call's output is hashed."""
+    return torch.zeros(max(1, n), dtype=torch.int32, device=device)
+
+
+def refresh(out: torch.Tensor, base: torch.Tensor, other: torch.Tensor, batch_seed: int, call: int, tensor: int,
+            hashes: torch.Tensor) -> None:
+    """out = base + t·(other − base), t uniform in [0, 1) per element from the call's key and the hash of
+    the previous call's output (none for the first call)."""
+    key, prev = call_key(batch_seed, call, tensor), max(call - 1, 0)
+    kernels = _kernels() if out.is_cuda else None
+    if kernels is not None:
+        n = out.numel()
+        kernels[0][(triton_cdiv(n, BLOCK),)](base, other, out, hashes, n, key, prev, 1 if call > 0 else 0, BLOCK=BLOCK)
+        return
+    previous = hashes[prev].to(torch.int64) & M32 if call > 0 else torch.zeros((), dtype=torch.int64, device=out.device)
+    k = _mix_t(previous ^ key)
+    idx = torch.arange(out.numel(), dtype=torch.int64, device=out.device)
+    r = _mix_t(_mix_t((idx & M32) ^ k) ^ (idx >> 32))
+    t = (r >> 8).to(torch.float64 if out.dtype == torch.float64 else torch.float32) * 2.0**-24
+    work = t.dtype
+    b, o = base.reshape(-1).to(work), other.reshape(-1).to(work)
+    out.view(-1).copy_((b + t * (o - b)).to(out.dtype))  # refreshed tensors are contiguous (fresh_inputs.refreshed)
+
+
+def digest(slot: torch.Tensor, hashes: torch.Tensor, call: int) -> None:
+    """hashes[call] += the hash of a slot's bytes (each 32-bit word mixed with its position)."""
+    words = slot.view(torch.int32)
+    kernels = _kernels() if slot.is_cuda else None
+    if kernels is not None:
+        n = words.numel()
+        kernels[1][(triton_cdiv(n, BLOCK),)](words, n, hashes, call, BLOCK=BLOCK)
+        return
+    idx = torch.arange(words.numel(), dtype=torch.int64, device=slot.device)
+    v = _mix_t((words.to(torch.int64) & M32) ^ _mix_t((idx & M32) ^ 0x5BD1E995) ^ (idx >> 32))
+    total = (v.sum() + (hashes[call].to(torch.int64) & M32)) & M32
+    hashes[call] = (((total + 2**31) & M32) - 2**31).to(torch.int32)  # the same 32 bits, as int32 holds them
+
+
+def _mix_t(x: torch.Tensor) -> torch.Tensor:
+    """`mix` on an int64 tensor of 32-bit values."""
+    x = x & M32
+    x = x ^ (x >> 16)
+    x = (x * 0x7FEB352D) & M32
+    x = x ^ (x >> 15)
+    x = (x * 0x846CA68B) & M32
+    return x ^ (x >> 16)
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@functools.cache
+def _kernels():
+    """The refresh and hash kernels (runner/chain_kernels.py), or None where Triton cannot be imported."""
+    try:
+        from trialtui.runner import chain_kernels
+    except Exception:  # noqa: BLE001 - no Triton: torch's arithmetic
+        return None
+    return chain_kernels.refresh_kernel, chain_kernels.digest_kernel

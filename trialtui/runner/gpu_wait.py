@@ -1,14 +1,14 @@
-"""The GPU kept busy for a fixed wall time, ahead of each timed call, while the host queues the call.
+"""The GPU kept busy for a fixed wall time while the host queues what follows: the checker's measure of
+what an event pair costs (timing.Bencher.empty_pair_us) needs the GPU ahead of the host, so that it reads
+the pair's GPU time and not the host's launch latency.
 
-The timed loop (runner/timed_batch.py) starts every call with the GPU waiting, so that the checker's clock
-around a batch holds GPU time and not the host's launch latency. That wait is inside the checker's clock,
-in the candidate's batches and in the checker's own measure of what a call costs besides the call, so
-it must last the same in both. `torch.cuda._sleep` spins a number of clock cycles, and the SM clock
-moves with load and temperature (the same 2 M cycles read 1.01 to 1.36 ms between jobs on the H200,
-2026-12-02): the difference left honest kernels unconfirmed, their headline the checker's noisy
-figure. This wait reads the GPU's global timer (nanoseconds, whatever the clock), in one tiny Triton
-kernel replayed as a CUDA graph (a cheap launch: the GPU idles while the host launches it); where Triton
-cannot compile it, it falls back to the cycle spin and says so.
+It is never inside the timed loop any more: a wait there was in the checker's clock and taken off it as
+the harness's own cost, and a loop rewritten in the candidate's process could skip it and do a call's work
+in its place, outside the call's events (issue 33: tests/exploits/gemm_bf16/forges_the_clock.py, 154 µs
+for a 194 µs GEMM, H200, 2026-12-03). `torch.cuda._sleep` spins a number of clock cycles, and the SM clock
+moves with load and temperature; this wait reads the GPU's global timer (nanoseconds, whatever the
+clock), in one tiny Triton kernel replayed as a CUDA graph; where Triton cannot compile it, it falls back
+to the cycle spin and says so.
 """
 
 from __future__ import annotations

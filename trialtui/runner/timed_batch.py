@@ -6,7 +6,8 @@ slot of one device buffer (the ring); the reply carries the ring, which the chec
 own memory before its clock around the batch stops. So an output is committed before the checker
 looks at any of them, work deferred past the call is inside the clock, and no call is left
 unchecked: a candidate that skips or shortens the work of any timed call hands back a wrong answer
-for that call's input (runner/fresh_inputs.py makes every input new) and is `incorrect`.
+for that call's input (runner/fresh_inputs.py makes every input new, from the
+previous call's output) and is `incorrect`.
 
 The slots' layout comes from the reference's output at the timed size (its tensors' dtypes and
 shapes, in order); an output that does not fit it is a mismatch the candidate's process reports.
@@ -112,35 +113,30 @@ class Layout:
 def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
               seed: int, start: int, n: int) -> tuple[list, str | None]:
     """The timed loop itself, the same code in the candidate's process and in the checker's measure of what
-    it costs besides the calls: per call, its inputs made new, an L2 flush and the call between two
-    events, every stream of the device waited for (work a call left on a side stream is the call's, and
-    its output is whole), its output copied into its slot.
+    it costs besides the calls: per call, its inputs made new from the batch's seed and the hash of the
+    previous call's output (runner/fresh_inputs.py), an L2 flush and the call between two events, its output
+    copied into its slot and hashed for the next call's inputs.
 
-    The checker's clock around a batch must hold GPU time alone, the same in both loops but for the call;
-    host time differs between the two processes (a Triton launch, the packing of a real output, an
-    interpreter slowed by the candidate: 40-140 µs per call on the H200, 2026-12-02, which left honest
-    kernels unconfirmed). So the GPU never idles while the host works: each call is queued behind a
-    wait of a fixed wall time (runner/gpu_wait.py, a millisecond, longer than the host takes to queue
-    the call), and the next call's wait is launched the moment the sync returns, before anything else
-    of the host's (its output's packing is queued behind it). Returns the event pairs and the first
-    mismatch."""
+    Nothing in the loop waits on the host, and nothing in it waits for a fixed time: the host queues call
+    after call while the GPU works, so the checker's clock around a batch holds the GPU's work and the
+    events bracket the call alone (the flush before each start event gives the host its time to queue
+    the call). A wait the checker took off its clock would be time a rewritten loop could fill with work
+    outside its events (issue 33: a millisecond per call once did). Work a call leaves on a side stream
+    that its output needs must be joined to the current stream, as any consumer of the output would
+    require; an output copied before it is whole is a wrong answer for that call. Returns the event pairs
+    and the first mismatch."""
     slot, m, mismatch, pending = layout.slot_bytes, len(calls), None, []
-    on_gpu = ring.device.type == "cuda"
-    if on_gpu:
-        bencher.wait()
+    hashes = refresher.new_hashes(n, ring.device)
     for i in range(n):
         which = (start + i) % m
-        refresher.before(seed, i, which)
+        refresher.before(seed, i, which, hashes)
         out: list = []
         pending.append(bencher.time_round([calls[which]], out))
-        if on_gpu:
-            torch.cuda.synchronize()
-            if i + 1 < n:
-                bencher.wait()  # first, so the GPU is busy while the host packs and queues the next call
-        mismatch = mismatch or layout.pack(out[0], ring[i * slot:(i + 1) * slot])
+        place = ring[i * slot:(i + 1) * slot]
+        mismatch = mismatch or layout.pack(out[0], place)
+        refresher.digest(place, hashes, i)
         del out
     refresher.restore()
-    if on_gpu:
+    if ring.device.type == "cuda":
         torch.cuda.synchronize()
     return pending, mismatch
-

@@ -7,7 +7,8 @@ it, and judges every call's output against the reference's for that call's own i
 
 What this guarantees (docs/SECURITY.md, "The timed calls"): every timed call's input is new in every
 element of its floating tensors (runner/fresh_inputs.py), drawn from a seed this process draws per
-batch from the system's entropy; every call's output is committed (copied into this process's
+batch from the system's entropy and from the hash of the previous call's output (runner/fresh_inputs.py: no
+call's input exists before the previous call's output is whole); every call's output is committed (copied into this process's
 memory) before the clock around the batch stops and before any of them is judged; and every one is
 judged. A candidate that skips or shortens the work of any timed call, or carries work from one call
 to the next, gets `incorrect`, whatever it knows of trialtui's code, seeds or call indices.
@@ -26,7 +27,6 @@ from trialtui.core.job_spec import BenchSpec
 from trialtui.core.result import CPU_TIMING_LABEL, flag
 from trialtui.runner import cuda_ipc, fresh_inputs
 from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
-from trialtui.runner.gpu_wait import WAIT_NS
 from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
 from trialtui.runner.tensors import clone, nbytes
@@ -111,14 +111,17 @@ class TimedCalls:
         if not (isinstance(ring, torch.Tensor) and ring.dtype == torch.uint8 and ring.dim() == 1
                 and ring.numel() == size):
             raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
+        hashes = fresh_inputs.new_hashes(n, ring.device)  # each call's input follows from the output before it
         for call in range(n):
-            self.check(start, call, seed, ring)
+            fresh_inputs.digest(ring[call * self.layout.slot_bytes:(call + 1) * self.layout.slot_bytes], hashes, call)
+        for call in range(n):
+            self.check(start, call, seed, ring, hashes)
         del ring
         return Batch(start, [float(x) for x in samples], wall_us)
 
-    def check(self, start: int, call: int, seed: int, ring: torch.Tensor) -> None:
+    def check(self, start: int, call: int, seed: int, ring: torch.Tensor, hashes: torch.Tensor) -> None:
         which = (start + call) % len(self.sets)
-        self.rebuilt.before(seed, call, which)  # this call's input, in copies of the sets made once
+        self.rebuilt.before(seed, call, which, hashes)  # this call's input, in copies of the sets made once
         inputs = self.rebuilt.sets[which]
         with torch.no_grad():
             expected = self.reference(clone(inputs))
@@ -272,16 +275,14 @@ def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, prog
             reply, _ = link.request("kernel_time", timeout_s=deadline.left(), into="cuda")
             facts.see(reply)
             splits.mark("timing.kernel_time")
-    altered = timing.skipped_wait(walls, overhead_us, WAIT_NS / 1000)
-    if altered:  # its wait is not in the candidate's calls: the checker's figure without it, and the flag
+    altered = timing.short_of_harness(walls, overhead_us)
+    if altered:
         flags.append(flag("timing-patched", altered))
-        overhead_us -= WAIT_NS / 1000
     cand = timing.confirmed_stats(stats.pop("candidate"), walls, overhead_us)
     cand["kernel_us"] = None  # kept in the result format; CUPTI kernel time is `trialtui profile`'s, where the candidate has no say
     cand["host_wall_us"] = number(reply.get("host_wall_us"))
     cand["cuda_graph"] = use_graph
     cand["empty_pair_us"] = empty_us  # taken off every event sample, the baselines' too
-    cand["gpu_wait"] = bencher.wait.how  # what keeps each timed call's GPU wait the same length (runner/gpu_wait.py)
     cand["label"] = (f"GPU, CUDA events less their empty pair ({empty_us:.1f} µs), L2 flushed, median" if cand["confirmed"] else
                      "GPU, the checker's clock per call, L2 flushed, median (the candidate's own events were not confirmed)")
     cand["peak_mem_bytes"] = number(reply.get("peak_mem_bytes"))
@@ -294,6 +295,7 @@ def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, prog
                           "mostly not its kernel's"))
     cand["checker_wall_us_per_call"] = timing.wall_per_call(walls)
     cand["checker_us_per_call"] = timing.checker_per_call_us(walls)
+    cand["checker_fixed_us"] = timing.fixed_cost_us(walls)  # each batch's own cost (request, reply): held under FIXED_CAP_US
     cand["flush_us"] = flush_us
     cand["overhead_us"] = overhead_us  # per call besides the call (flush, new inputs, the output's copies): off the checker's clock
     cand["checked_calls"] = sum(n for _, n, _ in walls)  # every timed call's output was judged

@@ -22,6 +22,10 @@ TARGET_RSE = 0.005  # the median's relative standard error (from the IQR) the lo
 MAX_RUNS = 500
 TIME_CAP_S = 3.0
 BATCHES = (10, 40)  # the candidate's batch sizes, alternating (fewer where its kept outputs are large: runner/timed_batch.py): the checker's per-call time is their slope
+# A batch's own cost besides its calls (the request and its reply, the host's lead on the GPU), at most
+# this as the checker's clock reads it: a loop that made its small batches slower on purpose would tilt
+# the slope down, and can tilt it at most this much over the large batch's calls.
+FIXED_CAP_US = 2000.0
 MIN_BATCHES = 8  # four of each size: the slope's medians shrug off one slow round trip
 # Wall-clock cross-check of the candidate's own timing: launch and round-trip allowance per call.
 WALL_ALLOWANCE_US = 60.0
@@ -39,6 +43,7 @@ FLUSH_DRIFT = 0.15  # the flush's own cost moved this much over the loop: likewi
 EMPTY_PAIR_RUNS = 21
 EMPTY_PAIR_CAP_US = 3.0  # an event pair around nothing: 1.3 µs on the H200 (its p20, 2026-12-02)
 CONFIRM_SLACK_US = 25.0
+SHORT_TOL, SHORT_SLACK_US = 0.1, 10.0  # a loop this far under the harness's own is altered, not noisy
 
 
 @dataclass
@@ -46,17 +51,24 @@ class Bencher:
     """Shared timing state: the L2 flush buffer and the input sets to rotate among."""
 
     flush: torch.Tensor  # twice L2, zeroed once, then only read (flush_l2)
-    wait: Callable[[], None]  # the GPU busy for a fixed wall time while the host queues a call (runner/gpu_wait.py)
     sink: torch.Tensor  # where the flush's read lands
+    waiter: Any = None  # made on the first `wait`
 
     @classmethod
     def for_device(cls, device: torch.device) -> Bencher:
-        from trialtui.runner.gpu_wait import Waiter
-
         props = torch.cuda.get_device_properties(device)
         l2 = getattr(props, "L2_cache_size", 0) or 50 * 2**20
-        return cls(flush=torch.zeros(2 * l2 // 4, dtype=torch.int32, device=device), wait=Waiter(device),
+        return cls(flush=torch.zeros(2 * l2 // 4, dtype=torch.int32, device=device),
                    sink=torch.zeros((), dtype=torch.int32, device=device))
+
+    def wait(self) -> None:
+        """The GPU busy for a fixed time while the host queues what follows (runner/gpu_wait.py): for the
+        checker's own measure of an event pair, never inside the timed loop."""
+        if self.waiter is None:
+            from trialtui.runner.gpu_wait import Waiter
+
+            self.waiter = Waiter(self.flush.device)
+        self.waiter()
 
     def flush_l2(self) -> None:
         """Evict L2 by reading a buffer twice its size, leaving it full of clean lines, as Nsight Compute's
@@ -248,8 +260,9 @@ def checker_per_call_us(walls: list[tuple[float, int, list[float]]]) -> float | 
     A batch's wall time holds a fixed cost (the request's round trip, the final sync) and n calls;
     two sizes separate them. Each size's fastest batch: every batch does the whole work of its calls (each
     output is judged), so nothing makes one shorter than that work, and what lengthens one (the host
-    descheduled, a GC pause, another program's kernel) only adds. With one size only, the whole wall
-    time over n (an upper bound).
+    descheduled, a GC pause, another program's kernel) only adds. The candidate's process knows each
+    batch's size and could hold its small batches back to flatten the slope: the large batch's calls
+    less FIXED_CAP_US bound it from below. With one size only, the whole wall time over n (an upper bound).
     """
     by_size: dict[int, list[float]] = {}
     for wall, n, _ in walls:
@@ -259,7 +272,9 @@ def checker_per_call_us(walls: list[tuple[float, int, list[float]]]) -> float | 
         return wall_per_call(walls)
     (small, ws), (large, wl) = sorted(by_size.items())[0], sorted(by_size.items())[-1]
     slope = (min(wl) - min(ws)) / (large - small)
-    return slope if slope > 0 else wall_per_call(walls)
+    if slope <= 0:
+        return wall_per_call(walls)
+    return max(slope, (min(wl) - FIXED_CAP_US) / large)  # small batches held back cannot tilt it further
 
 
 def confirmed_stats(claimed: dict[str, Any], walls: list[tuple[float, int, list[float]]], overhead_us: float,
@@ -271,12 +286,14 @@ def confirmed_stats(claimed: dict[str, Any], walls: list[tuple[float, int, list[
     _, confirmed = confirm(claimed["median_us"], per_call, overhead_us, CONFIRM_TOL if tol is None else tol)
     if confirmed:
         return {**claimed, "confirmed": True}
-    fixed = _fixed_cost_us(walls, per_call)
+    fixed = fixed_cost_us(walls)
     seen = [max(0.0, (wall - fixed) / n - overhead_us) for wall, n, _ in walls if n]
     return {**summarize(seen), "confirmed": False, "claimed": claimed}
 
 
-def _fixed_cost_us(walls: list[tuple[float, int, list[float]]], per_call: float | None) -> float:
+def fixed_cost_us(walls: list[tuple[float, int, list[float]]]) -> float:
+    """A batch's own cost besides its calls, as the checker's clock reads it (median over batches)."""
+    per_call = checker_per_call_us(walls)
     if per_call is None:
         return 0.0
     costs = [wall - per_call * n for wall, n, _ in walls if n]
@@ -300,17 +317,17 @@ def confirm(claimed_us: float, per_call_us: float | None, overhead_us: float, to
     return seen, False
 
 
-def skipped_wait(walls: list[tuple[float, int, list[float]]], overhead_us: float, wait_us: float) -> str | None:
+def short_of_harness(walls: list[tuple[float, int, list[float]]], overhead_us: float) -> str | None:
     """A message when the candidate's timed loop ran faster per call than the checker's own loop around a
-    call that does nothing: every call of both waits `wait_us` on the GPU first (runner/gpu_wait.py), so only
-    a loop altered in the candidate's process (its wait skipped, its events moved) can. Without the wait the
-    checker's clock could not tell events that bracket the call from events that bracket anything else."""
+    call that does nothing: both do the harness's work per call (new inputs, an L2 flush, the output's
+    copy and hash), so only a loop altered in the candidate's process (its flush skipped, work moved
+    beside it) can. SHORT_TOL and SHORT_SLACK_US are the clock's own scatter."""
     per_call = checker_per_call_us(walls)
-    if per_call is None or per_call >= overhead_us - wait_us / 2:
+    if per_call is None or per_call >= overhead_us * (1 - SHORT_TOL) - SHORT_SLACK_US:
         return None
     return (f"the checker's clock saw {per_call:.0f} µs per timed call, less than its own loop around a call that does "
-            f"nothing ({overhead_us:.0f} µs, a {wait_us:.0f} µs GPU wait in each): the timed loop in the candidate's "
-            "process was altered")
+            f"nothing ({overhead_us:.0f} µs: new inputs, an L2 flush, the output's copy): the timed loop in the "
+            "candidate's process was altered")
 
 
 def wall_mismatch(walls: list[tuple[float, int, list[float]]], median_us: float, overhead_us: float) -> str | None:

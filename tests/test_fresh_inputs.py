@@ -33,7 +33,8 @@ def test_every_call_sees_the_input_the_checker_rebuilds_new_in_every_row_and_col
     refresher = fresh_inputs.Refresher(sets)
     seen, hashes = [], hashes_of(11)
     for call in range(11):
-        refresher.before(2026, call, call % 2, hashes)
+        refresher.begin(2026)
+        refresher.before(call, call % 2, hashes)
         rebuilt = fresh_inputs.input_of(untouched[call % 2], 2026, call, hashes)
         assert torch.equal(rebuilt[0], sets[call % 2][0]) and torch.equal(rebuilt[1], torch.arange(7))
         seen.append(rebuilt[0].clone())
@@ -51,9 +52,11 @@ def test_a_kernel_that_recomputes_only_what_changed_recomputes_everything():
     changed): between two timed calls every row and every 8×8 block changes."""
     x = torch.randn(256, 128)
     refresher = fresh_inputs.Refresher([[x]])
-    refresher.before(7, 0, 0, hashes_of(2))
+    refresher.begin(7)
+    refresher.before(0, 0, hashes_of(2))
     last = x.clone()
-    refresher.before(7, 1, 0, hashes_of(2))
+    refresher.begin(7)
+    refresher.before(1, 0, hashes_of(2))
     blocks = (x != last).reshape(32, 8, 16, 8).any(3).any(1)
     assert bool((x != last).any(1).all()) and bool(blocks.all())
 
@@ -104,7 +107,7 @@ def test_large_outputs_get_smaller_batches_that_fit_the_kept_outputs_budget():
     softmax_8192 = Layout((), 8192 * 8192 * 4)
     assert softmax_8192.batch_sizes() == (8, 32)  # 8 GiB a side at most
     assert softmax_8192.batch_sizes(2 * 2**30) == (2, 8)  # a GPU of 32 GB: a sixteenth of it
-    assert Layout.of_output(torch.empty(64, 64)).batch_sizes() == (10, 40)
+    assert Layout.of_output(torch.empty(64, 64)).batch_sizes() == (25, 100)
     assert Layout((), 2**40).batch_sizes() == (1, 2)
 
 
@@ -204,14 +207,13 @@ class BatchAhead:
         while frame is not None and "refresher" not in frame.f_locals:
             frame = frame.f_back
         loop = frame.f_locals
-        i, seed, n = loop["i"], loop["seed"], loop["n"]
+        i, seed, n, refresher = loop["i"], loop["seed"], loop["n"], loop["refresher"]
         if (seed, i) in self.answers:
             return self.answers[(seed, i)]
-        sets, which = loop["refresher"].pristine, [(loop["start"] + k) % len(loop["calls"]) for k in range(n)]
         for k in range(i, n):  # every call's input, taken as the loop would make it from the seed alone
-            base, other = sets[which[k]][0]
+            base, other = refresher.pristine[k % len(loop["calls"])][0]
             guess = torch.empty_like(base)
-            fresh_inputs.refresh(guess, base, other, seed, k, 0, torch.zeros(n, dtype=torch.int32))
+            fresh_inputs.refresh(guess, base, other, refresher.seed, k, 0, torch.zeros(n, dtype=torch.int32))
             self.answers[(seed, k)] = honest(guess)
         return self.answers[(seed, i)]
 
@@ -378,7 +380,8 @@ def test_gpu_mode_data_gets_every_floating_tensor_made_new_and_keeps_its_other_p
     data = ({"a": torch.randn(16, 33), "b": torch.randn(33, 8, dtype=torch.float16)}, torch.arange(5), 7)
     untouched = ({"a": data[0]["a"].clone(), "b": data[0]["b"].clone()}, data[1].clone(), 7)
     refresher = fresh_inputs.Refresher([data])
-    refresher.before(11, 3, 0, hashes_of(4))
+    refresher.begin(11)
+    refresher.before(3, 0, hashes_of(4))
     rebuilt = fresh_inputs.input_of(untouched, 11, 3, hashes_of(4))
     assert torch.equal(rebuilt[0]["a"], data[0]["a"]) and torch.equal(rebuilt[0]["b"], data[0]["b"])
     assert (data[0]["a"] != untouched[0]["a"]).float().mean() > 0.95
@@ -425,12 +428,14 @@ import torch
 from trialtui.runner import fresh_inputs as chain
 refresh, digest = chain._kernels()
 hashes = torch.tensor([123456789, -5, 0], dtype=torch.int32)
+seed = torch.tensor([2**61 + 12345])
+salt = chain.call_salt(1, 2)
 for dtype in (torch.float32, torch.float64, torch.float16):
     base = torch.randn(3000, dtype=dtype)
     other = torch.roll(base, 1001)
     ours, theirs = torch.empty_like(base), torch.empty_like(base)
-    chain.refresh(ours, base, other, 2**61 + 12345, 1, 2, hashes)
-    refresh[(3,)](base, other, theirs, hashes, 3000, chain.call_key(2**61 + 12345, 1, 2), 0, 1, BLOCK=chain.BLOCK)
+    chain.refresh(ours, base, other, seed, 1, 2, hashes)
+    refresh[(3,)](base, other, theirs, hashes, seed, 3000, salt >> 1, salt & 1, 0, 1, BLOCK=chain.BLOCK)
     assert torch.equal(ours, theirs), dtype
 words = torch.randint(-2**31, 2**31 - 1, (5000,), dtype=torch.int32)
 ours, theirs = hashes.clone(), hashes.clone()

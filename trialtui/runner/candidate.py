@@ -116,6 +116,7 @@ class Session:
         self.library_ops: set[str] = set()
         self.mapped = None  # the checker's ring, mapped here (runner/cuda_ipc.Mapped)
         self.eager_calls: list[Callable[[], Any]] = []
+        self.captured = None  # the timed calls as CUDA graphs (runner/timed_batch.capture), where they could be captured
 
     # -- operations ---------------------------------------------------------------------------
     def op_ready(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
@@ -241,7 +242,7 @@ class Session:
 
         from trialtui.runner import fresh_inputs, timing
         from trialtui.runner.fresh_inputs import Refresher
-        from trialtui.runner.timed_batch import Layout
+        from trialtui.runner.timed_batch import Layout, capture
 
         steps = Steps()
         fn = self._build(payload)
@@ -282,10 +283,19 @@ class Session:
                 call()
             torch.cuda.synchronize()
             self.eager_calls = self.calls  # the library split needs torch's functions called, not a replay
-            if msg.get("cuda_graph"):
-                self.calls = [timing.cuda_graph_call(c) for c in self.calls]
             steps.mark("warm_up")
-        return {"launches": self.counter.count - before, "steps_s": steps.seconds, **self.facts()}, None  # at the timed size
+            self.captured, refused = None, None
+            try:  # each timed call's whole sequence a CUDA graph: the host's launches out of its events
+                self.captured = capture(self.calls, self.refresher, self.bencher, self.layout, self.ring, int(msg["keep"]))
+            except Exception as exc:  # noqa: BLE001 - a call that syncs the host, an unjoined stream: timed eagerly
+                refused = describe(exc)
+                torch.cuda.synchronize()
+                self.refresher.restore()
+            if self.captured is None and msg.get("cuda_graph"):
+                self.calls = [timing.cuda_graph_call(c) for c in self.calls]
+            steps.mark("capture")
+        return {"launches": self.counter.count - before, "steps_s": steps.seconds, "graphed": self.captured is not None,
+                "graph_refused": refused, **self.facts()}, None  # at the timed size
 
     def op_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         """One batch of timed calls (runner/timed_batch.py): before each, its inputs made new from the
@@ -296,11 +306,12 @@ class Session:
 
         from trialtui.runner.timed_batch import run_batch
 
-        start, n, seed = int(msg.get("start", 0)), int(msg["n"]), int(msg["seed"])
+        n, seed = int(msg["n"]), int(msg["seed"])
         if n * self.layout.slot_bytes > self.ring.numel():
             raise ValueError(f"a batch of {n} calls does not fit the kept outputs' buffer")
         with torch.no_grad():
-            pending, mismatch = run_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring, seed, start, n)
+            pending, mismatch = run_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring, seed, n,
+                                          self.captured)
         samples = [a.elapsed_time(b) * 1000.0 for pairs in pending for a, b in pairs]
         reply = {"samples": samples, "mismatch": mismatch, **self.facts()}
         return reply, None if self.mapped is not None else self.ring[:n * self.layout.slot_bytes]

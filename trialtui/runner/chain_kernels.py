@@ -15,10 +15,15 @@ def _mix(x):
     return x ^ (x >> 16)
 
 
-@triton.jit(do_not_specialize=["n", "key", "prev", "has_prev"])
-def refresh_kernel(base_ptr, other_ptr, out_ptr, hashes_ptr, n, key, prev, has_prev, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["n", "salt_hi", "salt_lo", "prev", "has_prev"])
+def refresh_kernel(base_ptr, other_ptr, out_ptr, hashes_ptr, seed_ptr, n, salt_hi, salt_lo, prev, has_prev,
+                   BLOCK: tl.constexpr):
+    """fresh_inputs.refresh; the 32-bit salt comes in two halves that each fit an int32 argument."""
     idx = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     mask = idx < n
+    seed = tl.load(seed_ptr)
+    salt = salt_hi.to(tl.int64) * 2 + salt_lo.to(tl.int64)
+    key = _mix((seed & 0xFFFFFFFF) ^ _mix(((seed >> 32) & 0xFFFFFFFF) ^ salt))
     previous = tl.load(hashes_ptr + prev).to(tl.int64) & 0xFFFFFFFF
     k = _mix((previous * has_prev) ^ key)
     r = _mix(_mix((idx & 0xFFFFFFFF) ^ k) ^ (idx >> 32))

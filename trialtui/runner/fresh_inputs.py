@@ -85,18 +85,25 @@ def partner(base: torch.Tensor) -> torch.Tensor:
 class Refresher:
     """Applies call after call's new values to the input sets in place, from pristine copies it keeps, and
     puts the sets back after the batch: the candidate's process before each timed call, the checker on its
-    own copies to rebuild each call's input."""
+    own copies to rebuild each call's input. The batch's seed lies in device memory (`seed`), where the
+    refresh reads it, so that a call captured once in a CUDA graph draws new values at every replay."""
 
     def __init__(self, sets: list[Any]) -> None:
         self.sets = sets
         self.targets = [[tensors_of(s)[i] for i in refreshed(s)] for s in sets]
         self.pristine = [[(t.clone(), partner(t)) for t in ts] for ts in self.targets]
+        found = [t for s in sets for t in tensors_of(s)]
+        self.seed = torch.zeros(1, dtype=torch.int64, device=found[0].device if found else "cpu")
 
-    def before(self, batch_seed: int, call: int, set_index: int, hashes: torch.Tensor) -> None:
+    def begin(self, batch_seed: int) -> None:
+        """A batch starts: its seed, queued on the stream like everything after it."""
+        self.seed.fill_(batch_seed)
+
+    def before(self, call: int, set_index: int, hashes: torch.Tensor) -> None:
         """Call `call` of the batch (on input set `set_index`): its tensors as drawn for it, from the batch's
         seed and the hash of the previous call's output (below)."""
         for j, (tensor, (base, other)) in enumerate(zip(self.targets[set_index], self.pristine[set_index])):
-            refresh(tensor, base, other, batch_seed, call, j, hashes)
+            refresh(tensor, base, other, self.seed, call, j, hashes)
 
     @staticmethod
     def new_hashes(n: int, device: Any) -> torch.Tensor:
@@ -116,7 +123,8 @@ def input_of(base: Any, batch_seed: int, call: int, hashes: torch.Tensor) -> Any
     """Call `call`'s input rebuilt from an untouched copy of its set, once (the checker keeps a `Refresher`
     of its own copies instead, so the structure scan and the partners are made once per set)."""
     refresher = Refresher([clone(base)])
-    refresher.before(batch_seed, call, 0, hashes)
+    refresher.begin(batch_seed)
+    refresher.before(call, 0, hashes)
     return refresher.sets[0]
 
 
@@ -126,20 +134,9 @@ GOLDEN = 0x9E3779B9
 BLOCK = 1024
 
 
-def mix(x: int) -> int:
-    """A 32-bit finaliser (lowbias32): every output bit depends on every input bit."""
-    x &= M32
-    x ^= x >> 16
-    x = (x * 0x7FEB352D) & M32
-    x ^= x >> 15
-    x = (x * 0x846CA68B) & M32
-    return x ^ (x >> 16)
-
-
-def call_key(batch_seed: int, call: int, tensor: int) -> int:
-    """The host's part of a tensor's key for one call (the device mixes in the previous output's hash): 31
-    bits, so that Triton types it as int32 whatever its value (another type would build the kernel again)."""
-    return mix((batch_seed & M32) ^ mix((batch_seed >> 32) ^ ((call * GOLDEN + tensor * 0x85EBCA6B + 1) & M32))) & 0x7FFFFFFF
+def call_salt(call: int, tensor: int) -> int:
+    """What tells one tensor of one call from another in its key (32 bits)."""
+    return (call * GOLDEN + tensor * 0x85EBCA6B + 1) & M32
 
 
 def new_hashes(n: int, device: Any) -> torch.Tensor:
@@ -147,16 +144,20 @@ def new_hashes(n: int, device: Any) -> torch.Tensor:
     return torch.zeros(max(1, n), dtype=torch.int32, device=device)
 
 
-def refresh(out: torch.Tensor, base: torch.Tensor, other: torch.Tensor, batch_seed: int, call: int, tensor: int,
+def refresh(out: torch.Tensor, base: torch.Tensor, other: torch.Tensor, seed: torch.Tensor, call: int, tensor: int,
             hashes: torch.Tensor) -> None:
-    """out = base + t·(other − base), t uniform in [0, 1) per element from the call's key and the hash of
-    the previous call's output (none for the first call)."""
-    key, prev = call_key(batch_seed, call, tensor), max(call - 1, 0)
+    """out = base + t·(other − base), t uniform in [0, 1) per element from a key mixed from the batch's seed
+    (read from `seed` on the device), the call and tensor, and the hash of the previous call's output (none
+    for the first call): nothing the host holds is read, so a CUDA graph of the call draws anew at each replay."""
+    prev, salt = max(call - 1, 0), call_salt(call, tensor)
     kernels = _kernels() if out.is_cuda else None
     if kernels is not None:
         n = out.numel()
-        kernels[0][(triton_cdiv(n, BLOCK),)](base, other, out, hashes, n, key, prev, 1 if call > 0 else 0, BLOCK=BLOCK)
+        kernels[0][(triton_cdiv(n, BLOCK),)](base, other, out, hashes, seed, n, salt >> 1, salt & 1, prev,
+                                             1 if call > 0 else 0, BLOCK=BLOCK)
         return
+    s = seed.reshape(()).to(torch.int64)
+    key = _mix_t((s & M32) ^ _mix_t(((s >> 32) & M32) ^ salt))
     previous = hashes[prev].to(torch.int64) & M32 if call > 0 else torch.zeros((), dtype=torch.int64, device=out.device)
     k = _mix_t(previous ^ key)
     idx = torch.arange(out.numel(), dtype=torch.int64, device=out.device)
@@ -164,7 +165,7 @@ def refresh(out: torch.Tensor, base: torch.Tensor, other: torch.Tensor, batch_se
     t = (r >> 8).to(torch.float64 if out.dtype == torch.float64 else torch.float32) * 2.0**-24
     work = t.dtype
     b, o = base.reshape(-1).to(work), other.reshape(-1).to(work)
-    out.view(-1).copy_((b + t * (o - b)).to(out.dtype))  # refreshed tensors are contiguous (fresh_inputs.refreshed)
+    out.view(-1).copy_((b + t * (o - b)).to(out.dtype))  # refreshed tensors are contiguous (`refreshed`)
 
 
 def digest(slot: torch.Tensor, hashes: torch.Tensor, call: int) -> None:

@@ -23,7 +23,7 @@ import torch
 from trialtui.runner.tensors import map_tensors, tensors_of
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
-LARGE_BATCH = 40
+LARGE_BATCH = 100  # the most calls a batch holds: the checker's clock bounds a tilted slope by FIXED_CAP_US over this many
 SMALL_PER_LARGE = 4  # the two batch sizes the checker's slope is taken over: n and n / 4
 ALIGN = 256  # each leaf starts at an aligned offset, so a slot's views suit every dtype
 
@@ -68,7 +68,7 @@ class Layout:
         return cls(leaves, slot)
 
     def batch_sizes(self, budget: int = KEEP_BYTES) -> tuple[int, int]:
-        """(small, large): the large batch's kept outputs fit in `budget`; at least 2 calls, at most 40.
+        """(small, large): the large batch's kept outputs fit in `budget`; at least 2 calls, at most 100.
         Larger batches keep the checker's clock steady: the slope over the two sizes shrugs off each
         request's own round trip better the more calls it spans."""
         large = max(2, min(LARGE_BATCH, budget // self.slot_bytes))
@@ -111,32 +111,84 @@ class Layout:
 
 
 def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
-              seed: int, start: int, n: int) -> tuple[list, str | None]:
+              seed: int, n: int, captured: Captured | None = None) -> tuple[list, str | None]:
     """The timed loop itself, the same code in the candidate's process and in the checker's measure of what
     it costs besides the calls: per call, its inputs made new from the batch's seed and the hash of the
-    previous call's output (runner/fresh_inputs.py), an L2 flush and the call between two events, its output
-    copied into its slot and hashed for the next call's inputs.
+    previous call's output (runner/fresh_inputs.py), an L2 flush and the call between two events, its
+    output copied into its slot and hashed for the next call's inputs.
 
-    Nothing in the loop waits on the host, and nothing in it waits for a fixed time: the host queues call
-    after call while the GPU works, so the checker's clock around a batch holds the GPU's work and the
-    events bracket the call alone (the flush before each start event gives the host its time to queue
-    the call). A wait the checker took off its clock would be time a rewritten loop could fill with work
-    outside its events (issue 33: a millisecond per call once did). Work a call leaves on a side stream
-    that its output needs must be joined to the current stream, as any consumer of the output would
-    require; an output copied before it is whole is a wrong answer for that call. Returns the event pairs
-    and the first mismatch."""
-    slot, m, mismatch, pending = layout.slot_bytes, len(calls), None, []
-    hashes = refresher.new_hashes(n, ring.device)
-    for i in range(n):
-        which = (start + i) % m
-        refresher.before(seed, i, which, hashes)
-        out: list = []
-        pending.append(bencher.time_round([calls[which]], out))
-        place = ring[i * slot:(i + 1) * slot]
-        mismatch = mismatch or layout.pack(out[0], place)
-        refresher.digest(place, hashes, i)
-        del out
+    Nothing in the loop waits on the host, and nothing waits for a fixed time: a wait the checker took off
+    its clock would be time a rewritten loop could fill with work outside its events (issue 33: a
+    millisecond per call once did). So that the host's launches are not in the events either, each call's
+    whole sequence is a CUDA graph (`capture`) where the call can be captured: the host replays one graph
+    per call while the GPU works through the last. Where it cannot, the same sequence runs eagerly, and a
+    call shorter than the host's launches carries some of them in its events and in the checker's clock.
+    Work a call leaves on a side stream that its output needs must be joined to the current stream, as
+    any consumer of the output would require; an output copied before it is whole is a wrong answer.
+    Returns the event pairs and the first mismatch."""
+    refresher.begin(seed)
+    if captured is not None:
+        captured.hashes.zero_()
+        for graph in captured.graphs[:n]:
+            graph.replay()
+        pending, mismatch = [[pair] for pair in captured.pairs[:n]], captured.mismatch
+    else:
+        slot, m, mismatch, pending = layout.slot_bytes, len(calls), None, []
+        hashes = refresher.new_hashes(n, ring.device)
+        for i in range(n):
+            refresher.before(i, i % m, hashes)
+            out: list = []
+            pending.append(bencher.time_round([calls[i % m]], out))
+            place = ring[i * slot:(i + 1) * slot]
+            mismatch = mismatch or layout.pack(out[0], place)
+            refresher.digest(place, hashes, i)
+            del out
     refresher.restore()
     if ring.device.type == "cuda":
         torch.cuda.synchronize()
     return pending, mismatch
+
+
+@dataclass
+class Captured:
+    """A batch's calls as CUDA graphs, one per call of the largest batch: each its inputs made new, the L2
+    flush, the call between two events (recorded by the graph), the output's copy into its slot and hash."""
+
+    graphs: list
+    pairs: list  # (start, end) events per call
+    hashes: torch.Tensor
+    mismatch: str | None
+
+
+def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
+            n: int) -> Captured:
+    """Capture the loop of `run_batch` (it raises where a call cannot be captured: a host sync, a stream it
+    does not join). Every call was warmed up before: nothing is compiled or autotuned while capturing."""
+    slot, m, mismatch = layout.slot_bytes, len(calls), None
+    hashes = refresher.new_hashes(n, ring.device)
+    pool, stream = torch.cuda.graph_pool_handle(), torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graphs, pairs = [], []
+    with torch.cuda.stream(stream):  # capture_begin, not torch.cuda.graph: no sync, collection or cache flush per call
+        for i in range(n):
+            graph = torch.cuda.CUDAGraph()
+            start = torch.cuda.Event(enable_timing=True, external=True)
+            end = torch.cuda.Event(enable_timing=True, external=True)
+            place = ring[i * slot:(i + 1) * slot]
+            graph.capture_begin(pool=pool)
+            try:
+                refresher.before(i, i % m, hashes)
+                bencher.flush_l2()
+                start.record()
+                out = calls[i % m]()
+                end.record()
+                mismatch = mismatch or layout.pack(out, place)
+                refresher.digest(place, hashes, i)
+                del out
+            finally:
+                graph.capture_end()
+            graphs.append(graph)
+            pairs.append((start, end))
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    return Captured(graphs, pairs, hashes, mismatch)

@@ -30,7 +30,7 @@ from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, D
 from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
 from trialtui.runner.tensors import clone, nbytes
-from trialtui.runner.timed_batch import KEEP_BYTES, Layout, run_batch
+from trialtui.runner.timed_batch import KEEP_BYTES, Layout, capture, run_batch
 from trialtui.runner.timing import checker_per_call_us
 
 SUSPICIOUS_SPEEDUP = 10.0
@@ -120,18 +120,19 @@ class TimedCalls:
         return Batch(start, [float(x) for x in samples], wall_us)
 
     def check(self, start: int, call: int, seed: int, ring: torch.Tensor, hashes: torch.Tensor) -> None:
-        which = (start + call) % len(self.sets)
-        self.rebuilt.before(seed, call, which, hashes)  # this call's input, in copies of the sets made once
+        which = call % len(self.sets)
+        self.rebuilt.begin(seed)
+        self.rebuilt.before(call, which, hashes)  # this call's input, in copies of the sets made once
         inputs = self.rebuilt.sets[which]
         with torch.no_grad():
             expected = self.reference(clone(inputs))
         output = self.layout.unpack(ring, call, expected)
         self.judge(expected, output, inputs, f"timed call {start + call + 1} (input set {which + 1}, made new for it)")
 
-    def overhead_us(self, bencher: Any, batches: tuple[int, int]) -> float:
+    def overhead_us(self, bencher: Any, batches: tuple[int, int], graphed: bool) -> float:
         """`harness_overhead_us` into this job's ring."""
         return harness_overhead_us(self.sets, self.reference, self.layout, bencher, batches,
-                                   self.shared.view() if self.shared is not None else None)
+                                   self.shared.view() if self.shared is not None else None, graphed=graphed)
 
 
 @dataclass
@@ -162,12 +163,15 @@ def overhead_at(reference, case, bencher: Any) -> float:
 
 
 def harness_overhead_us(sets: list[Any], reference: Callable[[Any], Any], layout: Layout, bencher: Any,
-                        batches: tuple[int, int], ring: torch.Tensor | None = None, rounds: int = 5) -> float:
+                        batches: tuple[int, int], ring: torch.Tensor | None = None, rounds: int = 5,
+                        graphed: bool = True) -> float:
     """What a timed call costs besides the call, measured in the checker's process through the very loop
     the candidate's process runs (timed_batch.run_batch) on a call that does nothing but return an output
     of the reference's structure, into a ring like the job's, and the copy of the batch's slots: the slope
     of its wall time over the two batch sizes. Taken off the checker's clock before that is compared with
-    the candidate's events. Nothing of it is the candidate's: a prepared checker measures it ahead."""
+    the candidate's events. Nothing of it is the candidate's: a prepared checker measures it ahead.
+    `graphed`: through the loop's CUDA graphs (timed_batch.capture), as the candidate's process runs it
+    wherever its call can be captured; else eagerly."""
     copies = [clone(s) for s in sets]
     refresher = fresh_inputs.Refresher(copies)
     with torch.no_grad():
@@ -175,15 +179,16 @@ def harness_overhead_us(sets: list[Any], reference: Callable[[Any], Any], layout
     calls = [lambda: held] * len(copies)
     if ring is None:
         ring = torch.empty(batches[-1] * layout.slot_bytes, dtype=torch.uint8, device="cuda")
+    captured = capture(calls, refresher, bencher, layout, ring, batches[-1]) if graphed else None
     walls: list[tuple[float, int, list[float]]] = []
     for _ in range(rounds):
         for n in batches:
             t0 = time.perf_counter()
-            run_batch(calls, refresher, bencher, layout, ring, 1, 0, n)
+            run_batch(calls, refresher, bencher, layout, ring, 1, n, captured)
             ring[:n * layout.slot_bytes].clone()  # as the reply's copy into this process
             torch.cuda.synchronize()
             walls.append(((time.perf_counter() - t0) * 1e6, n, []))
-    del copies, refresher, ring, held
+    del copies, refresher, ring, held, captured
     return checker_per_call_us(walls) or 0.0
 
 
@@ -218,6 +223,8 @@ def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, prog
                                 layout=layout.to_wire(), keep=batches[-1], ring=timed.ring_wire)
         splits.mark("timing.prepare_candidate")
         facts.see(reply)
+        reply_prepare = reply
+        graphed = reply.get("graphed") is True  # each timed call's sequence a CUDA graph in its process (timed_batch.capture)
         if reply.get("launches") == 0 and own_kernels:
             flags.append(flag("fallback", f"no kernel of the candidate's own ran at the timed size {case or '(defaults)'} "
                               "(it did at the test sizes): it falls back to PyTorch or a library there, so the number is not its kernel's"))
@@ -241,10 +248,11 @@ def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, prog
                 fns = {name: [timing.cuda_graph_call(c) for c in calls] for name, calls in fns.items()}
             flush_us = bencher.flush_cost_us()
             empty_us = bencher.empty_pair_us()
+            pair_us = {"candidate": bencher.empty_pair_us(graphed=True) if graphed else empty_us}
 
             splits.mark("timing.baselines_warm_up")
-            if overhead_us is None:  # else a prepared checker measured it on this very setup
-                overhead_us = timed.overhead_us(bencher, batches)
+            if overhead_us is None or not graphed:  # else a prepared checker measured it on this very setup
+                overhead_us = timed.overhead_us(bencher, batches, graphed)
             splits.mark("timing.overhead")
 
             def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
@@ -252,7 +260,8 @@ def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, prog
                 return batch.samples, batch.wall_us
 
             def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
-                progress(**timing.preliminary({name: timing.less_empty_pair(s, empty_us) for name, s in so_far.items()}))
+                progress(**timing.preliminary({name: timing.less_empty_pair(s, pair_us.get(name, empty_us))
+                                                for name, s in so_far.items()}))
 
             splits.mark("timing.prepare")
             disturbed = None
@@ -270,7 +279,7 @@ def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, prog
                 flags.append(flag("noisy", f"timed twice, disturbed both times: {disturbed}; the number is not this "
                                   "kernel's alone"))
             splits.mark("timing.loop")
-            stats = {name: timing.summarize(timing.less_empty_pair(s, empty_us)) for name, s in samples.items()}
+            stats = {name: timing.summarize(timing.less_empty_pair(s, pair_us.get(name, empty_us))) for name, s in samples.items()}
             progress(phase="kernel_time")
             reply, _ = link.request("kernel_time", timeout_s=deadline.left(), into="cuda")
             facts.see(reply)
@@ -282,8 +291,12 @@ def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, prog
     cand["kernel_us"] = None  # kept in the result format; CUPTI kernel time is `trialtui profile`'s, where the candidate has no say
     cand["host_wall_us"] = number(reply.get("host_wall_us"))
     cand["cuda_graph"] = use_graph
-    cand["empty_pair_us"] = empty_us  # taken off every event sample, the baselines' too
-    cand["label"] = (f"GPU, CUDA events less their empty pair ({empty_us:.1f} µs), L2 flushed, median" if cand["confirmed"] else
+    cand["graphed"] = graphed  # its timed calls replayed as CUDA graphs of the whole sequence, host launches out of them
+    cand["graph_refused"] = str(reply_prepare.get("graph_refused") or "")[:300] or None
+    cand["empty_pair_us"] = pair_us["candidate"]  # taken off every event sample (the baselines': their own, eager)
+    how = "in a CUDA graph of each call" if graphed else "around each call, launched eagerly"
+    cand["label"] = (f"GPU, CUDA events {how} less their empty pair ({pair_us['candidate']:.1f} µs), L2 flushed, median"
+                     if cand["confirmed"] else
                      "GPU, the checker's clock per call, L2 flushed, median (the candidate's own events were not confirmed)")
     cand["peak_mem_bytes"] = number(reply.get("peak_mem_bytes"))
     split = _kernel_split(reply.get("kernels"))

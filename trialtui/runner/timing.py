@@ -89,16 +89,34 @@ class Bencher:
         end.synchronize()
         return start.elapsed_time(end) * 1000.0 / runs
 
-    def empty_pair_us(self, runs: int = EMPTY_PAIR_RUNS) -> float:
+    def empty_pair_us(self, runs: int = EMPTY_PAIR_RUNS, graphed: bool = False) -> float:
         """What an event pair adds to every sample: the pair around nothing, in the timed loop's order (the
-        GPU spinning ahead of the host, L2 flushed, start, end). Taken off every sample, the candidate's
-        and the baselines' alike, so a 2 µs kernel reads as its kernel time (Nsight Compute's
-        gpu__time_duration), not as the events' own cost. The low quantile, at most EMPTY_PAIR_CAP_US:
+        GPU ahead of the host, L2 flushed, start, end), taken off every sample so that a 2 µs kernel reads
+        as its kernel time (ncu's gpu__time_duration). `graphed`: recorded by a CUDA graph, as the
+        candidate's timed calls are (timed_batch.capture). The low quantile, at most EMPTY_PAIR_CAP_US:
         another program's work on the GPU can only lengthen it, never shorten it."""
         pairs = []
-        for _ in range(runs):
+        if graphed:
+            graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                graph.capture_begin()
+                try:
+                    for _ in range(runs):
+                        start, end = (torch.cuda.Event(enable_timing=True, external=True) for _ in "se")
+                        self.flush_l2()
+                        start.record()
+                        end.record()
+                        pairs.append((start, end))
+                finally:
+                    graph.capture_end()
+            torch.cuda.current_stream().wait_stream(stream)
             self.wait()
-            pairs.extend(self.time_round([_nothing]))
+            graph.replay()
+        else:
+            for _ in range(runs):
+                self.wait()
+                pairs.extend(self.time_round([_nothing]))
         torch.cuda.synchronize()
         seen = sorted(start.elapsed_time(end) * 1000.0 for start, end in pairs)
         return min(EMPTY_PAIR_CAP_US, seen[len(seen) // 5])

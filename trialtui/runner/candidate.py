@@ -264,8 +264,9 @@ class Session:
         steps.mark("ring")
         self.refresher = Refresher(self.input_sets)
         hashes = fresh_inputs.new_hashes(1, self.device)  # the chain's kernels built here, outside every batch's clock
+        self.refresher.begin(0)
         for k in range(len(self.input_sets)):
-            self.refresher.before(0, 0, k, hashes)
+            self.refresher.before(0, k, hashes)
         fresh_inputs.digest(self.ring[:self.layout.slot_bytes], hashes, 0)
         self.refresher.restore()
         steps.mark("refresher")

@@ -240,9 +240,9 @@ class Session:
     def op_prepare_timing(self, msg: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         import torch
 
-        from trialtui.runner import fresh_inputs, timing
+        from trialtui.runner import timing
         from trialtui.runner.fresh_inputs import Refresher
-        from trialtui.runner.timed_batch import Layout, capture
+        from trialtui.runner.timed_batch import Layout, capture, run_batch
 
         steps = Steps()
         fn = self._build(payload)
@@ -263,12 +263,6 @@ class Session:
             self.ring = torch.empty(size, dtype=torch.uint8, device=self.device)
         steps.mark("ring")
         self.refresher = Refresher(self.input_sets)
-        hashes = fresh_inputs.new_hashes(1, self.device)  # the chain's kernels built here, outside every batch's clock
-        self.refresher.begin(0)
-        for k in range(len(self.input_sets)):
-            self.refresher.before(0, k, hashes)
-        fresh_inputs.digest(self.ring[:self.layout.slot_bytes], hashes, 0)
-        self.refresher.restore()
         steps.mark("refresher")
         before = self.counter.count
         with torch.no_grad():
@@ -284,6 +278,8 @@ class Session:
                 call()
             torch.cuda.synchronize()
             self.eager_calls = self.calls  # the library split needs torch's functions called, not a replay
+            # the loop once as it is, eagerly, a call on each set: every kernel of it built and loaded before capture
+            run_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring, 0, len(self.calls))
             steps.mark("warm_up")
             self.captured, refused = None, None
             try:  # each timed call's whole sequence a CUDA graph: the host's launches out of its events

@@ -213,10 +213,10 @@ def finished(proc: subprocess.Popen, root: Path, started: float) -> dict:
 
 
 def clock_of(result: dict) -> dict:
-    """Whose number the headline is (the candidate's events, confirmed, or the checker's clock) and how each
-    timed call's GPU wait was kept: what says why a number moved."""
+    """Whose number the headline is (the candidate's events, confirmed, or the checker's clock) and how its
+    timed calls ran (CUDA graphs of each call, or eagerly): what says why a number moved."""
     timing = result.get("timing") or {}
-    return {"confirmed": timing.get("confirmed"), "gpu_wait": timing.get("gpu_wait"),
+    return {"confirmed": timing.get("confirmed"), "graphed": timing.get("graphed"),
             "checker_us_per_call": timing.get("checker_us_per_call"), "overhead_us": timing.get("overhead_us"),
             "flag_messages": {f.get("code"): str(f.get("message"))[:300] for f in result.get("flags") or []}}
 

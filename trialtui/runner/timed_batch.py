@@ -163,7 +163,8 @@ class Captured:
 def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
             n: int) -> Captured:
     """Capture the loop of `run_batch` (it raises where a call cannot be captured: a host sync, a stream it
-    does not join). Every call was warmed up before: nothing is compiled or autotuned while capturing."""
+    does not join; or where this torch cannot time events a graph records). Every call was warmed up
+    before, and the loop run once eagerly: nothing is compiled, autotuned or loaded while capturing."""
     slot, m, mismatch = layout.slot_bytes, len(calls), None
     hashes = refresher.new_hashes(n, ring.device)
     pool, stream = torch.cuda.graph_pool_handle(), torch.cuda.Stream()
@@ -190,5 +191,9 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
             graphs.append(graph)
             pairs.append((start, end))
     torch.cuda.current_stream().wait_stream(stream)
+    refresher.begin(0)  # replayed once and its events read: a graph that cannot be timed is refused here, not mid-job
+    graphs[0].replay()
+    refresher.restore()
     torch.cuda.synchronize()
+    pairs[0][0].elapsed_time(pairs[0][1])
     return Captured(graphs, pairs, hashes, mismatch)

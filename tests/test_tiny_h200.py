@@ -62,3 +62,18 @@ def test_every_tiny_kernel_within_ten_percent_of_ncu_at_the_sessions_last_commit
     before = json.loads((HERE / "fixtures" / "gpu" / "h200-2026-12-03d" / "tiny_a.json").read_text())["rows"]
     assert [(r["case"], r["ok"]) for r in before] == [("add-4k", False), ("softmax-256x4k", False)]
     assert "noisy" in before[0]["flags"]
+
+
+def test_under_cuda_graphs_tiny_kernels_read_a_constant_half_microsecond_over_ncu():
+    # h200-2026-12-03g (main at d3fb0ad): every timed call's sequence a CUDA graph, its events recorded by the
+    # graph. Every case confirmed (the host's launches are out of the events: the eager loop without a wait,
+    # h200-2026-12-03f, read add-4k at 30.8 µs against ncu's 2.2), but each reads 0.5-0.8 µs over ncu's kernel
+    # time: an edge of the graph between the start event and the kernel that the empty pair, recorded with
+    # nothing between, does not hold. 1.01-1.27; the ten-percent bound of 03d is not met below 6 µs (issue 34).
+    run = {r["case"]: r for r in rows("h200-2026-12-03g")}
+    eager = {r["case"]: r for r in rows("h200-2026-12-03f")}
+    assert eager["add-4k"]["ratio"] > 10 and run["add-4k"]["ratio"] < 1.3
+    for case, row in run.items():
+        assert row["state"] == "correct" and row["confirmed"] is True and "CUDA graph" in row["label"], case
+        assert 0 <= row["headline_us"] - row["ncu_us"] <= 0.9, (case, row["headline_us"], row["ncu_us"])
+    assert run["add-16m"]["ratio"] < 1.02

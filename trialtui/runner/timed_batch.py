@@ -89,6 +89,15 @@ class Layout:
             self._view(slot, leaf).copy_(t.detach())
         return None
 
+    def hash_into(self, slot: torch.Tensor, hashes: torch.Tensor, call: int, digest: Callable) -> None:
+        """hashes[call] from the bytes of a slot that hold its output: each leaf's, in whole 32-bit words
+        (runner/fresh_inputs.py draws the next call's input from it). The padding between leaves is not
+        output: a candidate free to write it could steer the hash to a value it chose ahead, and know every
+        input of a batch at its start. A leaf of under four bytes is not hashed."""
+        for leaf in self.leaves:
+            if leaf.nbytes >= 4:
+                digest(slot[leaf.offset:leaf.offset + leaf.nbytes // 4 * 4], hashes, call)
+
     # -- the checker -------------------------------------------------------------------------------
     def unpack(self, ring: torch.Tensor, call: int, expected: Any) -> Any:
         """Call `call`'s output, in the structure of the reference's (`expected`): views of the ring."""
@@ -141,7 +150,7 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
             pending.append(bencher.time_round([calls[i % m]], out))
             place = ring[i * slot:(i + 1) * slot]
             mismatch = mismatch or layout.pack(out[0], place)
-            refresher.digest(place, hashes, i)
+            layout.hash_into(place, hashes, i, refresher.digest)
             del out
     refresher.restore()
     if ring.device.type == "cuda":
@@ -184,7 +193,7 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
                 out = calls[i % m]()
                 end.record()
                 mismatch = mismatch or layout.pack(out, place)
-                refresher.digest(place, hashes, i)
+                layout.hash_into(place, hashes, i, refresher.digest)
                 del out
             finally:
                 graph.capture_end()

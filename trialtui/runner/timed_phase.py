@@ -112,8 +112,10 @@ class TimedCalls:
                 and ring.numel() == size):
             raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
         hashes = fresh_inputs.new_hashes(n, ring.device)  # each call's input follows from the output before it
+        slot = self.layout.slot_bytes
         for call in range(n):
-            fresh_inputs.digest(ring[call * self.layout.slot_bytes:(call + 1) * self.layout.slot_bytes], hashes, call)
+            self.layout.hash_into(ring[call * slot:(call + 1) * slot], hashes, call, fresh_inputs.digest)
+        self.rebuilt.begin(seed)
         for call in range(n):
             self.check(start, call, seed, ring, hashes)
         del ring
@@ -121,7 +123,6 @@ class TimedCalls:
 
     def check(self, start: int, call: int, seed: int, ring: torch.Tensor, hashes: torch.Tensor) -> None:
         which = call % len(self.sets)
-        self.rebuilt.begin(seed)
         self.rebuilt.before(call, which, hashes)  # this call's input, in copies of the sets made once
         inputs = self.rebuilt.sets[which]
         with torch.no_grad():

@@ -24,7 +24,7 @@ from trialtui.runner.timed_phase import TimedCalls  # noqa: E402
 
 def hashes_of(n, seed=0):
     """What the previous calls' outputs hashed to, as chain.digest leaves them."""
-    return torch.randint(-2**31, 2**31 - 1, (n,), dtype=torch.int32, generator=torch.Generator().manual_seed(seed))
+    return torch.randint(-2**31, 2**31 - 1, (n, 2), dtype=torch.int32, generator=torch.Generator().manual_seed(seed))
 
 
 def test_every_call_sees_the_input_the_checker_rebuilds_new_in_every_row_and_column_and_the_sets_come_back():
@@ -213,7 +213,7 @@ class BatchAhead:
         for k in range(i, n):  # every call's input, taken as the loop would make it from the seed alone
             base, other = refresher.pristine[k % len(loop["calls"])][0]
             guess = torch.empty_like(base)
-            fresh_inputs.refresh(guess, base, other, refresher.seed, k, 0, torch.zeros(n, dtype=torch.int32))
+            fresh_inputs.refresh(guess, base, other, refresher.seed, k, 0, fresh_inputs.new_hashes(n, 'cpu'))
             self.answers[(seed, k)] = honest(guess)
         return self.answers[(seed, i)]
 
@@ -406,14 +406,14 @@ def test_an_output_hash_takes_every_byte_and_its_place():
     from trialtui.runner import fresh_inputs as chain
 
     slot = torch.randint(0, 255, (4096,), dtype=torch.uint8)
-    hashes = torch.zeros(3, dtype=torch.int32)
+    hashes = chain.new_hashes(3, "cpu")
     chain.digest(slot, hashes, 1)
     for change in (lambda s: s.__setitem__(4000, int(s[4000]) ^ 1), lambda s: s.copy_(torch.roll(s, 4))):
         other = slot.clone()
         change(other)
-        again = torch.zeros(3, dtype=torch.int32)
+        again = chain.new_hashes(3, "cpu")
         chain.digest(other, again, 1)
-        assert int(again[1]) != int(hashes[1]) and int(again[0]) == int(again[2]) == 0
+        assert not torch.equal(again[1], hashes[1]) and not again[0].any() and not again[2].any()
 
 
 def test_the_triton_kernels_compute_what_the_torch_arithmetic_does():
@@ -426,8 +426,8 @@ def test_the_triton_kernels_compute_what_the_torch_arithmetic_does():
     script = """
 import torch
 from trialtui.runner import fresh_inputs as chain
-refresh, digest = chain._kernels()
-hashes = torch.tensor([123456789, -5, 0], dtype=torch.int32)
+refresh, fold = chain._kernels()
+hashes = torch.tensor([[123456789, -5], [7, 2**31 - 1], [0, 0]], dtype=torch.int32)
 seed = torch.tensor([2**61 + 12345])
 salt = chain.call_salt(1, 2)
 for dtype in (torch.float32, torch.float64, torch.float16):
@@ -437,11 +437,24 @@ for dtype in (torch.float32, torch.float64, torch.float16):
     chain.refresh(ours, base, other, seed, 1, 2, hashes)
     refresh[(3,)](base, other, theirs, hashes, seed, 3000, salt >> 1, salt & 1, 0, 1, BLOCK=chain.BLOCK)
     assert torch.equal(ours, theirs), dtype
-words = torch.randint(-2**31, 2**31 - 1, (5000,), dtype=torch.int32)
-ours, theirs = hashes.clone(), hashes.clone()
-chain.digest(words.view(torch.uint8), ours, 2)
-digest[(5,)](words, 5000, theirs, 2, BLOCK=chain.BLOCK)
-assert torch.equal(ours, theirs) and int(ours[2]) != 0
+# one program, and two passes (the second over the first's states); on top of a hash already there
+for n in (5000, 3 * chain.CHUNK * chain.BLOCK + 77):
+    words = torch.randint(-2**31, 2**31 - 1, (n,), dtype=torch.int32)
+    ours = hashes.clone()
+    chain.digest(words.view(torch.uint8), ours, 1)
+    programs = chain.triton_cdiv(n, chain.CHUNK * chain.BLOCK)
+    theirs, shape = hashes.clone(), dict(BLOCK=chain.BLOCK, LOG_BLOCK=chain.LOG_BLOCK)
+    if programs == 1:
+        fold[(1,)](words, n, chain.CHUNK, words, theirs, 1, SALT_A=chain.LEAF_SALTS[0], SALT_B=chain.LEAF_SALTS[1],
+                   ABSORB=True, **shape)
+    else:
+        states = torch.empty(2 * programs, dtype=torch.int32)
+        fold[(programs,)](words, n, chain.CHUNK, states, theirs, 1, SALT_A=chain.LEAF_SALTS[0],
+                          SALT_B=chain.LEAF_SALTS[1], ABSORB=False, **shape)
+        fold[(1,)](states, 2 * programs, chain.triton_cdiv(2 * programs, chain.BLOCK), states, theirs, 1,
+                   SALT_A=chain.ROOT_SALTS[0], SALT_B=chain.ROOT_SALTS[1], ABSORB=True, **shape)
+    assert programs == (1 if n == 5000 else 4)
+    assert torch.equal(ours, theirs) and not torch.equal(ours[1], hashes[1]), n
 print("same")
 """
     import os
@@ -463,9 +476,9 @@ def test_the_chain_hashes_every_output_byte_and_no_padding_a_candidate_could_cho
     assert layout.pack(expected, slot) is None
 
     def hashed(s):
-        hashes = torch.zeros(2, dtype=torch.int32)
+        hashes = chain.new_hashes(2, "cpu")
         layout.hash_into(s, hashes, 1, chain.digest)
-        return int(hashes[1])
+        return tuple(hashes[1].tolist())
 
     base = hashed(slot)
     output_bytes = {b for leaf in layout.leaves for b in range(leaf.offset, leaf.offset + leaf.nbytes // 4 * 4)}
@@ -474,3 +487,31 @@ def test_the_chain_hashes_every_output_byte_and_no_padding_a_candidate_could_cho
         other = slot.clone()
         other[b] ^= 0x5A
         assert (hashed(other) != base) == (b in output_bytes), b
+
+
+def test_no_word_of_an_output_has_a_share_of_its_hash_a_candidate_could_choose_apart_from_the_others():
+    """A candidate may pick low bits of its outputs within the tolerance. Were the hash a sum (or an xor) of
+    each word's share, changing word i would move it by the same amount whatever word j holds, and a few
+    such choices solve for any key: the next call's input would be one the candidate has an answer for.
+    Here the change at i depends on j, for words in one lane, in two lanes of one program and in two
+    programs (an output of over 64 KiB takes a second pass), in either half of the hash."""
+    from trialtui.runner import fresh_inputs as chain
+
+    words = torch.randint(-2**31, 2**31 - 1, (2 * chain.CHUNK * chain.BLOCK + 5,), dtype=torch.int32,
+                          generator=torch.Generator().manual_seed(4))
+
+    def hashed(flips):
+        w = words.clone()
+        for i in flips:
+            w[i] ^= 1  # a low bit: what the tolerance leaves free
+        hashes = chain.new_hashes(1, "cpu")
+        chain.digest(w.view(torch.uint8), hashes, 0)
+        return [v & 0xFFFFFFFF for v in hashes[0].tolist()]
+
+    base = hashed(())
+    one_lane, two_lanes, two_programs = (3, 3 + chain.BLOCK), (3, 700), (3, chain.CHUNK * chain.BLOCK + 9)
+    for i, j in (one_lane, two_lanes, two_programs):
+        hi, hj, both = hashed((i,)), hashed((j,)), hashed((i, j))
+        for half in range(2):
+            assert (both[half] - hi[half] - hj[half] + base[half]) % 2**32 != 0, (i, j, half)  # no sum
+            assert both[half] ^ hi[half] ^ hj[half] ^ base[half] != 0, (i, j, half)  # no xor

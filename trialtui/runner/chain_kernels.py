@@ -1,4 +1,4 @@
-"""The chain's two kernels in Triton (runner/fresh_inputs.py holds what they compute, and the same in torch)."""
+"""The chain's kernels in Triton (runner/fresh_inputs.py holds what they compute, and the same in torch)."""
 
 import triton
 import triton.language as tl
@@ -15,18 +15,34 @@ def _mix(x):
     return x ^ (x >> 16)
 
 
+@triton.jit
+def _step(a, b, w):
+    """chain.step: one Feistel round of the 64-bit state (a, b) taking the 32-bit word w."""
+    return b ^ _mix(a ^ w), a
+
+
+@triton.jit
+def _key(seed_ptr, hashes_ptr, salt, prev, has_prev):
+    """chain.key: the call's 64-bit key, fed forward so that no chosen hash gives a chosen key."""
+    seed = tl.load(seed_ptr)
+    key = _mix((seed & 0xFFFFFFFF) ^ _mix(((seed >> 32) & 0xFFFFFFFF) ^ salt))
+    xa = (tl.load(hashes_ptr + 2 * prev).to(tl.int64) & 0xFFFFFFFF) * has_prev ^ key
+    xb = (tl.load(hashes_ptr + 2 * prev + 1).to(tl.int64) & 0xFFFFFFFF) * has_prev ^ _mix(key ^ 0x3C6EF372)
+    a, b = _step(xa, xb, 0xA54FF53A)
+    a, b = _step(a, b, 0x510E527F)
+    a, b = _step(a, b, 0x9B05688C)
+    a, b = _step(a, b, 0x1F83D9AB)
+    return a ^ xa, b ^ xb
+
+
 @triton.jit(do_not_specialize=["n", "salt_hi", "salt_lo", "prev", "has_prev"])
 def refresh_kernel(base_ptr, other_ptr, out_ptr, hashes_ptr, seed_ptr, n, salt_hi, salt_lo, prev, has_prev,
                    BLOCK: tl.constexpr):
     """fresh_inputs.refresh; the 32-bit salt comes in two halves that each fit an int32 argument."""
     idx = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
     mask = idx < n
-    seed = tl.load(seed_ptr)
-    salt = salt_hi.to(tl.int64) * 2 + salt_lo.to(tl.int64)
-    key = _mix((seed & 0xFFFFFFFF) ^ _mix(((seed >> 32) & 0xFFFFFFFF) ^ salt))
-    previous = tl.load(hashes_ptr + prev).to(tl.int64) & 0xFFFFFFFF
-    k = _mix((previous * has_prev) ^ key)
-    r = _mix(_mix((idx & 0xFFFFFFFF) ^ k) ^ (idx >> 32))
+    k1, k2 = _key(seed_ptr, hashes_ptr, salt_hi.to(tl.int64) * 2 + salt_lo.to(tl.int64), prev, has_prev.to(tl.int64))
+    r = _mix(_mix((idx & 0xFFFFFFFF) ^ k1) ^ k2 ^ (idx >> 32))
     b = tl.load(base_ptr + idx, mask=mask)
     o = tl.load(other_ptr + idx, mask=mask)
     if b.dtype == tl.float64:
@@ -38,12 +54,41 @@ def refresh_kernel(base_ptr, other_ptr, out_ptr, hashes_ptr, seed_ptr, n, salt_h
         tl.store(out_ptr + idx, (bw + t * (o.to(tl.float32) - bw)).to(out_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit(do_not_specialize=["n", "call"])
-def digest_kernel(words_ptr, n, hashes_ptr, call, BLOCK: tl.constexpr):
-    idx = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-    mask = idx < n
-    w = tl.load(words_ptr + idx, mask=mask, other=0).to(tl.int64) & 0xFFFFFFFF
-    v = _mix(w ^ _mix((idx & 0xFFFFFFFF) ^ 0x5BD1E995) ^ (idx >> 32))
-    v = tl.where(mask, v, 0)
-    total = tl.sum(v, axis=0) & 0xFFFFFFFF
-    tl.atomic_add(hashes_ptr + call, total.to(tl.int32))
+@triton.jit
+def _halve(a, b, N: tl.constexpr):
+    """One level of the lanes' tree: each even lane's state takes its odd neighbour's two words."""
+    al, ar = tl.split(tl.reshape(a, (N // 2, 2)))
+    bl, br = tl.split(tl.reshape(b, (N // 2, 2)))
+    a, b = _step(al, bl, ar)
+    return _step(a, b, br)
+
+
+@triton.jit(do_not_specialize=["n", "chunk", "call"])
+def fold_kernel(words_ptr, n, chunk, out_ptr, hashes_ptr, call, SALT_A: tl.constexpr, SALT_B: tl.constexpr,
+                ABSORB: tl.constexpr, BLOCK: tl.constexpr, LOG_BLOCK: tl.constexpr):
+    """chain.fold: each lane runs its words through the state in turn, the lanes meet in a tree, and the
+    program's state goes to out[2p:2p+2] or, with ABSORB (one program), into hashes[call]."""
+    p = tl.program_id(0).to(tl.int64)
+    lanes = tl.arange(0, BLOCK).to(tl.int64)
+    a = _mix((p * BLOCK + lanes) ^ SALT_A)
+    b = _mix((p * BLOCK + lanes) ^ SALT_B)
+    for c in range(chunk):
+        idx = (p * chunk + c) * BLOCK + lanes
+        mask = idx < n
+        w = tl.load(words_ptr + idx, mask=mask, other=0).to(tl.int64) & 0xFFFFFFFF
+        a2, b2 = _step(a, b, w)
+        a = tl.where(mask, a2, a)
+        b = tl.where(mask, b2, b)
+    for level in tl.static_range(LOG_BLOCK):
+        a, b = _halve(a, b, BLOCK >> level)
+    one = tl.arange(0, 1)
+    if ABSORB:
+        ha = tl.load(hashes_ptr + 2 * call + one).to(tl.int64) & 0xFFFFFFFF
+        hb = tl.load(hashes_ptr + 2 * call + 1 + one).to(tl.int64) & 0xFFFFFFFF
+        ha, hb = _step(ha, hb, a)
+        ha, hb = _step(ha, hb, b)
+        tl.store(hashes_ptr + 2 * call + one, ha.to(tl.int32))
+        tl.store(hashes_ptr + 2 * call + 1 + one, hb.to(tl.int32))
+    else:
+        tl.store(out_ptr + 2 * p + one, a.to(tl.int32))
+        tl.store(out_ptr + 2 * p + 1 + one, b.to(tl.int32))

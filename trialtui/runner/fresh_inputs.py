@@ -27,8 +27,16 @@ The checker rebuilds every key from the slots it copied (the same kernels on the
 bit): a slot rewritten after its hash was taken, or an input drawn from anything else, gives the next
 call an input the checker did not draw, and a wrong answer for the one it did.
 
-On a GPU the refresh and the hash are Triton kernels (one pass each, no host sync); elsewhere the same
-arithmetic in torch (tests, and a GPU where Triton cannot be imported: runner/chain_kernels.py).
+The hash is 64 bits and no sum: each output word goes through a Feistel round of the state in turn
+(lanes in parallel, meeting in a tree), and the key is the previous hash crossed with the seed and fed
+forward through four more rounds. A candidate free to choose the low bits of its outputs within the
+tolerance can make a sum come to any value it likes (subset sums are easy to solve) and so pick the next
+call's input from a few it has answers for ready; here it can only search, one hash per try, for a key
+among 2**64 (docs/SECURITY.md).
+
+On a GPU the refresh and the hash are Triton kernels (a pass each, two for a hash of over 64 KiB; no host
+sync); elsewhere the same arithmetic in torch (tests, and a GPU where Triton cannot be imported:
+runner/chain_kernels.py).
 """
 
 from __future__ import annotations
@@ -131,7 +139,12 @@ def input_of(base: Any, batch_seed: int, call: int, hashes: torch.Tensor) -> Any
 # -- the chain ---------------------------------------------------------------------------------------
 M32 = 0xFFFFFFFF
 GOLDEN = 0x9E3779B9
-BLOCK = 1024
+BLOCK = 1024  # a refresh program's elements; a fold program's lanes
+LOG_BLOCK = 10
+CHUNK = 16  # the words each lane of a fold's first pass takes in turn
+LEAF_SALTS = (0x243F6A88, 0x85A308D3)  # a first pass's lanes start from these; a second pass's from ROOT_SALTS
+ROOT_SALTS = (0x13198A2E, 0x03707344)
+KEY_ROUNDS = (0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB)
 
 
 def call_salt(call: int, tensor: int) -> int:
@@ -140,15 +153,15 @@ def call_salt(call: int, tensor: int) -> int:
 
 
 def new_hashes(n: int, device: Any) -> torch.Tensor:
-    """One hash per call of a batch, on the batch's device, zero until its call's output is hashed."""
-    return torch.zeros(max(1, n), dtype=torch.int32, device=device)
+    """One 64-bit hash per call of a batch (two int32 words), on the batch's device, zero until its call's
+    output is hashed."""
+    return torch.zeros((max(1, n), 2), dtype=torch.int32, device=device)
 
 
 def refresh(out: torch.Tensor, base: torch.Tensor, other: torch.Tensor, seed: torch.Tensor, call: int, tensor: int,
             hashes: torch.Tensor) -> None:
-    """out = base + t·(other − base), t uniform in [0, 1) per element from a key mixed from the batch's seed
-    (read from `seed` on the device), the call and tensor, and the hash of the previous call's output (none
-    for the first call): nothing the host holds is read, so a CUDA graph of the call draws anew at each replay."""
+    """out = base + t·(other − base), t uniform in [0, 1) per element from the call's 64-bit key (`key`):
+    nothing the host holds is read, so a CUDA graph of the call draws anew at each replay."""
     prev, salt = max(call - 1, 0), call_salt(call, tensor)
     kernels = _kernels() if out.is_cuda else None
     if kernels is not None:
@@ -156,30 +169,91 @@ def refresh(out: torch.Tensor, base: torch.Tensor, other: torch.Tensor, seed: to
         kernels[0][(triton_cdiv(n, BLOCK),)](base, other, out, hashes, seed, n, salt >> 1, salt & 1, prev,
                                              1 if call > 0 else 0, BLOCK=BLOCK)
         return
-    s = seed.reshape(()).to(torch.int64)
-    key = _mix_t((s & M32) ^ _mix_t(((s >> 32) & M32) ^ salt))
-    previous = hashes[prev].to(torch.int64) & M32 if call > 0 else torch.zeros((), dtype=torch.int64, device=out.device)
-    k = _mix_t(previous ^ key)
+    k1, k2 = key(seed, salt, hashes[prev] if call > 0 else None)
     idx = torch.arange(out.numel(), dtype=torch.int64, device=out.device)
-    r = _mix_t(_mix_t((idx & M32) ^ k) ^ (idx >> 32))
+    r = _mix_t(_mix_t((idx & M32) ^ k1) ^ k2 ^ (idx >> 32))
     t = (r >> 8).to(torch.float64 if out.dtype == torch.float64 else torch.float32) * 2.0**-24
     work = t.dtype
     b, o = base.reshape(-1).to(work), other.reshape(-1).to(work)
     out.view(-1).copy_((b + t * (o - b)).to(out.dtype))  # refreshed tensors are contiguous (`refreshed`)
 
 
+def key(seed: torch.Tensor, salt: int, previous: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """A call's 64-bit key: the previous call's hash (none for a batch's first) crossed with the seed and
+    salt, through four rounds of `step` with the input fed forward (x ^ rounds(x)). The rounds alone can be
+    run backwards; fed forward they cannot, so a candidate that can make its output hash to any value it
+    likes still has to search the key it wants among 2**64."""
+    s = seed.reshape(()).to(torch.int64)
+    k = _mix_t((s & M32) ^ _mix_t(((s >> 32) & M32) ^ salt))
+    pa, pb = ((previous.to(torch.int64) & M32).unbind(-1) if previous is not None
+              else (torch.zeros((), dtype=torch.int64, device=seed.device),) * 2)
+    xa, xb = pa ^ k, pb ^ _mix_t(k ^ 0x3C6EF372)
+    a, b = xa, xb
+    for word in KEY_ROUNDS:
+        a, b = step(a, b, word)
+    return a ^ xa, b ^ xb
+
+
 def digest(slot: torch.Tensor, hashes: torch.Tensor, call: int) -> None:
-    """hashes[call] += the hash of a slot's bytes (each 32-bit word mixed with its position)."""
+    """hashes[call] takes the hash of a slot's bytes (`fold`): calls on several slices of one output chain
+    in their order. The hash is no sum: a candidate choosing low bits of its outputs within the tolerance
+    cannot solve for a hash it wants, only search for one."""
     words = slot.view(torch.int32)
+    n = words.numel()
+    if n == 0:
+        return
+    programs = triton_cdiv(n, CHUNK * BLOCK)
     kernels = _kernels() if slot.is_cuda else None
     if kernels is not None:
-        n = words.numel()
-        kernels[1][(triton_cdiv(n, BLOCK),)](words, n, hashes, call, BLOCK=BLOCK)
+        fold_kernel = kernels[1]
+        shape = {"BLOCK": BLOCK, "LOG_BLOCK": LOG_BLOCK}
+        if programs == 1:
+            fold_kernel[(1,)](words, n, CHUNK, words, hashes, call, SALT_A=LEAF_SALTS[0], SALT_B=LEAF_SALTS[1],
+                              ABSORB=True, **shape)
+            return
+        states = torch.empty(2 * programs, dtype=torch.int32, device=slot.device)
+        fold_kernel[(programs,)](words, n, CHUNK, states, hashes, call, SALT_A=LEAF_SALTS[0],
+                                 SALT_B=LEAF_SALTS[1], ABSORB=False, **shape)
+        fold_kernel[(1,)](states, 2 * programs, triton_cdiv(2 * programs, BLOCK), states, hashes, call,
+                          SALT_A=ROOT_SALTS[0], SALT_B=ROOT_SALTS[1], ABSORB=True, **shape)
         return
-    idx = torch.arange(words.numel(), dtype=torch.int64, device=slot.device)
-    v = _mix_t((words.to(torch.int64) & M32) ^ _mix_t((idx & M32) ^ 0x5BD1E995) ^ (idx >> 32))
-    total = (v.sum() + (hashes[call].to(torch.int64) & M32)) & M32
-    hashes[call] = (((total + 2**31) & M32) - 2**31).to(torch.int32)  # the same 32 bits, as int32 holds them
+    a, b = fold(words, CHUNK, LEAF_SALTS)
+    if programs > 1:
+        both = torch.stack((a, b), 1).reshape(-1)
+        a, b = fold(both, triton_cdiv(both.numel(), BLOCK), ROOT_SALTS)
+    h = hashes[call].to(torch.int64) & M32
+    ha, hb = step(h[0], h[1], a[0])
+    ha, hb = step(ha, hb, b[0])
+    hashes[call] = (((torch.stack((ha, hb)) + 2**31) & M32) - 2**31).to(torch.int32)  # the same bits, as int32 holds them
+
+
+def fold(words: torch.Tensor, chunk: int, salts: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The state of each program of `chunk`·BLOCK words: lane i of program p starts from its salts mixed
+    with p·BLOCK + i and takes words (p·chunk + c)·BLOCK + i for c = 0 … chunk − 1 in turn (`step`); then
+    neighbouring lanes meet, the even one taking the odd one's two words, until one is left. The same as
+    chain_kernels.fold_kernel, bit for bit."""
+    n = words.numel()
+    programs = triton_cdiv(n, chunk * BLOCK)
+    flat = torch.zeros(programs * chunk * BLOCK, dtype=torch.int64, device=words.device)
+    flat[:n] = words.reshape(-1).to(torch.int64) & M32
+    present = (torch.arange(flat.numel(), device=words.device) < n).view(programs, chunk, BLOCK)
+    w = flat.view(programs, chunk, BLOCK)
+    lane = torch.arange(programs * BLOCK, dtype=torch.int64, device=words.device).view(programs, BLOCK)
+    a, b = _mix_t(lane ^ salts[0]), _mix_t(lane ^ salts[1])
+    for c in range(chunk if programs > 1 else triton_cdiv(n, BLOCK)):  # one program: no lane takes a word after n
+        a2, b2 = step(a, b, w[:, c])
+        a, b = torch.where(present[:, c], a2, a), torch.where(present[:, c], b2, b)
+    while a.shape[1] > 1:
+        pa, pb = a.view(programs, -1, 2), b.view(programs, -1, 2)
+        a, b = step(pa[..., 0], pb[..., 0], pa[..., 1])
+        a, b = step(a, b, pb[..., 1])
+    return a[:, 0], b[:, 0]
+
+
+def step(a: Any, b: Any, w: Any) -> tuple[Any, Any]:
+    """One Feistel round of a 64-bit state (a, b) of 32-bit halves taking a 32-bit word: (b ^ mix(a ^ w), a).
+    Unlike a sum, no word's share of a hash can be chosen apart from the words after it."""
+    return b ^ _mix_t(a ^ w), a
 
 
 def _mix_t(x: torch.Tensor) -> torch.Tensor:
@@ -203,4 +277,4 @@ def _kernels():
         from trialtui.runner import chain_kernels
     except Exception:  # noqa: BLE001 - no Triton: torch's arithmetic
         return None
-    return chain_kernels.refresh_kernel, chain_kernels.digest_kernel
+    return chain_kernels.refresh_kernel, chain_kernels.fold_kernel

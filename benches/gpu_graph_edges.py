@@ -40,6 +40,8 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
 def make(name):
+    if name == "sleep0":
+        return lambda: torch.cuda._sleep(0)
     if name == "null":
         x = torch.zeros(1, device="cuda")
         return lambda: null_kernel[(1,)](x)
@@ -47,7 +49,7 @@ def make(name):
     x, y, o = (torch.rand(n, device="cuda") for _ in range(3))
     return lambda: add_kernel[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024)
 """
-NAMES = ("null", "add-4k", "add-1m", "add-16m")
+NAMES = ("sleep0", "null", "add-4k", "add-1m", "add-16m")
 
 
 def graphed(name: str, m: int, flush, replays: int = 400) -> float:
@@ -83,7 +85,7 @@ def ncu_us(name: str) -> float | None:
     code = KERNELS + f"\ncall = make({name!r})\nfor _ in range(12):\n    call()\ntorch.cuda.synchronize()\n"
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
     done = subprocess.run([ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-k",
-                           "regex:null_kernel|add_kernel", "--launch-skip", "3", "--csv", sys.executable, "-c", code],
+                           "regex:null_kernel|add_kernel|sleep", "--launch-skip", "3", "--csv", sys.executable, "-c", code],
                           capture_output=True, text=True, timeout=120)
     found = median_duration_us(done.stdout)
     if found is None:
@@ -107,6 +109,15 @@ def main() -> int:
         print(f"{name:8s} " + " ".join(f"m{m}={v:7.3f}" for m, v in readings.items())
               + f"  slope {slope:.3f} intercept {intercept:.3f}  ncu {ncu}  "
               + (f"m1-m0-ncu {readings[1] - readings[0] - ncu:.3f}  slope-ncu {slope - ncu:.3f}" if ncu else ""), flush=True)
+    # the estimator a correction would use: around a kernel, the events add 2·S1 − S2 of a do-nothing kernel
+    # (exact if consecutive kernels of a graph add nothing between them); compared with each kernel's ncu
+    sleep = rows[0]["readings_us"]
+    around = 2 * sleep[1] - sleep[2]
+    print(f"events around a kernel (2·S1 − S2 of sleep0): {around:.3f} µs; empty pair {sleep[0]:.3f} µs", flush=True)
+    for row in rows[1:]:
+        if row["ncu_us"]:
+            print(f"{row['kernel']:8s} one-kernel reading − around = {row['readings_us'][1] - around:.3f}  ncu {row['ncu_us']:.3f}"
+                  f"  ratio {(row['readings_us'][1] - around) / row['ncu_us']:.3f}", flush=True)
     (OUT / "edges.json").write_text(json.dumps({"rows": rows, "gpu": torch.cuda.get_device_name()}, indent=1))
     return 0
 

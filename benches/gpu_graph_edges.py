@@ -54,9 +54,7 @@ NAMES = ("sleep0", "null", "add-4k", "add-1m", "add-16m")
 
 def graphed(name: str, m: int, flush, replays: int = 400) -> float:
     import torch
-    scope: dict = {}
-    exec(KERNELS, scope)
-    call = scope["make"](name)
+    call = kernels().make(name)
     call()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -81,11 +79,21 @@ def graphed(name: str, m: int, flush, replays: int = 400) -> float:
     return statistics.median(readings[20:])
 
 
+def kernels():
+    """KERNELS as a module of a file (Triton reads a jitted function's source from its file)."""
+    path = OUT / "edge_kernels.py"
+    if not path.exists():
+        path.write_text(KERNELS)
+    sys.path.insert(0, str(OUT))
+    import edge_kernels
+    return edge_kernels
+
+
 def ncu_us(name: str) -> float | None:
-    code = KERNELS + f"\ncall = make({name!r})\nfor _ in range(12):\n    call()\ntorch.cuda.synchronize()\n"
+    code = f"import sys\nsys.path.insert(0, {str(OUT)!r})\nfrom edge_kernels import make, torch\ncall = make({name!r})\nfor _ in range(12):\n    call()\ntorch.cuda.synchronize()\n"
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
     done = subprocess.run([ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "-k",
-                           "regex:null_kernel|add_kernel|sleep", "--launch-skip", "3", "--csv", sys.executable, "-c", code],
+                           "regex:null_kernel|add_kernel|spin|sleep", "--launch-skip", "3", "--csv", sys.executable, "-c", code],
                           capture_output=True, text=True, timeout=120)
     found = median_duration_us(done.stdout)
     if found is None:

@@ -89,6 +89,22 @@ def kb_problem(tmp_path: Path) -> Path:
     return write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """The test body runs without PYTEST_CURRENT_TEST, which pytest sets to the test's name.
+
+    A warm job's fork server is kept per environment (engine/forkservers.py): with the test's name in
+    it, every test that ran a warm job started a server of its own and imported torch again in it
+    (a base and a module's server, ~3 CPU-s), where a session's engines share theirs. pytest puts the
+    variable back for the teardown, as it expects."""
+    name = os.environ.pop("PYTEST_CURRENT_TEST", None)
+    try:
+        return (yield)
+    finally:
+        if name is not None:
+            os.environ["PYTEST_CURRENT_TEST"] = name
+
+
 @pytest.hookimpl(optionalhook=True)  # a run without xdist (`-p no:xdist`) has no such hook
 def pytest_xdist_auto_num_workers(config) -> int:
     """`-n auto` (README's command): two workers more than cores. About a sixth of the suite's time is

@@ -129,6 +129,7 @@ def test_an_engines_analysis_forks_from_its_fork_server_and_says_the_same(tmp_pa
 
     root = write_problem(tmp_path / "p", LINEAR_SOFTMAX, config=BIG)
     env = {"CUDA_VISIBLE_DEVICES": ""}
+    forkservers.close_servers()  # servers outlive tests (as they outlive a session's engines): none from an earlier one
     assert forkservers.running(job_kinds.ANALYZE.module, env) is None
     warm = WarmChildren()
     try:

@@ -69,3 +69,10 @@ def test_a_failure_judged_nothing():
                                 "env": {"device": "cpu"}, "flags": [], "correctness": None, "timing": None,
                                 "speedup": None}
     assert BenchResult.from_json(result.to_json()) == result
+
+
+def test_a_script_that_reads_a_result_by_key_reads_its_json():
+    data = json.loads((GOLDEN / "bench_correct.json").read_text())
+    result = BenchResult.from_json(data)
+    assert dict(result) == data and result["timing"] == data["timing"] and result.get("traceback") is None
+    assert (result or {}).get("prepared", 0) == 0  # as benches/loop_latency.py reads a trial's result

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,10 +19,12 @@ from trialtui.core.result import RESULT_VERSION, ResultError, check_result
 
 
 @dataclass(frozen=True)
-class BenchResult:
+class BenchResult(Mapping[str, Any]):
     """One bench job's outcome: the checker's (runner/bench_job.py), then what the engine adds to it.
 
-    A key the result did not carry is None here; the nested values are the checker's JSON objects.
+    A key the result did not carry is None here; the nested values are the checker's JSON objects. It is
+    also a read-only Mapping of its JSON, for the scripts that still read a result by key (benches/, the
+    GPU box's): the package itself reads the fields (tests/test_contract_types.py holds it to that).
     """
 
     state: str  # ok | correct | incorrect | error | timeout | cancelled | invalid | interrupted (core/result.py)
@@ -85,6 +88,15 @@ class BenchResult:
             if name not in out and value is not None:
                 out[name] = value
         return {**out, **{k: v for k, v in self.extra.items() if k not in out}}
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_json()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_json())
+
+    def __len__(self) -> int:
+        return len(self.to_json())
 
     def without(self, *names: str) -> BenchResult:
         """This result without these keys, as if it never had them."""

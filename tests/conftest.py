@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from trialtui.core.bench_result import BenchResult
+
 # GPU lane locks (engine/gpu_lock.py) of this test process (each xdist worker its own), never the user's
 os.environ["TRIALTUI_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="trialtui-run-")
 
@@ -71,6 +73,11 @@ def no_analysis(problem, **options) -> dict:
     """An engine test's analysis of the reference, where the test is about something else: the real one is a
     child job of its own (3.6 CPU-s each, a tenth of the suite's CPU when every fake-job engine ran one)."""
     return {"state": "error", "message": "not analysed in this test"}
+
+
+def as_result(data: dict) -> BenchResult:
+    """A test's result JSON as the typed result the store and the views take (version 1 unless it says)."""
+    return BenchResult.from_json({"version": 1, **data})
 
 
 def write_problem(root: Path, reference: str = KB_REFERENCE, files: dict[str, str] | None = None,

@@ -18,7 +18,7 @@ FAST = "seeds = 2\nbench_timeout_s = 90\n"  # a bound on hangs, not on speed: a 
 def bench(tmp_path, candidate: str, reference: str | None = None, config: str = FAST, **kwargs):
     kw = {"reference": reference} if reference else {}
     root = write_problem(tmp_path / "p", files={"cand.py": candidate}, config=config, **kw)
-    result = bench_file(load_problem(root), root / "cand.py", device="cpu", **kwargs)
+    result = bench_file(load_problem(root), root / "cand.py", device="cpu", **kwargs).to_json()
     check_result(result)
     return result
 
@@ -188,7 +188,7 @@ def custom_kernel(data):
 def gm_problem(tmp_path, candidate):
     root = write_problem(tmp_path / "gm", reference=GM_REFERENCE, files={"cand.py": candidate}, config=FAST)
     (root / "task.yml").write_text(GM_TASK)
-    return bench_file(load_problem(root), root / "cand.py", device="cpu")
+    return bench_file(load_problem(root), root / "cand.py", device="cpu").to_json()
 
 
 def test_gpumode_candidate_passes(tmp_path):
@@ -217,11 +217,11 @@ def test_warm_child_runs_the_job_with_imports_done_and_keeps_its_log(tmp_path):
     try:
         warm.prime(BENCH_MODULE, child_env("cpu"))
         waiting = warm_job_waiting(warm, BENCH_MODULE)  # the imports are done while "the user edits"
-        good = bench_file(problem, root / "cand.py", device="cpu", warm=warm)
+        good = bench_file(problem, root / "cand.py", device="cpu", warm=warm).to_json()
         assert good["state"] == "correct", good.get("message")
         wait_for(lambda: not alive(waiting), "the warm process to end with the job it took")
         waiting = warm_job_waiting(warm, BENCH_MODULE)  # run_child primed the next one
-        bad = bench_file(problem, root / "bad.py", device="cpu", warm=warm, log_path=tmp_path / "bad.log")
+        bad = bench_file(problem, root / "bad.py", device="cpu", warm=warm, log_path=tmp_path / "bad.log").to_json()
         assert bad["state"] == "error" and "exited with code 9" in bad["message"]
         assert "to the log" in (tmp_path / "bad.log").read_text()
         wait_for(lambda: not alive(waiting), "the second warm process to end with the job it took")

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import as_result
+
 from trialtui.cli import cli
 from trialtui.cli.trials import trials
 from trialtui.core.store import Store
@@ -35,14 +37,14 @@ def one_json(output: str) -> dict:
 
 @pytest.mark.parametrize("state, code", [("correct", 0), ("incorrect", 1), ("error", 2), ("timeout", 2)])
 def test_bench_exit_status_is_its_verdict(kb, monkeypatch, state, code):
-    monkeypatch.setattr("trialtui.engine.bench.bench_file", lambda *a, **k: {"state": state, "message": "m"})
+    monkeypatch.setattr("trialtui.engine.bench.bench_file", lambda *a, **k: as_result({"state": state, "message": "m"}))
     run = CliRunner().invoke(cli, ["bench", str(kb / "add.py"), "--json"])
     assert run.exit_code == code and one_json(run.output)["state"] == state
 
 
 def test_bench_on_several_gpus_exits_with_the_worst_verdict(kb, monkeypatch):
     states = iter(["correct", "incorrect"])
-    monkeypatch.setattr("trialtui.engine.bench.bench_file", lambda *a, **k: {"state": next(states)})
+    monkeypatch.setattr("trialtui.engine.bench.bench_file", lambda *a, **k: as_result({"state": next(states)}))
     monkeypatch.setattr("trialtui.engine.lanes.visible_gpus", lambda: ["0", "1"])
     run = CliRunner().invoke(cli, ["bench", str(kb / "add.py"), "--json", "--all-gpus"])
     assert run.exit_code == 1 and set(one_json(run.output)) == {"gpu0", "gpu1"}
@@ -120,7 +122,7 @@ def test_a_cpu_only_tree_explains_that_best_and_finalize_need_a_gpu_timing(kb):
     with Store.open(kb, writer=True) as store:
         for i in range(3):
             store.record("add.py", f"# v{i}\n")
-            store.update(f"t{i + 1}", state="correct", result=CPU_CORRECT)
+            store.update(f"t{i + 1}", state="correct", result=as_result(CPU_CORRECT))
     status = CliRunner().invoke(trials, ["status", "--dir", str(kb)]).output
     assert "Budget: 0/30 GPU trials" in status
     assert "Best: none — no trial can be best: t1, t2, t3 are correct on CPU, not timed" in status
@@ -136,7 +138,7 @@ def test_a_cpu_only_tree_explains_that_best_and_finalize_need_a_gpu_timing(kb):
 def test_a_flagged_trial_is_shown_as_never_best_and_is_never_finalized(kb):
     with Store.open(kb, writer=True) as store:
         store.record("add.py", "# flagged\n")
-        store.update("t1", state="correct", result=SIDE_STREAM)
+        store.update("t1", state="correct", result=as_result(SIDE_STREAM))
     status = CliRunner().invoke(trials, ["status", "--dir", str(kb)]).output
     assert "Best: none — no trial can be best: t1 is flagged (side-stream" in status
     assert "FLAGGED, never best: side-stream, suspicious" in status

@@ -5,10 +5,13 @@ from __future__ import annotations
 import copy
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
+from conftest import as_result
 
 from trialtui.cli.trials import trials
 from trialtui.core.problem_dir import load_problem
@@ -65,12 +68,12 @@ def problem(kb_problem: Path) -> Path:
     (kb_problem / "trialtui.toml").write_text(CONFIG)
     with Store.open(kb_problem) as store:
         store.record("kernel.py", (kb_problem / "kernel.py").read_bytes())
-        store.update("t1", state="correct", result=result_with(1.2))
+        store.update("t1", state="correct", result=as_result(result_with(1.2)))
         store.record("kernel.py", "# strategy: unrolled\nbroken = True\n")
-        store.update("t2", state="incorrect", result={**GPU_RESULT, "state": "incorrect", "speedup": None})
+        store.update("t2", state="incorrect", result=as_result({**GPU_RESULT, "state": "incorrect", "speedup": None}))
         store.set_head("kernel.py", "t1")
         store.record("kernel.py", "# strategy: tile 64\nfast = True\n")
-        store.update("t3", state="correct", result=result_with(2.4), sol=0.71, profile={"bound": "bandwidth"})
+        store.update("t3", state="correct", result=as_result(result_with(2.4)), sol=0.71, profile={"bound": "bandwidth"})
     (kb_problem / "kernel.py").write_text("# strategy: tile 64\nfast = True\n")
     return kb_problem
 
@@ -168,9 +171,9 @@ def bench(monkeypatch):
     def fake(problem, path, *, device=None, use_cache=True, heldout=None, **kw):
         if heldout is not None:  # finalize's held-out check: every case passes here
             bench.heldout.append(heldout)
-            return {"state": "correct", "correctness": {"heldout": [{"outcome": "passed"} for _ in heldout]}}
+            return as_result({"state": "correct", "correctness": {"heldout": [{"outcome": "passed"} for _ in heldout]}})
         calls.append({"path": Path(path), "device": device, "use_cache": use_cache, "source": Path(path).read_text()})
-        return copy.deepcopy(bench.result)
+        return as_result(copy.deepcopy(bench.result))
 
     bench.result = GPU_RESULT
     monkeypatch.setattr("trialtui.engine.bench.bench_file", fake)
@@ -235,18 +238,18 @@ def test_report_says_unknown_when_no_profile_or_roofline_and_refuses_wrong_resul
     prob = load_problem(problem)
     with Store.open(problem, writer=False) as store:
         t1 = store.get("t1")
-    text, data = build_report(prob, t1, GPU_RESULT)
+    text, data = build_report(prob, t1, as_result(GPU_RESULT))
     assert data["bound"] == "unknown" and data["sol"] is None and data["primary_baseline"] == "eager"
     assert "unknown (no profile or roofline classified this kernel)" in text and "unknown (no roofline" in text
     assert data["tolerance"] == {"atol": 1e-4, "rtol": 1e-4} and data["flags"][0]["code"] == "tie"
     with pytest.raises(ValueError):
-        build_report(prob, t1, {**GPU_RESULT, "state": "error"})
+        build_report(prob, t1, as_result({**GPU_RESULT, "state": "error", "speedup": None}))
 
 
 def test_report_never_shows_a_speedup_for_a_cpu_run_even_if_the_result_has_one(problem):
     cpu = {**CPU_RESULT, "speedup": {"eager": 3.0}, "baselines": {"eager": {"median_us": 9000.0, "cached": False}}}
     with Store.open(problem, writer=False) as store:
-        text, data = build_report(load_problem(problem), store.get("t1"), cpu)
+        text, data = build_report(load_problem(problem), store.get("t1"), as_result(cpu))
     assert data["speedup"] is None and data["baselines"]["eager"]["speedup"] is None
     assert "3.00" not in text and "No speedup" in text
 
@@ -343,7 +346,7 @@ def test_report_takes_the_bound_from_the_roofline_when_there_is_no_profile(probl
     roof = {"bound": "memory", "intensity": 0.4, "ridge": 206.1, "gpu": "NVIDIA H200", "source": "calibrated"}
     with Store.open(problem, writer=False) as store:
         t1 = store.get("t1")
-    t1.result = {**t1.result, "roofline": roof}
-    text, data = build_report(prob, t1, GPU_RESULT)
+    t1.result = replace(t1.result, roofline=roof)
+    text, data = build_report(prob, t1, as_result(GPU_RESULT))
     assert data["bound"] == "bandwidth"
     assert "bandwidth (roofline: 0.4 FLOP/B against a ridge of 206.1 on NVIDIA H200" in text

@@ -3,6 +3,8 @@ import pytest
 
 import torch
 
+from conftest import as_result
+
 from trialtui.core.config import Config
 from trialtui.core.decide import decide
 from trialtui.core.model import Trial
@@ -39,14 +41,14 @@ def test_a_wrong_shape_says_both_shapes_wherever_the_verdict_is_rendered():
     corr = {"seeds": 5, "cases": 1, "passed": False, "max_abs_err": r.max_abs_err, "max_rel_err": 0.0,
             "mismatch_frac": 0.0, "message": f"case 1 (defaults) seed 0: {r.message}"}
     assert wrong_output(corr) == "wrong shape: expected (4, 5), got (4, 3)"
-    cli = render_bench({"state": "incorrect", "correctness": corr, "message": corr["message"], "env": {}})
+    cli = render_bench(as_result({"state": "incorrect", "correctness": corr, "message": corr["message"], "env": {}}))
     assert "FAIL over 5 seeds × 1 case(s); wrong shape: expected (4, 5), got (4, 3)" in cli
     assert "max abs err 0" not in cli
     preview = render_validation({"ok": False, "invalid": False, "errors": [], "warnings": [],
                                  "preview": {"correct": False, "max_abs_err": 0.0, "message": r.message}}, "k.py")
     assert "wrong shape: expected (4, 5), got (4, 3)" in preview and "max abs err" not in preview
     trial = Trial("t1", "k.py", "0" * 64, 0.0, state="incorrect",
-                  result={"state": "incorrect", "correctness": corr, "message": corr["message"]})
+                  result=as_result({"state": "incorrect", "correctness": corr, "message": corr["message"]}))
     fix = decide([trial], trial, [], Config())
     assert "shape expected (4, 5), got (4, 3)" in fix.reason and not any("e+00" in e for e in fix.evidence)
 

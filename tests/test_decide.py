@@ -6,10 +6,12 @@ The running problem: row softmax over 4096×4096 fp32 on an H200, eager at 184 �
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
+
+from conftest import as_result
 
 from trialtui.core.config import Config
 from trialtui.core.decide import decide, naming_current_best
@@ -63,6 +65,8 @@ def invalid(id: str, parent: str | None, *errors: dict[str, Any]) -> Trial:
 
 
 def _trial(id: str, parent: str | None, state: str, **fields: Any) -> Trial:
+    if isinstance(fields.get("result"), dict):
+        fields["result"] = as_result(fields["result"])
     return Trial(id=id, file="softmax.py", sha256=f"sha-{id}", created=float(id[1:]), state=state, parent=parent,
                  **fields)
 
@@ -526,14 +530,15 @@ def test_the_side_stream_fixture_never_finalizes_and_never_becomes_best() -> Non
                                   "timing-mismatch", "fallback", "sol-implausible"])
 def test_every_disqualifying_flag_blocks_finalize_even_at_speed_of_light(code: str) -> None:
     trial = ok("t1", us=x(3.0), sol=0.95)
-    trial.result["flags"] = [{"code": code, "message": f"{code} seen"}]
+    trial.result = replace(trial.result, flags=[{"code": code, "message": f"{code} seen"}])
     decision = decide([trial], trial, [], Config(target_speedup=1.5, sol_target=0.8))
     assert decision.action == "fix" and f"{code}: {code} seen" in decision.reason
 
 
 def test_a_suspicious_speedup_without_a_speed_of_light_asks_for_a_profile_and_with_one_can_finalize() -> None:
     trial = ok("t1", us=x(12.9))
-    trial.result["flags"] = [{"code": "suspicious", "message": "vs eager: 12.9× is above 10×: suspicious, verify"}]
+    trial.result = replace(trial.result,
+                           flags=[{"code": "suspicious", "message": "vs eager: 12.9× is above 10×: suspicious, verify"}])
     decision = decide([trial], trial, [], Config(target_speedup=1.5, sol_target=0.8))
     assert decision.action == "profile" and decision.key == "p" and "never finalized" in decision.reason
     trial.sol = 0.83
@@ -543,13 +548,13 @@ def test_a_suspicious_speedup_without_a_speed_of_light_asks_for_a_profile_and_wi
 @pytest.mark.parametrize("code", ["tie", "bf16-emulated"])
 def test_an_informative_flag_still_finalizes(code: str) -> None:
     trial = ok("t1", us=x(3.0), sol=0.95)
-    trial.result["flags"] = [{"code": code, "message": "noted"}]
+    trial.result = replace(trial.result, flags=[{"code": code, "message": "noted"}])
     assert decide([trial], trial, [], Config(target_speedup=1.5, sol_target=0.8)).action == "finalize"
 
 
 def test_a_trial_is_measured_against_its_last_unflagged_ancestor() -> None:
     flagged = ok("t2", "t1", us=x(40.0))
-    flagged.result["flags"] = [{"code": "side-stream", "message": "escaped"}]
+    flagged.result = replace(flagged.result, flags=[{"code": "side-stream", "message": "escaped"}])
     trials = [ok("t1", us=x(1.2)), flagged, ok("t3", "t2", us=x(1.5))]
     decision = decide(trials, trials[-1], [], Config(target_speedup=3.0, profile_when="never"))
     assert decision.action == "continue" and "than t1" in decision.reason

@@ -15,6 +15,7 @@ import re
 import stat
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ from trialtui.engine import demo_print as dp
 from trialtui.engine import demo_replay as dr
 from trialtui.engine import demo_story as ds
 
-from conftest import play_story
+from conftest import as_result, play_story
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_kernels"
@@ -199,7 +200,7 @@ def test_replay_merges_only_a_recording_of_the_same_source(tmp_path):
 
     def inner(problem, path, **kw):
         calls.append((kw["device"], kw.get("correctness_only", False)))
-        return cpu_result()
+        return as_result(cpu_result())
 
     bench = dr.ReplayBench(recordings, inner)
     for stem, speed in (("v3", 1.4), ("v6", None), ("v7", None)):  # recorded, missing, stale
@@ -207,17 +208,17 @@ def test_replay_merges_only_a_recording_of_the_same_source(tmp_path):
         path.write_bytes(story.source(story.by_file(f"{stem}.py")))
         result = bench(None, path, device="cuda")
         if speed is None:
-            assert result["speedup"] is None and "recorded" not in result
-            assert result["env"]["device"] == "cpu"
-            assert any(f["code"] == "no-recording" for f in result["flags"])
+            assert result.speedup is None and result.recorded is None
+            assert result.env["device"] == "cpu"
+            assert any(f["code"] == "no-recording" for f in result.flags)
             assert dr.numbers_label(result) == "no GPU recording for this source: no speed"
         else:
-            assert result["speedup"]["eager"] == pytest.approx(speed)
-            assert result["recorded"]["source"] == "replay"
-            assert result["recorded"]["date"] == "2000-01-01"
-            assert result["recorded"]["gpu"].startswith("FIXTURE-GPU")
-            assert result["correctness"]["seeds"] == 3  # the live CPU check, not the recording's
-            assert result["recorded"]["cpu"]["env"]["device"] == "cpu"
+            assert result.speedup["eager"] == pytest.approx(speed)
+            assert result.recorded["source"] == "replay"
+            assert result.recorded["date"] == "2000-01-01"
+            assert result.recorded["gpu"].startswith("FIXTURE-GPU")
+            assert result.correctness["seeds"] == 3  # the live CPU check, not the recording's
+            assert result.recorded["cpu"]["env"]["device"] == "cpu"
             assert dr.recorded_label(result) == ("replayed from a recording on FIXTURE-GPU (test data, not a "
                                                  "measurement), 2000-01-01")
             assert "replayed from a recording on FIXTURE-GPU" in dr.numbers_label(result)
@@ -232,14 +233,14 @@ def test_replay_never_speeds_up_an_incorrect_or_unrecorded_failure(tmp_path):
     story = ds.load_story(SAMPLES / "softmax")
     path = tmp_path / "v3.py"
     path.write_bytes(story.source(story.by_file("v3.py")))
-    result = dr.ReplayBench(recordings, lambda *a, **k: cpu_result("incorrect"))(None, path, device="cpu")
-    assert result["state"] == "incorrect" and result["speedup"] is None and "recorded" not in result
+    result = dr.ReplayBench(recordings, lambda *a, **k: as_result(cpu_result("incorrect")))(None, path, device="cpu")
+    assert result.state == "incorrect" and result.speedup is None and result.recorded is None
     # a recording whose GPU run was not correct adds nothing either
     sha = sha256_of(path.read_bytes())
-    recordings[sha]["result"] = {**recordings[sha]["result"], "state": "error", "speedup": None, "message": "boom"}
-    result = dr.ReplayBench(recordings, lambda *a, **k: cpu_result())(None, path, device="cpu")
-    assert result["speedup"] is None and "recorded" not in result
-    assert any(f["code"] == "recording-not-correct" for f in result["flags"])
+    recordings[sha]["result"] = replace(recordings[sha]["result"], state="error", speedup=None, message="boom")
+    result = dr.ReplayBench(recordings, lambda *a, **k: as_result(cpu_result()))(None, path, device="cpu")
+    assert result.speedup is None and result.recorded is None
+    assert any(f["code"] == "recording-not-correct" for f in result.flags)
 
 
 def test_record_files_round_trip_into_replay(tmp_path):
@@ -250,7 +251,7 @@ def test_record_files_round_trip_into_replay(tmp_path):
     source = story.source(version)
     gpu_result = {**cpu_result(), "timing": {"median_us": 100.0, "label": "GPU"}, "speedup": {"eager": 3.0},
                   "baselines": {"eager": {"median_us": 300.0}}, "env": {"device": "cuda", "gpu": "NVIDIA H200"}}
-    trial = Trial("t3", "kernel.py", sha256_of(source), 0.0, state="correct", result=gpu_result)
+    trial = Trial("t3", "kernel.py", sha256_of(source), 0.0, state="correct", result=as_result(gpu_result))
     player = d.DemoPlayer(story, mode="live", record_dir=tmp_path / "rec")
     player._record(version, trial)
     written = json.loads((tmp_path / "rec" / "rmsnorm" / "v3.json").read_text())
@@ -258,8 +259,8 @@ def test_record_files_round_trip_into_replay(tmp_path):
     assert written["recorded_at"][:4].isdigit() and written["result"]["speedup"] == {"eager": 3.0}
     path = tmp_path / "v3.py"
     path.write_bytes(source)
-    result = dr.ReplayBench(dr.load_recordings(tmp_path / "rec" / "rmsnorm"), lambda *a, **k: cpu_result())(None, path)
-    assert result["speedup"] == {"eager": 3.0}
+    result = dr.ReplayBench(dr.load_recordings(tmp_path / "rec" / "rmsnorm"), lambda *a, **k: as_result(cpu_result()))(None, path)
+    assert result.speedup == {"eager": 3.0}
     assert dr.recorded_label(result) == f"replayed from a recording on NVIDIA H200, {written['recorded_at'][:10]}"
 
 
@@ -300,7 +301,7 @@ def test_the_first_commands_story_holds_on_its_recordings():
         rec = recordings[version.stem]
         parent = ids.get(version.parent) if version.parent else None
         trial = Trial(f"t{n}", story.candidate, rec["sha256"], float(n), state=rec["state"], parent=parent,
-                      result=rec["result"], sol=rec.get("sol"), verdicts=rec.get("verdicts") or [],
+                      result=as_result(rec["result"]), sol=rec.get("sol"), verdicts=rec.get("verdicts") or [],
                       profile=rec.get("profile"))
         trials.append(trial)
         ids[version.file] = trial.id
@@ -338,7 +339,8 @@ def test_the_first_commands_story_holds_on_the_live_h200_numbers_that_broke_it()
             result["speedup"] = {**(result.get("speedup") or {}), "eager": beat["speedup"]}
         parent = ids.get(version.parent) if version.parent else None
         trial = Trial(f"t{n}", story.candidate, rec["sha256"], float(n), state=rec["state"], parent=parent,
-                      result=result, sol=rec.get("sol"), verdicts=rec.get("verdicts") or [], profile=rec.get("profile"))
+                      result=as_result(result), sol=rec.get("sol"), verdicts=rec.get("verdicts") or [],
+                      profile=rec.get("profile"))
         trials.append(trial)
         ids[version.file] = trial.id
         trial.decision = decide(trials, trial, trial.verdicts, config, source=story.source(version).decode()).to_dict()
@@ -351,7 +353,7 @@ def test_final_table_labels_every_number():
     replayed = {**cpu_result(), "speedup": {"eager": 2.5, "compile": 1.5}, "env": {"gpu": "NVIDIA H200"},
                 "sizes": [{"rows": 8}], "dtype": "float16",
                 "recorded": {"gpu": "NVIDIA H200", "date": "2025-11-29", "source": "replay"}}
-    runs = [ds.ProblemRun("a", Path("."), "replay", best="t8", best_version="v8.py", best_result=replayed),
+    runs = [ds.ProblemRun("a", Path("."), "replay", best="t8", best_version="v8.py", best_result=as_result(replayed)),
             ds.ProblemRun("b", Path("."), "replay")]
     table = dp.final_table(runs)
     row_a, row_b = table.splitlines()[1:]
@@ -377,10 +379,10 @@ def test_branch_back_goes_to_the_real_best(tmp_path):
     def bench(problem, path, **kw):
         stem = by_sha[sha256_of(Path(path).read_bytes())]
         if stem == "v2":
-            return cpu_result("incorrect")
-        return {**cpu_result(), "timing": {"median_us": 100 / speed[stem], "rse": 0.001},
-                "baselines": {"eager": {"median_us": 100.0}}, "speedup": {"eager": speed[stem]},
-                "env": {"device": "cuda", "gpu": "fake"}}
+            return as_result(cpu_result("incorrect"))
+        return as_result({**cpu_result(), "timing": {"median_us": 100 / speed[stem], "rse": 0.001},
+                          "baselines": {"eager": {"median_us": 100.0}}, "speedup": {"eager": speed[stem]},
+                          "env": {"device": "cuda", "gpu": "fake"}})
 
     def validate(problem, path, compile=True, **kw):
         return {"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0}
@@ -424,7 +426,7 @@ def test_replay_with_one_recording_ranks_no_best_and_says_what_it_could_not_repl
     by_sha = {sha256_of(story.source(v)): v.stem for v in story.versions}
 
     def cpu_bench(problem, path, **kw):
-        return cpu_result("incorrect" if by_sha[sha256_of(Path(path).read_bytes())] == "v2" else "correct")
+        return as_result(cpu_result("incorrect" if by_sha[sha256_of(Path(path).read_bytes())] == "v2" else "correct"))
 
     def validate(problem, path, compile=True, **kw):
         return {"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0}
@@ -509,11 +511,11 @@ def test_demo_headless_plays_every_story_on_the_cpu(tmp_path, names):
         assert got[back.stem].parent == got[best].id != got["v4"].id
         # replayed numbers: from the recording of the same source, labelled; never anything else
         v3 = got["v3"].result
-        assert v3["recorded"]["source"] == "replay" and v3["speedup"]["eager"] == pytest.approx(1.4)
-        assert v3["correctness"]["passed"] and v3["recorded"]["cpu"]["env"]["device"] == "cpu"
+        assert v3.recorded["source"] == "replay" and v3.speedup["eager"] == pytest.approx(1.4)
+        assert v3.correctness["passed"] and v3.recorded["cpu"]["env"]["device"] == "cpu"
         for stem in [s for s in ("v6", "v7") if s in got]:  # missing, stale (softmax ends at v6)
-            assert got[stem].speedup("eager") is None and "recorded" not in got[stem].result, (name, stem)
-        assert got["v2"].result.get("speedup") is None
+            assert got[stem].speedup("eager") is None and got[stem].result.recorded is None, (name, stem)
+        assert got["v2"].result.speedup is None
         # the printed story, in order
         lines = beat_lines(out, name)
         done = [line for line in lines if re.match(r"beat: \w+ — v\d+\.py is t\d+ \(", line)]
@@ -600,12 +602,12 @@ def test_record_mode_writes_what_replay_reads(tmp_path, monkeypatch):
         stem = by_sha[sha256_of(Path(path).read_bytes())]
         calls.append((stem, device, (env or {}).get("CUDA_VISIBLE_DEVICES"), use_cache))
         if stem == "v2":
-            return cpu_result("incorrect")
+            return as_result(cpu_result("incorrect"))
         s = int(stem[1:])
-        return {**cpu_result(), "timing": {"median_us": 100.0 / s, "rse": 0.001, "label": "GPU"},
-                "baselines": {"eager": {"median_us": 100.0}, "compile": {"median_us": 80.0}},
-                "speedup": {"eager": float(s), "compile": 0.8 * s}, "sizes": [{"rows": 1}],
-                "env": {"device": "cuda", "gpu": "PRETEND-H200"}}
+        return as_result({**cpu_result(), "timing": {"median_us": 100.0 / s, "rse": 0.001, "label": "GPU"},
+                          "baselines": {"eager": {"median_us": 100.0}, "compile": {"median_us": 80.0}},
+                          "speedup": {"eager": float(s), "compile": 0.8 * s}, "sizes": [{"rows": 1}],
+                          "env": {"device": "cuda", "gpu": "PRETEND-H200"}})
 
     monkeypatch.setattr(bench_mod, "detect_device", lambda: "cuda")
     monkeypatch.setattr(lanes_mod, "visible_gpus", lambda: ["0"])
@@ -629,8 +631,8 @@ def test_record_mode_writes_what_replay_reads(tmp_path, monkeypatch):
     # what was recorded replays, labelled with its GPU and date
     path = tmp_path / "v8.py"
     path.write_bytes(story.source(story.by_file("v8.py")))
-    replayed = dr.ReplayBench(dr.load_recordings(rec / "bias_gelu_residual"), lambda *a, **k: cpu_result())(None, path)
-    assert replayed["speedup"]["eager"] == 8.0
+    replayed = dr.ReplayBench(dr.load_recordings(rec / "bias_gelu_residual"), lambda *a, **k: as_result(cpu_result()))(None, path)
+    assert replayed.speedup["eager"] == 8.0
     assert dr.recorded_label(replayed).startswith("replayed from a recording on PRETEND-H200, 20")
 
 

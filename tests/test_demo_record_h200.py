@@ -75,6 +75,7 @@ def recordings_of(name: str) -> dict[str, dict]:
 def test_every_beat_holds_on_the_runs_numbers_as_decide_judges_them_today(record, name):
     """Each version's recorded H200 result, decided and judged in story order with today's rules: the
     state, the parent and every beat's claim hold on the numbers the GPU measured."""
+    from trialtui.core.bench_result import BenchResult
     from trialtui.core.config import load_config
     from trialtui.core.decide import decide
     from trialtui.core.model import Trial
@@ -91,7 +92,7 @@ def test_every_beat_holds_on_the_runs_numbers_as_decide_judges_them_today(record
         assert rec["sha256"] == hashlib.sha256(story.source(version)).hexdigest(), version.file
         assert rec["state"] != "correct" or (rec["result"].get("env") or {}).get("device") == "cuda"
         trial = Trial(f"t{n}", story.candidate, rec["sha256"], float(n), state=rec["state"],
-                      parent=ids.get(version.parent) if version.parent else None, result=rec["result"],
+                      parent=ids.get(version.parent) if version.parent else None, result=BenchResult.from_json(rec["result"]),
                       sol=rec.get("sol"), verdicts=rec.get("verdicts") or [])
         trials.append(trial)
         ids[version.file] = trial.id

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import TrialState
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store, StoreLocked
@@ -17,7 +18,7 @@ from trialtui.engine import events as ev
 from trialtui.engine.lanes import Lane, Lanes
 from trialtui.engine.loop import Engine
 
-from conftest import KB_GOOD, no_analysis, write_problem
+from conftest import KB_GOOD, as_result, no_analysis, write_problem
 
 
 def ok_validate(problem, path, compile=True, **kw):
@@ -32,7 +33,11 @@ class FakeBench:
         self.calls: list[tuple[str, str, float, float]] = []
         self.lock = threading.Lock()
 
-    def __call__(self, problem, path, *, env=None, handle=None, **kw):
+    def __call__(self, problem, path, **kw) -> BenchResult:
+        return as_result(self.json(problem, path, **kw))
+
+    def json(self, problem, path, *, env=None, handle=None, **kw) -> dict:
+        """The result as the child's JSON, which subclasses change."""
         start = time.monotonic()
         deadline = start + self.seconds
         while time.monotonic() < deadline:
@@ -287,11 +292,11 @@ def test_file_deleted_while_queued_is_cancelled_with_a_notice(root):
 
 def test_a_trial_whose_reference_failed_re_runs_when_reference_py_is_fixed_and_is_not_stale(root):
     class BrokenThenFixed(FakeBench):
-        def __call__(self, problem, path, **kw):
+        def json(self, problem, path, **kw):
             if "boom" in problem.reference.read_text():
                 return {"version": 1, "state": "error", "reference_failed": True,
                         "message": "loading the reference: RuntimeError: boom"}
-            return super().__call__(problem, path, **kw)
+            return super().json(problem, path, **kw)
 
     ref = root / "reference.py"
     good = ref.read_text()
@@ -408,8 +413,8 @@ class GpuBench(FakeBench):
         super().__init__()
         self.medians = list(medians)
 
-    def __call__(self, problem, path, **kw):
-        result = super().__call__(problem, path, **kw)
+    def json(self, problem, path, **kw):
+        result = super().json(problem, path, **kw)
         median = self.medians.pop(0)
         result["timing"] = {"median_us": median, "rse": 0.001, "p20_us": median, "p80_us": median}
         result["speedup"] = {"eager": 300.0 / median}

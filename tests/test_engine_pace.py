@@ -30,12 +30,12 @@ class TimingBench(FakeBench):
         self.timing: list[tuple[float, float]] = []
         self.held: list[bool] = []
 
-    def __call__(self, problem, path, *, on_progress=None, **kw):
+    def json(self, problem, path, *, on_progress=None, **kw):
         self.held.append(GpuLock("0").holds())
         start = time.monotonic()
         if on_progress is not None:
             on_progress({"phase": "timing", "i": 0, "n": 8})
-        result = super().__call__(problem, path, **kw)
+        result = super().json(problem, path, **kw)
         self.timing.append((start, time.monotonic()))
         result["timing"] = {"median_us": 100.0, "rse": 0.001, "p20_us": 100.0, "p80_us": 100.0}
         result["env"] = {"device": "cuda", "gpu": "NVIDIA H200", "driver": "580.159.04"}  # timed on a GPU

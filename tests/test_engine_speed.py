@@ -15,7 +15,7 @@ from trialtui.engine.headless import HeadlessPrinter
 from trialtui.engine.lanes import Lane, Lanes
 from trialtui.engine.loop import Engine
 
-from conftest import KB_GOOD, no_analysis, write_problem
+from conftest import KB_GOOD, as_result, no_analysis, write_problem
 from test_engine import FakeBench, collect, ok_validate
 
 
@@ -91,10 +91,10 @@ class PreliminaryBench(FakeBench):
         super().__init__()
         self.lines = lines
 
-    def __call__(self, problem, path, *, on_progress=None, **kw):
+    def json(self, problem, path, *, on_progress=None, **kw):
         for line in self.lines:
             on_progress(line)
-        return super().__call__(problem, path, **kw)
+        return super().json(problem, path, **kw)
 
 
 GOOD_LINE = {"phase": "preliminary", "median_us": 140.0, "p20_us": 138.0, "p80_us": 144.0, "n": 40,
@@ -114,7 +114,7 @@ def test_a_preliminary_median_is_an_event_never_stored_and_a_malformed_one_is_dr
     result_at = next(i for i, e in enumerate(seen) if isinstance(e, ev.ResultReady))
     assert seen.index(prelim[0]) < result_at
     t1 = engine.store.get("t1")
-    assert t1.result["timing"]["median_us"] == 100.0 and "preliminary" not in repr(t1.result)  # the final number is the only one kept
+    assert t1.result.timing["median_us"] == 100.0 and "preliminary" not in repr(t1.result)  # the final number is the only one kept
     line = HeadlessPrinter.text(prelim[0])
     assert line.startswith("t1 preliminary 140.00 µs ±2.1% (n=40) 1.61× eager")
     assert "final number follows" in line
@@ -230,7 +230,7 @@ def _profiled(monkeypatch, root, bench_calls):
 
     def bench(problem, path, **kw):
         bench_calls.append(path)
-        return {"state": "incorrect", "message": "benchmarked again", "env": {"device": "cuda"}}
+        return as_result({"state": "incorrect", "message": "benchmarked again", "env": {"device": "cuda"}})
 
     monkeypatch.setattr(profile_module, "bench_file", bench)
     return profile_module.profile_candidate(load_problem(root), root / "kernel.py")
@@ -248,7 +248,7 @@ def test_profile_reuses_the_verdict_of_the_same_source_against_the_same_referenc
               "reference_sha": reference_hash(root / "reference.py")}
     with Store.open(root) as store:
         _, trial = store.record("kernel.py", KB_GOOD)
-        store.update(trial.id, state=TrialState.CORRECT, result=result)
+        store.update(trial.id, state=TrialState.CORRECT, result=as_result(result))
     calls: list = []
     out = _profiled(monkeypatch, root, calls)
     assert calls == [] and out["state"] == "correct" and out["median_us"] == 120.0  # no second benchmark

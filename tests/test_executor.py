@@ -19,7 +19,7 @@ from trialtui.engine.executors.host import Workspace
 from trialtui.engine.executors.local import LocalExecutor
 from trialtui.engine.executors.remote import RemoteExecutor, pack
 
-from conftest import KB_GOOD, write_problem
+from conftest import KB_GOOD, as_result, write_problem
 
 
 @pytest.mark.parametrize("text, scheme, user, host, port", [
@@ -142,17 +142,17 @@ def test_what_comes_back_lands_only_in_logs_and_profiles_with_paths_made_local(t
 def test_a_malformed_remote_result_is_an_error_naming_the_executor(tmp_path):
     root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
     result = Canned({"result": {"version": 1, "state": "correct", "speedup": "fast"}, "root": "/far", "files": {}}).bench(
-        load_problem(root), root / "kernel.py")
+        load_problem(root), root / "kernel.py").to_json()
     assert result["state"] == "error" and "malformed result from canned x" in result["message"]
 
 
 def test_where_a_trial_ran_reads_as_host_gpu_and_executor():
-    assert ran_on({"env": {"device": "cuda", "gpu": "NVIDIA H200"}}) == ""  # this machine's: nothing to add
-    assert ran_on({"env": {"device": "cuda", "gpu": "NVIDIA H200", "host": "box", "executor": "ssh://a@box"}}) == \
+    assert ran_on(as_result({"state": "correct", **{"env": {"device": "cuda", "gpu": "NVIDIA H200"}}})) == ""  # this machine's: nothing to add
+    assert ran_on(as_result({"state": "correct", **{"env": {"device": "cuda", "gpu": "NVIDIA H200", "host": "box", "executor": "ssh://a@box"}}})) == \
         "box · NVIDIA H200 (ssh://a@box)"
     result = {"models": {"H200": {"state": "correct", "speedup": {"eager": 1.31}},
                          "A100": {"state": "error", "speedup": None}}}
-    assert model_speedups(result, "eager") == "H200 1.31× · A100 error"
+    assert model_speedups(as_result({"state": "correct", **result}), "eager") == "H200 1.31× · A100 error"
 
 
 LAPTOP = textwrap.dedent("""
@@ -173,7 +173,7 @@ LAPTOP = textwrap.dedent("""
                     break
             t2 = app.trials["t2"]
             print("TREE", app.tree.plain_lines())
-            print("T2", t2.state, t2.result.get("message"))
+            print("T2", t2.state, t2.result.message)
             print("DECISION", t2.decision["action"], t2.decision["reason"])
             print("FINDINGS", [e["code"] for e in t2.validation["errors"]])
             print("HEADER", app._where()[0])
@@ -190,7 +190,7 @@ def test_a_laptop_install_opens_the_tui_reads_the_tree_and_says_why_jobs_do_not_
     root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
     store = Store.open(root, writer=True)
     _, trial = store.record("kernel.py", KB_GOOD)
-    store.update(trial.id, state="correct", result={"version": 1, "state": "correct", "env": {"device": "cpu"}})
+    store.update(trial.id, state="correct", result=as_result({"state": "correct", "env": {"device": "cpu"}}))
     store.close()
     (root / "kernel.py").write_text(KB_GOOD + "\n# a save on the laptop\n")
     out = subprocess.run([sys.executable, "-c", LAPTOP, str(root)], capture_output=True, text=True, timeout=600)

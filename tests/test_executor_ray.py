@@ -43,8 +43,8 @@ def test_ray_jobs_keep_to_the_gpu_slots_give_the_local_result_and_cover_every_mo
         executor = executor_for("ray://local", ExecutorSettings(), "cpu")
         assert len(executor.open()) == SLOTS and executor.models == ["TEST-A", "TEST-B"]
 
-        here = bench_file(problem, root / "kernel.py", device="cpu")
-        there = executor.bench(problem, root / "kernel.py", device="cpu", log_path=root / ".trialtui" / "logs" / "ray.log")
+        here = bench_file(problem, root / "kernel.py", device="cpu").to_json()
+        there = executor.bench(problem, root / "kernel.py", device="cpu", log_path=root / ".trialtui" / "logs" / "ray.log").to_json()
         assert here["state"] == there["state"] == "correct", there.get("message")
         for key in ("seeds", "passed", "max_abs_err", "mismatch_frac", "launches"):
             assert there["correctness"][key] == here["correctness"][key], key
@@ -63,7 +63,7 @@ def test_ray_jobs_keep_to_the_gpu_slots_give_the_local_result_and_cover_every_mo
 
         every = executor_for("ray://local", ExecutorSettings(models="every"), "cpu")
         assert len(every.open()) == SLOTS // 2  # a trial takes a slot of each model
-        result = every.bench(problem, root / "kernel.py", device="cpu")
+        result = every.bench(problem, root / "kernel.py", device="cpu").to_json()
         assert result["state"] == "correct"
         assert sorted(result["models"]) == ["TEST-A", "TEST-B"]
         assert all(m["state"] == "correct" for m in result["models"].values())

@@ -65,11 +65,11 @@ def assert_remote_job_is_the_local_one(tmp_path, executor, url: str) -> None:
     streamed back, the log landed here, no path of the host's in the result."""
     root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
     problem = load_problem(root)
-    here = bench_file(problem, root / "kernel.py", device="cpu", log_path=root / ".trialtui" / "logs" / "here.log")
+    here = bench_file(problem, root / "kernel.py", device="cpu", log_path=root / ".trialtui" / "logs" / "here.log").to_json()
     log = root / ".trialtui" / "logs" / "there.log"
     phases = []
     there = executor.bench(problem, root / "kernel.py", device="cpu", log_path=log,
-                           on_progress=lambda event: phases.append(event.get("phase")))
+                           on_progress=lambda event: phases.append(event.get("phase"))).to_json()
     assert here["state"] == there["state"] == "correct", there.get("message")
     for key in ("seeds", "passed", "max_abs_err", "mismatch_frac", "launches"):
         assert there["correctness"][key] == here["correctness"][key], key
@@ -119,7 +119,7 @@ def test_a_cancelled_job_is_swept_on_the_host(tmp_path, executor):
             checking.set()
 
     job = threading.Thread(target=lambda: result.update(executor.bench(
-        load_problem(root), root / "kernel.py", device="cpu", handle=handle, on_progress=progress)))
+        load_problem(root), root / "kernel.py", device="cpu", handle=handle, on_progress=progress).to_json()))
     job.start()
     assert checking.wait(DEADLINE_S), f"gave up after {DEADLINE_S:g} s waiting for the job to run there"
     handle.cancel()
@@ -157,7 +157,7 @@ def test_a_lost_connection_marks_the_trial_interrupted_and_it_runs_once_more(tmp
         engine.close()
     assert "interrupted" in states and states.index("interrupted") < len(states) - 1
     assert trial.state == "correct", trial.result
-    assert trial.result["env"]["executor"] == server.url()
+    assert trial.result.env["executor"] == server.url()
     assert sum("executors.host" in c for c in server.commands) == hosts_before + 1  # connected again, once
     wait_for(lambda: not alive(first_host) and not any(alive(p) for p in dropped[0]),
              "the first host process and everything it started to be gone once its connection was cut")

@@ -80,7 +80,7 @@ def test_a_connection_lost_mid_job_marks_the_trial_interrupted_and_it_runs_once_
     assert cut and cut[1], "no sshd session to kill while the job ran"
     assert "interrupted" in states and states.index("interrupted") < len(states) - 1
     assert trial.state == "correct", trial.result
-    assert trial.result["env"]["executor"] == sshd.url()
+    assert trial.result.env["executor"] == sshd.url()
     assert sshd.accepted() == accepted_before + 1  # connected again, once
     wait_for(lambda: not alive(first_host) and not any(alive(p) for p in cut[0]),
              "the first host process and everything it started to be gone once sshd's session was killed")

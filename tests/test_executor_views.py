@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+from conftest import as_result
+
 from trialtui.core.report import build_report
 from trialtui.tui.app import TrialApp
 
@@ -23,7 +25,7 @@ def test_the_tui_names_the_host_jobs_run_on_and_each_model_speedup(tmp_path, utc
     result["env"] = {**result["env"], **REMOTE}
     result["models"] = {"NVIDIA H200": {"state": "correct", "speedup": {"eager": 1.31}},
                         "NVIDIA A100": {"state": "correct", "speedup": {"eager": 1.12}}}
-    store.update(last, result=result)
+    store.update(last, result=as_result(result))
 
     async def body():
         app = TrialApp(problem, engine, clock=lambda: 1000.0)
@@ -47,7 +49,7 @@ def test_finalize_report_names_where_the_re_benchmark_ran(tmp_path):
     result["env"] = {**result["env"], **REMOTE}
     trial = store.get("t1")
     store.close()
-    text, report = build_report(problem, trial, result)
+    text, report = build_report(problem, trial, as_result(result))
     assert "- Ran on: gpu-box through ssh://alice@gpu-box" in text
     assert (report["host"], report["executor"]) == ("gpu-box", "ssh://alice@gpu-box")
-    assert "Ran on" not in build_report(problem, trial, gpu_result(200.0))[0]  # this machine's: as before
+    assert "Ran on" not in build_report(problem, trial, as_result(gpu_result(200.0)))[0]  # this machine's: as before

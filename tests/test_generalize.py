@@ -23,7 +23,7 @@ from trialtui.core.generalization import CaseOutcome, Generalization, Outcome
 from trialtui.core.heldout import HeldOutCase, Layout, below_power_of_two, is_prime, plan, prime_above
 from trialtui.core.problem_dir import load_problem
 
-from conftest import write_problem
+from conftest import as_result, write_problem
 
 HERE = Path(__file__).parent
 SAMPLE = HERE.parent / "sample_kernels" / "bias_gelu_residual"
@@ -112,7 +112,7 @@ def test_the_line_names_the_first_failure_and_what_was_not_run_or_skipped():
 
 
 def test_a_job_without_an_outcome_per_case_is_an_error_never_a_pass():
-    found = Generalization.of_result([_case({})], {"state": "error", "message": "loading the reference: boom"})
+    found = Generalization.of_result([_case({})], as_result({"state": "error", "message": "loading the reference: boom"}))
     assert found.error and not found.fails and "boom" in found.line()
 
 
@@ -129,13 +129,13 @@ def test_a_kernel_failing_a_held_out_case_has_the_line_on_top_and_no_headline_wi
         trial = store.get("t1")
     failing = Generalization([CaseOutcome(_case({}), Outcome.PASSED),
                               CaseOutcome(_case({"dim": 4099}), Outcome.FAILED, "values differ")])
-    text, data = build_report(load_problem(kb_problem), trial, GPU_RESULT, failing)
+    text, data = build_report(load_problem(kb_problem), trial, as_result(GPU_RESULT), failing)
     assert text.splitlines()[2] == "**generalizes: 1 of 2 held-out cases; fails at dim=4099 (values differ)**"
     assert "faster than eager at the sizes it was checked at only" in text and "**2.38×" not in text
     assert data["generalizes"] == failing.line() and data["generalization"]["fails"] is True
     assert data["generalization"]["cases"][1]["label"] == "dim=4099"
     passing = Generalization([CaseOutcome(_case({}), Outcome.PASSED)])
-    text, data = build_report(load_problem(kb_problem), trial, GPU_RESULT, passing)
+    text, data = build_report(load_problem(kb_problem), trial, as_result(GPU_RESULT), passing)
     assert "- generalizes: 1 of 1 held-out cases" in text and "**2.38× faster than eager**" in text
 
 

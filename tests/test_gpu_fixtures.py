@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import as_result
+
 from trialtui.core.model import Trial
 from trialtui.core.result import check_result
 from trialtui.core.text import trial_summary
@@ -23,9 +25,9 @@ def test_h200_results_follow_the_schema_and_are_labelled(name):
     result = check_result(load(f"result_{name}.json"))
     assert result["state"] == "correct"
     assert result["env"]["gpu"] == "NVIDIA H200"
-    text = render_bench(result)
+    text = render_bench(as_result(result))
     assert "NVIDIA H200" in text and result["dtype"] in text and "vs eager (measured)" in text
-    trial = Trial(id="t1", file="kernel.py", sha256="0", created=0.0, state="correct", result=result)
+    trial = Trial(id="t1", file="kernel.py", sha256="0", created=0.0, state="correct", result=as_result(result))
     assert "vs eager" in trial_summary(trial) and "NVIDIA H200" in trial_summary(trial)
 
 

@@ -200,7 +200,7 @@ def test_upstream_candidates_score_on_the_cpu(tmp_path, name, candidate, state):
     path = root / candidate
     if path.parent != root:  # upstream keeps examples in solutions/: score them from the problem dir
         path = shutil.copyfile(path, root / f"example_{path.parent.name}.py")
-    result = bench_file(load_problem(root), path, device="cpu", use_cache=False)
+    result = bench_file(load_problem(root), path, device="cpu", use_cache=False).to_json()
     assert result["state"] == state, result["message"]
     if state == "incorrect":
         assert "mismatch" in result["message"] or "values" in result["message"]

@@ -44,7 +44,7 @@ FORGED_REPORT = {
 
 def run(tmp_path, source: str) -> dict:
     root = write_problem(tmp_path / "p", files={"cand.py": source}, config=FAST)
-    return bench_file(load_problem(root), root / "cand.py", device="cpu", use_cache=False)
+    return bench_file(load_problem(root), root / "cand.py", device="cpu", use_cache=False).to_json()
 
 
 @pytest.mark.parametrize("way", sorted(WRONG_WHEN_TIMED))

@@ -267,7 +267,7 @@ def test_a_plugin_language_validates_in_its_own_child_job_and_needs_a_gpu(tmp_pa
         assert sorted((k["name"], k["arch"], k["registers"]) for k in report["kernels"]) == [
             ("kernel_add", "sm_80", 2), ("kernel_add", "sm_90", 2),
             ("kernel_nothing", "sm_80", 1), ("kernel_nothing", "sm_90", 1)]
-        result = bench_file(load_problem(root), path, device="cpu")
+        result = bench_file(load_problem(root), path, device="cpu").to_json()
         assert result["state"] == "error" and "TestLang" in result["message"] and result["needs_gpu"]
     finally:
         plugins.reload_entry_points()

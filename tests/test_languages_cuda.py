@@ -128,7 +128,7 @@ def test_a_cublas_call_through_load_inline_is_valid_and_never_run_here(root):
 
 
 def test_bench_without_a_gpu_says_it_needs_one_and_runs_nothing(root):
-    result = bench_file(load_problem(root), root / "add_inline.py", device="cpu")
+    result = bench_file(load_problem(root), root / "add_inline.py", device="cpu").to_json()
     assert result["state"] == "error" and result["needs_gpu"] is True
     assert result["message"].startswith("needs a GPU") and "CUDA C++" in result["message"]
     assert result["correctness"] is None and result["timing"] is None

@@ -12,6 +12,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from conftest import as_result
+
 from trialtui.agent.session import MAX_SOURCE_BYTES
 
 PROBLEMS = Path(__file__).parent / "problems"
@@ -193,9 +195,9 @@ def test_the_agents_finalize_answer_carries_the_generalizes_line(tmp_path):
     from test_engine import GpuBench, make_engine
 
     class FailsOneHeldOutCase(GpuBench):
-        def __call__(self, problem, path, *, heldout=None, **kw):
+        def json(self, problem, path, *, heldout=None, **kw):
             if heldout is None:
-                return super().__call__(problem, path, **kw)
+                return super().json(problem, path, **kw)
             outcomes = [{"outcome": "passed"} for _ in heldout]
             outcomes[1] = {"outcome": "failed", "message": "3 of 4099 values differ; first at (4096,)"}
             return {"state": "incorrect", "correctness": {"heldout": outcomes}}
@@ -219,7 +221,7 @@ def test_without_a_gpu_the_answer_says_stop_at_a_cpu_correct_or_gpu_only_trial()
     from trialtui.core.model import Trial
 
     def trial(state: str, **result) -> Trial:
-        return Trial(id="t1", file="k.py", sha256="x", created=0.0, state=state, result={"state": state, **result})
+        return Trial(id="t1", file="k.py", sha256="x", created=0.0, state=state, result=as_result({"state": state, **result}))
 
     cpu, gpu = views.machine_view("cpu", None), views.machine_view("cuda", None)
     cuda_cpp = trial("error", needs_gpu=True)

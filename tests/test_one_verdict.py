@@ -46,7 +46,7 @@ def watch_verdicts(root: Path) -> dict[str, tuple[str, str]]:
     run = CliRunner().invoke(cli, ["watch", str(root), "--headless", "--json", "--once", "--device", "cpu"])
     assert run.exit_code == 0, run.output
     with Store.open(root) as store:
-        return {t.file: (t.state, (t.result or {}).get("message") or "") for t in store.trials()}
+        return {t.file: (t.state, (t.result.message if t.result else None) or "") for t in store.trials()}
 
 
 def assert_same_verdicts(root: Path, fragments: dict[str, tuple[str, str]]) -> None:

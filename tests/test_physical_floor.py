@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import as_result
+
 from trialtui.core.flags import disqualifications
 from trialtui.core.roofline import impossible_message, physical_floor
 
@@ -35,7 +37,7 @@ def test_no_floor_where_the_gpu_has_no_datasheet_entry():
 
 def test_an_impossible_result_is_never_best():
     result = {"state": "correct", "flags": [{"code": "impossible", "message": "51.1 µs is below the physical floor"}]}
-    assert disqualifications(result, None) == ["impossible: 51.1 µs is below the physical floor"]
+    assert disqualifications(as_result(result), None) == ["impossible: 51.1 µs is below the physical floor"]
 
 
 def test_counting_flops_does_not_import_dynamo():
@@ -63,9 +65,9 @@ V7_WORK = {"min_bytes": 805322752.0, "floor_us": 167.78, "floor_gpu": "NVIDIA H2
 
 def test_an_honest_kernel_above_the_calibrated_copy_rate_stays_eligible():
     result = {"state": "correct", "flags": [], "roofline": V7_ROOF, "timing": {"median_us": 187.0, "work": V7_WORK}}
-    assert disqualifications(result, 190.77 / 187.0) == []
+    assert disqualifications(as_result(result), 190.77 / 187.0) == []
     suspicious = {**result, "flags": [{"code": "suspicious", "message": "3.5× eager"}]}
-    assert disqualifications(suspicious, 190.77 / 187.0) == []
+    assert disqualifications(as_result(suspicious), 190.77 / 187.0) == []
 
 
 @pytest.mark.parametrize("roof, work", [
@@ -76,7 +78,7 @@ def test_an_honest_kernel_above_the_calibrated_copy_rate_stays_eligible():
 def test_above_100_percent_disqualifies_where_no_datasheet_floor_vouches(roof, work):
     timing = {"median_us": 187.0, **({"work": work} if work else {})}
     result = {"state": "correct", "flags": [], "roofline": roof, "timing": timing}
-    reasons = disqualifications(result, 1.02)
+    reasons = disqualifications(as_result(result), 1.02)
     assert len(reasons) == 1 and reasons[0].startswith("speed-of-light 102%")
 
 
@@ -95,8 +97,8 @@ def test_the_detail_pane_says_a_speed_past_the_measured_rate_is_under_the_datash
               "speedup": {"eager": 3.47}, "roofline": {**V7_ROOF, "bound": "memory", "hbm_gbps": 4221.5}}
 
     def sol_row(sol: float, roof_source: str) -> str:
-        trial = Trial("t7", "kernel.py", "", 0.0, "correct", result={**result, "roofline": {**result["roofline"],
-                                                                                           "source": roof_source}}, sol=sol)
+        trial = Trial("t7", "kernel.py", "", 0.0, "correct", result=as_result({**result, "roofline": {
+            **result["roofline"], "source": roof_source}}), sol=sol)
         grid = Table()
         grid.add_column()
         grid.add_column()

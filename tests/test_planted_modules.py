@@ -41,7 +41,7 @@ def test_a_module_planted_by_the_candidate_is_never_imported_by_the_checker_and_
     marker = tmp_path / "marker"
     root = write_problem(tmp_path / "p", reference=LAZY_REFERENCE,
                          files={"helper.py": "SCALE = 1.0\n", "cand.py": planting(marker)})
-    result = bench_file(load_problem(root), root / "cand.py", device="cpu", use_cache=False)
+    result = bench_file(load_problem(root), root / "cand.py", device="cpu", use_cache=False).to_json()
     assert not marker.exists(), "the checker imported a module the candidate planted"
     assert result["state"] == "error", result
     assert "colorsys.py" in result["message"] and "helper.py" in result["message"], result["message"]
@@ -53,7 +53,7 @@ def test_the_same_problem_without_the_plant_is_correct(tmp_path):
     """The lazy stdlib import and the sibling helper work from the known-good text (no folder on the path)."""
     root = write_problem(tmp_path / "p", reference=LAZY_REFERENCE,
                          files={"helper.py": "SCALE = 1.0\n", "cand.py": KB_GOOD})
-    result = bench_file(load_problem(root), root / "cand.py", device="cpu", use_cache=False)
+    result = bench_file(load_problem(root), root / "cand.py", device="cpu", use_cache=False).to_json()
     assert result["state"] == "correct", result.get("message")
 
 

@@ -123,9 +123,9 @@ def test_a_plugin_form_is_benched_in_child_processes(third_party, tmp_path, monk
 
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PLUGIN_DIR), os.environ.get("PYTHONPATH", "")]))
     good = load_problem(scalar_problem(tmp_path / "good", SCALAR_GOOD))
-    result = bench_file(good, good.root / "cand.py", device="cpu")
+    result = bench_file(good, good.root / "cand.py", device="cpu").to_json()
     assert result["state"] == "correct", result["message"]
     assert result["correctness"]["cases"] == 2 and result["correctness"]["seeds"] == 2
     wrong = load_problem(scalar_problem(tmp_path / "wrong", SCALAR_WRONG))
-    result = bench_file(wrong, wrong.root / "cand.py", device="cpu")
+    result = bench_file(wrong, wrong.root / "cand.py", device="cpu").to_json()
     assert result["state"] == "incorrect" and "case 1" in result["message"]

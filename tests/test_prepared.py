@@ -47,7 +47,7 @@ def _bench_warm(problem, path, warm, prepare: bool):
         done = warm.prepare(BENCH_MODULE, env, problem_spec(problem, "cpu").to_wire(), 120)
         assert done is not None and done["phase"] == "prepared"
         assert done["cases"] == len(problem.test_cases) * problem.config.seeds
-    return bench_file(problem, path, device="cpu", warm=warm)
+    return bench_file(problem, path, device="cpu", warm=warm).to_json()
 
 
 def test_a_prepared_checker_gives_the_cold_verdicts(tmp_path):
@@ -56,7 +56,7 @@ def test_a_prepared_checker_gives_the_cold_verdicts(tmp_path):
     warm = WarmChildren()
     try:
         for name, state in [("good.py", "correct"), ("systematic.py", "incorrect"), ("wrong.py", "incorrect")]:
-            cold = bench_file(problem, root / name, device="cpu")
+            cold = bench_file(problem, root / name, device="cpu").to_json()
             warm.prime(BENCH_MODULE, child_env("cpu"))
             ready = _bench_warm(problem, root / name, warm, prepare=True)
             assert cold["state"] == ready["state"] == state, (name, cold["message"], ready["message"])
@@ -78,7 +78,7 @@ def test_a_reference_edited_after_preparing_is_not_judged_by_the_prepared_output
         assert warm.prepare(BENCH_MODULE, child_env("cpu"), problem_spec(problem, "cpu").to_wire(), 120) is not None
         # the reference now subtracts the bias: the prepared outputs are stale and must not be used
         (root / "reference.py").write_text((root / "reference.py").read_text().replace("x + self.bias", "x - self.bias"))
-        result = bench_file(load_problem(root), root / "kernel.py", device="cpu", warm=warm)
+        result = bench_file(load_problem(root), root / "kernel.py", device="cpu", warm=warm).to_json()
         assert result["prepared"] == 0
         assert result["state"] == "incorrect"
     finally:
@@ -127,11 +127,11 @@ def test_a_watching_engine_prepares_its_idle_lane_and_the_next_save_uses_it(tmp_
     finally:
         engine.close()
     t1 = engine.store.get("t1")
-    assert t1.state == "correct", t1.result["message"]
-    assert t1.result["prepared"] == len(problem.test_cases) * problem.config.seeds
+    assert t1.state == "correct", t1.result.message
+    assert t1.result.prepared == len(problem.test_cases) * problem.config.seeds
     t2 = engine.store.get("t2")  # saved after the reference changed: prepared again, for the new one
-    assert t2.state == "incorrect", t2.result["message"]
-    assert t2.result["prepared"] == len(problem.test_cases) * problem.config.seeds
+    assert t2.state == "incorrect", t2.result.message
+    assert t2.result.prepared == len(problem.test_cases) * problem.config.seeds
     queued = [e for e in seen if isinstance(e, ev.QueueChanged)]
     assert all("" not in e.queued and "" not in e.lanes.values() for e in queued)  # the prepare job is not a trial
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import play_story
+from conftest import as_result, play_story
 from test_demo import SAMPLES, cpu_result, fixture_recordings
 from test_tui_scenarios import FakeEngine, gpu_result
 from trialtui.agent import views
@@ -66,7 +66,7 @@ def replayed(tmp_path_factory):
     by_sha = {sha256_of(story.source(v)): v.stem for v in story.versions}
 
     def cpu_bench(problem, path, **kw):
-        return cpu_result("incorrect" if by_sha[sha256_of(Path(path).read_bytes())] == "v2" else "correct")
+        return as_result(cpu_result("incorrect" if by_sha[sha256_of(Path(path).read_bytes())] == "v2" else "correct"))
 
     def validate(problem, path, compile=True, **kw):
         return {"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0}
@@ -116,10 +116,10 @@ def test_a_provenance_round_trips_and_an_unknown_origin_never_reads_as_measured(
 
 
 def test_results_stored_before_provenance_are_read_from_what_they_hold():
-    assert provenance.of_result(gpu_result(100.0)).measured_here
-    replay = provenance.of_result({**gpu_result(100.0), "recorded": {"gpu": "NVIDIA H200", "date": "2026-03-02"}})
+    assert provenance.of_result(as_result(gpu_result(100.0))).measured_here
+    replay = provenance.of_result(as_result({**gpu_result(100.0), "recorded": {"gpu": "NVIDIA H200", "date": "2026-03-02"}}))
     assert replay.origin is Origin.REPLAYED and replay.label() == "replayed from a recording on NVIDIA H200, 2026-03-02"
-    old_import = provenance.of_result({**gpu_result(100.0), "message": provenance.HF_IMPORT_MESSAGE, "env": {}})
+    old_import = provenance.of_result(as_result({**gpu_result(100.0), "message": provenance.HF_IMPORT_MESSAGE, "env": {}}))
     assert old_import.short() == "imported from hf" and not old_import.measured_here
     assert provenance.of_result(None) is None
 
@@ -128,7 +128,7 @@ def _trial(tid: str, speedup: float, origin: Provenance | None) -> Trial:
     result = gpu_result(412.7 / speedup)
     if origin is not None:
         result[provenance.KEY] = origin.to_dict()
-    return Trial(id=tid, file="k.py", sha256=tid, created=0.0, state="correct", result=result)
+    return Trial(id=tid, file="k.py", sha256=tid, created=0.0, state="correct", result=as_result(result))
 
 
 @pytest.mark.parametrize("origin", [
@@ -225,8 +225,8 @@ def test_another_tools_numbers_say_imported_from_hf_and_never_measured(tmp_path)
     # a slower number measured here is best; the imported one stays labelled beside it
     with Store.open(root) as store:
         mine = store.add_trial("kernel.py", "# mine\n", move_head=False)
-        store.update(mine.id, state="correct", result={**gpu_result(412.7 / 1.2),
-                                                       "provenance": provenance.measured("NVIDIA H200").to_dict()})
+        store.update(mine.id, state="correct", result=as_result({**gpu_result(412.7 / 1.2),
+                                                                 "provenance": provenance.measured("NVIDIA H200").to_dict()}))
     status = run("status", "--dir", str(root)).output
     assert f"Best: {mine.id}, 1.20x (bl=" in status and "3.45x (imported from hf)" in status
     assert best_row(status_json(root))["measured_here"] is True
@@ -257,9 +257,9 @@ def measured_bench(monkeypatch):
 
     def fake(problem, path, *, device=None, use_cache=True, heldout=None, **kw):
         if heldout is not None:  # finalize's held-out check, apart from the measurement
-            return {"state": "correct", "correctness": {"heldout": [{"outcome": "passed"} for _ in heldout]}}
+            return as_result({"state": "correct", "correctness": {"heldout": [{"outcome": "passed"} for _ in heldout]}})
         calls.append(Path(path))
-        return {**copy.deepcopy(gpu_result(150.0)), "provenance": provenance.measured("NVIDIA H200").to_dict()}
+        return as_result({**copy.deepcopy(gpu_result(150.0)), "provenance": provenance.measured("NVIDIA H200").to_dict()})
 
     monkeypatch.setattr("trialtui.engine.bench.bench_file", fake)
     return calls

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+from conftest import as_result
+
 from trialtui.core.spread import timing_rse
 
 
@@ -37,7 +39,8 @@ def test_a_two_percent_regression_past_an_outlier_is_slower_not_a_tie():
     from trialtui.runner.timing import summarize
 
     def trial(tid: str, samples: list[float]) -> Trial:
-        return Trial(tid, "k.py", tid, 0.0, "correct", result={"timing": summarize(samples), "env": {"device": "cuda"}})
+        return Trial(tid, "k.py", tid, 0.0, "correct", result=as_result({"state": "correct", "timing": summarize(samples),
+                                                                      "env": {"device": "cuda"}}))
 
     before = trial("t3", samples_with_one_outlier(213.2)[:-1])
     after = trial("t4", samples_with_one_outlier(218.4))

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import as_result
+
 from trialtui.core import store as store_mod
 from trialtui.core import tree
 from trialtui.core.model import SCHEMA_VERSION, TrialState
@@ -47,7 +49,7 @@ def test_a_trial_keeps_its_source_as_a_content_addressed_snapshot(writer):
 
 def test_updates_survive_close_and_reopen(root, writer):
     t1 = writer.add_trial("k.py", "a")
-    writer.update(t1.id, state=TrialState.CORRECT, result=RESULT, sol=0.7)
+    writer.update(t1.id, state=TrialState.CORRECT, result=as_result(RESULT), sol=0.7)
     writer.close()
     with Store.open(root, writer=False) as again:
         back = again.get("t1")
@@ -272,7 +274,7 @@ def test_new_trials_final_states_and_head_moves_are_fsynced_intermediate_states_
     assert syncs(lambda: writer.add_trial("k.py", "a")) == 1
     assert syncs(lambda: writer.update("t1", state="validating")) == 0
     assert syncs(lambda: writer.update("t1", state="benchmarking")) == 0
-    assert syncs(lambda: writer.update("t1", state="correct", result=RESULT)) == 1
+    assert syncs(lambda: writer.update("t1", state="correct", result=as_result(RESULT))) == 1
     assert syncs(lambda: writer.set_head("k.py", "t1")) == 1
 
 

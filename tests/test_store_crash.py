@@ -22,6 +22,7 @@ RUNS = 24
 WRITER = r"""
 import random, sys
 from trialtui.core import store as store_mod
+from trialtui.core.bench_result import BenchResult
 store_mod.JOURNAL_LIMIT_BYTES = 6000
 root, seed = sys.argv[1], int(sys.argv[2])
 rng = random.Random(seed)
@@ -37,7 +38,7 @@ while True:
             result = {"version": 1, "state": "correct", "speedup": {"eager": speedup},
                       "timing": {"median_us": 100 / speedup}, "env": {"device": "cuda"}}
             log = store.write_blob("logs", trial.id + ".log", "ok")
-            store.update(trial.id, state="correct", result=result, log=log)
+            store.update(trial.id, state="correct", result=BenchResult.from_json(result), log=log)
             print("done", trial.id, speedup, flush=True)
             if rng.random() < 0.3:
                 store.branch(f"t{rng.randint(1, int(trial.id[1:]))}")

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import as_result
+
 from trialtui.core import store as store_mod
 from trialtui.core.store import Store
 
@@ -77,7 +79,7 @@ def test_stress_saves_results_and_reads_from_many_threads(writer, monkeypatch):
         if pending:
             trial_id = random.choice(pending)
             writer.update(trial_id, state="benchmarking")
-            writer.update(trial_id, state="correct", result=RESULT)
+            writer.update(trial_id, state="correct", result=as_result(RESULT))
 
     def read() -> None:
         trials = writer.trials()

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import as_result
+
 from trialtui.core import tree
 from trialtui.core.flags import DISQUALIFYING
 from trialtui.core.model import Trial, TrialState
@@ -23,7 +25,8 @@ def trial(tid, *, sha="s", file="k.py", parent=None, state="detected", speedup=N
     if flags:
         result = {**(result or {}), "flags": [{"code": code, "message": f"{code} seen"} for code in flags]}
     return Trial(id=tid, file=file, sha256=sha, created=0.0, parent=parent, state=state,
-                 result=result, note=note, strategy=strategy, sol=sol)
+                 result=as_result({"state": "correct", **result}) if result is not None else None,  # measured correct
+                 note=note, strategy=strategy, sol=sol)
 
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpu"
@@ -88,7 +91,7 @@ def test_speedup_tie_goes_to_the_earlier_trial_by_number_not_by_text():
 def test_best_is_against_the_given_baseline():
     t1 = trial("t1", state="correct", speedup=3.0)
     t2 = trial("t2", state="correct", speedup=1.0)
-    t2.result["speedup"]["compile"] = 1.5
+    t2.result.speedup["compile"] = 1.5
     assert tree.best([t1, t2], "compile").id == "t2"
 
 
@@ -137,7 +140,7 @@ def test_a_suspicious_speedup_stands_only_when_a_speed_of_light_under_100_percen
 
 def test_the_repos_side_stream_fixture_is_never_best():
     bad = json.loads((FIXTURES / "bad_side_stream.json").read_text())
-    flagged = Trial(id="t2", file="k.py", sha256="x", created=0.0, state="correct", result=bad)
+    flagged = Trial(id="t2", file="k.py", sha256="x", created=0.0, state="correct", result=as_result(bad))
     good = trial("t1", state="correct", speedup=1.2)
     assert tree.best([good, flagged]).id == "t1"
     assert tree.best([flagged]) is None

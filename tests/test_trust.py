@@ -79,7 +79,7 @@ def test_watch_once_gives_every_candidate_its_verdict_and_flags(problem, tmp_pat
     final, _, returncode = corpus.run_watch(root)
     assert returncode == 0, final.get("__cli__")
     with Store.open(root, writer=False) as store:
-        results = {t.file: t.result or {} for t in store.trials()}
+        results = {t.file: t.result.to_json() if t.result else {} for t in store.trials()}
     wrong = []
     for case in (c for c in CASES if c.problem == problem):
         wrong.append(corpus.mismatch(case, final.get(case.file)))

@@ -23,7 +23,7 @@ from trialtui.tui.screens.help import HelpScreen
 from trialtui.tui.widgets.detail import TrialDetail
 from trialtui.tui.widgets.trial_tree import BLANK, BRANCH, LAST, layout
 
-from conftest import KB_GOOD, write_problem
+from conftest import KB_GOOD, as_result, write_problem
 from test_tui_scenarios import STORY, FakeEngine, add_running, gpu_result, running_events, scenario, utc, version  # noqa: F401
 
 SIZE = (120, 36)
@@ -81,7 +81,7 @@ def test_tree_shows_glyph_id_strategy_outcome_best_and_head(story):
 def test_a_wrong_shape_reads_both_shapes_in_the_tree_and_the_next_panel(story):
     problem, store, engine = story
     shapes = "case 1 (defaults) seed 0: output: shape expected (16384, 8192), got (16384, 4096)"
-    store.update("t2", result=gpu_result(None, "incorrect", shapes, max_abs_err=0.0, max_rel_err=0.0))
+    store.update("t2", result=as_result(gpu_result(None, "incorrect", shapes, max_abs_err=0.0, max_rel_err=0.0)))
     trial = store.get("t2")
     store.update("t2", decision=decide(store.trials(), trial, [], problem.config).to_dict())
 

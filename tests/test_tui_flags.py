@@ -8,6 +8,8 @@ from pathlib import Path
 
 from test_tui_scenarios import STORY, scenario, utc  # noqa: F401
 
+from conftest import as_result
+
 from trialtui.tui.app import TrialApp
 
 SIZE = (140, 40)
@@ -21,7 +23,7 @@ def screen_text(app: TrialApp) -> str:
 def test_a_flagged_trial_is_marked_never_best_and_the_detail_says_why(tmp_path, utc):
     problem, store, engine = scenario(tmp_path, len(STORY))
     last = f"t{len(STORY)}"
-    store.update(last, result=SIDE_STREAM)  # 49x eager, side stream: the fastest by far, and flagged
+    store.update(last, result=as_result(SIDE_STREAM))  # 49x eager, side stream: the fastest by far, and flagged
 
     async def body():
         app = TrialApp(problem, engine)

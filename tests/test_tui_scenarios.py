@@ -27,7 +27,7 @@ from trialtui.engine import events as ev
 from trialtui.engine.lanes import Lane, Lanes
 from trialtui.tui import describe
 
-from conftest import KB_GOOD, write_problem
+from conftest import KB_GOOD, as_result, write_problem
 
 T0 = 1767261600.0  # 2026-01-01 10:00:00 UTC: snapshots print saved-at times, so they are fixed
 SIZES = [{"batch_size": 16384, "dim": 8192}]
@@ -199,7 +199,7 @@ def fill(store: Store, problem: Problem, upto: int, *, decide_all: bool = True) 
         numbers = dict(extra)
         message = numbers.pop("message", "")
         result = gpu_result(median, state, message, **numbers)
-        update: dict[str, Any] = {"state": TrialState(state), "result": result, "validation": validation(),
+        update: dict[str, Any] = {"state": TrialState(state), "result": as_result(result), "validation": validation(),
                                   "log": f"logs/{trial.id}.log"}
         if median:
             update["sol"] = ROOF.sol(median)
@@ -264,7 +264,7 @@ def test_story_best_is_the_last_version(tmp_path):
 
 def test_cpu_result_has_no_speed_in_any_wording(tmp_path):
     problem, store, _ = scenario(tmp_path, 1)
-    trial = store.update("t1", result=cpu_result())
+    trial = store.update("t1", result=as_result(cpu_result()))
     assert describe.outcome(trial, "eager") == ("correct (CPU)", "success")
     assert describe.speed_text(trial, "eager") == describe.CPU_CORRECT
     assert "×" not in describe.speed_text(trial, "eager")
@@ -274,7 +274,7 @@ def test_cpu_result_has_no_speed_in_any_wording(tmp_path):
 def test_recorded_result_names_gpu_and_date(tmp_path):
     problem, store, _ = scenario(tmp_path, 1)
     result = {**gpu_result(300.0), "recorded": {"gpu": "NVIDIA H200", "date": "2026-03-02"}}
-    trial = store.update("t1", result=result)
+    trial = store.update("t1", result=as_result(result))
     assert describe.measured_on(trial.result).endswith("replayed from a recording on NVIDIA H200, 2026-03-02")
     assert "replayed from a recording on NVIDIA H200, 2026-03-02" in describe.speed_text(trial, "eager")
     store.close()

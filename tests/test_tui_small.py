@@ -4,6 +4,9 @@ Quit, the budget in the header, the history panel, and one notification at a tim
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
+
+from conftest import as_result
 
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store
@@ -81,7 +84,7 @@ def test_80x24_shows_one_notification_at_a_time(tmp_path, utc):
 def test_replayed_numbers_on_a_cpu_never_read_as_live(tmp_path, utc):
     problem, store, _ = scenario(tmp_path, 1)
     result = {**gpu_result(300.0), "recorded": {"gpu": "NVIDIA H200", "date": "2026-11-29", "source": "replay"}}
-    store.update("t1", result=result)
+    store.update("t1", result=as_result(result))
     engine = FakeEngine(problem, store, device="cpu")
 
     async def body():
@@ -134,7 +137,7 @@ def test_narrow_headers_keep_this_machine_cpu_and_the_replayed_label(tmp_path, u
     problem, store, _ = scenario(tmp_path, len(STORY))
     for trial in store.trials():
         recorded = {"gpu": "NVIDIA H200", "date": "2026-11-29", "source": "replay"}
-        store.update(trial.id, result={**trial.result, "recorded": recorded})
+        store.update(trial.id, result=replace(trial.result, recorded=recorded))
     engine = FakeEngine(problem, store, device="cpu")
     strategies = {trial.id: trial.strategy for trial in store.trials()}
 

@@ -7,29 +7,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.gpus import datasheet
 from trialtui.core.model import NEEDS_RUNNER
 from trialtui.core.result import CPU_TIMING_LABEL
 from trialtui.core.text import fmt_us, label, sizes_label, wrong_output
 
 
-def render_bench(result: dict[str, Any], problem=None) -> str:
+def render_bench(result: BenchResult, problem=None) -> str:
     lines = []
-    state = result.get("state", "error")
-    corr = result.get("correctness") or {}
+    state = result.state
+    corr = result.correctness or {}
     lines.append(f"{state.upper()}  [{label(result)}]")
     if corr:
         numbers = (f"max abs err {corr.get('max_abs_err', 0):.3g}, max rel err {corr.get('max_rel_err', 0):.3g}, "
                    f"mismatches {corr.get('mismatch_frac', 0):.2%}")
         if not corr.get("passed") and not corr.get("max_abs_err"):  # no value differed: say what did
-            numbers = wrong_output(corr, result.get("message"))
+            numbers = wrong_output(corr, result.message)
         lines.append(
             f"  correctness: {'pass' if corr.get('passed') else 'FAIL'} over {corr.get('seeds')} seeds × "
             f"{corr.get('cases', 1)} case(s); {numbers}"
         )
-    if result.get("message"):
-        lines.append(f"  {result['message']}")
-    timing = result.get("timing")
+    if result.message:
+        lines.append(f"  {result.message}")
+    timing = result.timing
     if timing and state == "correct":
         if timing.get("label") == CPU_TIMING_LABEL:
             lines.append(f"  time: {fmt_us(timing['median_us'])} ({CPU_TIMING_LABEL}); no speedup computed")
@@ -39,17 +40,17 @@ def render_bench(result: dict[str, Any], problem=None) -> str:
                 f"p80 {fmt_us(timing['p80_us'])}, n={timing['n']}, rse {timing['rse']:.2%}); "
                 f"kernel time {fmt_us(timing.get('kernel_us'))}"
             )
-            for kind, base in (result.get("baselines") or {}).items():
+            for kind, base in (result.baselines or {}).items():
                 source = "given" if base.get("given") else ("cached" if base.get("cached") else "measured")
-                speed = (result.get("speedup") or {}).get(kind)
+                speed = (result.speedup or {}).get(kind)
                 lines.append(
                     f"  vs {kind} ({source}): {fmt_us(base['median_us'])} → "
                     f"{speed:.3f}×" if speed is not None else f"  vs {kind}: {fmt_us(base['median_us'])}"
                 )
-    for item in result.get("flags") or []:
+    for item in result.flags or []:
         lines.append(f"  ! {item['code']}: {item['message']}")
-    if result.get("log"):
-        lines.append(f"  log: {result['log']}")
+    if result.log:
+        lines.append(f"  log: {result.log}")
     return "\n".join(lines)
 
 

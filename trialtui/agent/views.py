@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from trialtui.core import provenance, tree
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.flags import DISQUALIFYING, KINDS
 from trialtui.core.forms import get_form
 from trialtui.core.generalization import Generalization
@@ -45,7 +46,7 @@ def stop_now(trial: Trial, machine: dict[str, Any]) -> bool:
     """Whether this result is where the machine alone says stop (the budget rule cannot fire here)."""
     if not machine["runs_jobs"]:
         return True
-    return not machine["gpu"] and (tree.correct_on_cpu(trial) or bool((trial.result or {}).get("needs_gpu")))
+    return not machine["gpu"] and (tree.correct_on_cpu(trial) or bool(trial.result and trial.result.needs_gpu))
 
 
 def budget(problem: Problem, trials: list[Trial]) -> dict[str, int]:
@@ -78,9 +79,9 @@ def problem_view(problem: Problem, trials: list[Trial], device: str, machine: di
     }
 
 
-def _flags(result: dict[str, Any]) -> list[dict[str, Any]]:
+def _flags(result: BenchResult | None) -> list[dict[str, Any]]:
     out = []
-    for item in result.get("flags") or []:
+    for item in (result.flags if result else None) or []:
         if isinstance(item, dict):
             code = item.get("code")
             out.append({"code": code, "message": item.get("message") or (KINDS[code].meaning if code in KINDS else ""),
@@ -93,17 +94,17 @@ def numbers(trial: Trial, baseline: str) -> dict[str, Any] | None:
     result = trial.result
     if not result:
         return None
-    timing = result.get("timing") or {}
-    base = ((result.get("baselines") or {}).get(baseline) or {})
-    env = result.get("env") or {}
+    timing = result.timing or {}
+    base = trial.baseline(baseline)
+    env = result.env or {}
     origin = provenance.of_result(result)
     return {
         "label": label(result),
         "gpu": env.get("gpu"),
         "device": env.get("device"),
-        "dtype": result.get("dtype"),
-        "shape": result.get("sizes"),
-        "date": result.get("measured_at") or (result.get("recorded") or {}).get("date"),
+        "dtype": result.dtype,
+        "shape": result.sizes,
+        "date": result.measured_at or (result.recorded or {}).get("date"),
         "replayed": recorded_label(result),  # not measured here: a recording of the same source, on its GPU
         "measured_here": origin is None or origin.measured_here,
         "origin": origin.label() if origin else None,  # replayed, imported from hf, or measured here
@@ -112,15 +113,15 @@ def numbers(trial: Trial, baseline: str) -> dict[str, Any] | None:
         "timing_label": timing.get("label"),
         "baseline": baseline,
         "baseline_us": base.get("median_us"),
-        "speedup": result.get("speedup"),
+        "speedup": result.speedup,
         "speed_of_light": trial.sol,
-        "correctness": result.get("correctness"),
+        "correctness": result.correctness,
     }
 
 
 def what_happened(trial: Trial) -> str:
     """The result's message, else the first validation error with its line: a failure as the harness said it."""
-    message = (trial.result or {}).get("message") or ""
+    message = (trial.result.message if trial.result else None) or ""
     errors = (trial.validation or {}).get("errors") or []
     if not message and errors:
         first = errors[0]
@@ -132,7 +133,6 @@ def result_view(problem: Problem, trial: Trial, trials: list[Trial], machine: di
                 done: bool) -> dict[str, Any]:
     baseline = problem.config.primary_baseline
     decision = trial.decision or {}
-    result = trial.result or {}
     validation = trial.validation or {}
     message = what_happened(trial)
     return {
@@ -145,7 +145,7 @@ def result_view(problem: Problem, trial: Trial, trials: list[Trial], machine: di
         "message": message,
         "summary": trial_summary(trial, baseline) if trial.state_enum.is_final else None,
         "numbers": numbers(trial, baseline),
-        "flags": _flags(result),
+        "flags": _flags(trial.result),
         "disqualified": tree.disqualified(trial),
         "verdicts": [{k: v.get(k) for k in ("id", "severity", "title", "evidence", "hint", "source")}
                      for v in trial.verdicts],

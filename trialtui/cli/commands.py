@@ -112,6 +112,7 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    from trialtui.core.bench_result import BenchResult
     from trialtui.engine.bench import bench_file
     from trialtui.engine.executors.local import LocalExecutor
     from trialtui.engine.jobs import cancel_on_interrupt, use_sandbox
@@ -125,7 +126,7 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
     here = isinstance(executor, LocalExecutor)
     run = bench_file if here else executor.bench
 
-    def one(gpu: str | None) -> dict:
+    def one(gpu: str | None) -> BenchResult:
         return run(
             problem, file.resolve(), device=device if here else device or executor.device, seeds=seeds,
             baseline_us=baseline_us, use_cache=not no_cache, cuda_graph=cuda_graph,
@@ -149,12 +150,12 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
     finally:
         executor.close()
     if as_json:
-        payload = results[None] if not all_gpus else {f"gpu{g}": r for g, r in results.items()}
+        payload = results[None].to_json() if not all_gpus else {f"gpu{g}": r.to_json() for g, r in results.items()}
         click.echo(json.dumps(payload, indent=2, default=str))
     else:
         for gpu, result in results.items():
             click.echo((f"== GPU {gpu} ==\n" if all_gpus else "") + render_bench(result, problem))
-    sys.exit(max(BENCH_EXIT.get(r.get("state"), BENCH_EXIT_OTHER) for r in results.values()))
+    sys.exit(max(BENCH_EXIT.get(r.state, BENCH_EXIT_OTHER) for r in results.values()))
 
 
 @cli.command()

@@ -107,7 +107,7 @@ def best(ctx: click.Context, root: Path, as_json: bool) -> None:
         reason = tree.no_best_reason(found, baseline)
         click.echo(json.dumps({"best": None, "reason": reason}) if as_json else f"No best: {reason}.")
         ctx.exit(1)
-    base = ((top.result or {}).get("baselines") or {}).get(baseline) or {}
+    base = top.baseline(baseline)
     fields = {
         "best_trial": top.id,
         "speedup": top.speedup(baseline),
@@ -140,13 +140,13 @@ def show(trial_id: str, root: Path, as_json: bool) -> None:
     if as_json:
         echo_json({**trial.to_dict(), "snapshot": str(snapshot), **_origin(trial)})
         return
-    result = trial.result or {}
+    result = trial.result
     created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(trial.created))
     click.echo(f"{trial.id}  {trial.file}  {trial.state}")
     click.echo(f"  parent: {trial.parent or 'root'}   created: {created}   sha256: {trial.sha256[:12]}")
     click.echo(f"  strategy: {trial.strategy or '—'}   note: {trial.note or '—'}")
     click.echo(f"  {baseline}: {tree.summary(trial, baseline)}")
-    env = result.get("env") or {}
+    env = (result.env if result else None) or {}
     origin = provenance.of_result(result)
     if origin is not None and not origin.measured_here:
         click.echo(f"  numbers: {origin.label()}")
@@ -154,12 +154,12 @@ def show(trial_id: str, root: Path, as_json: bool) -> None:
             click.echo(f"  recording: {origin.recording}")
         for hop in origin.imports:
             click.echo(f"  imported: {hop.format} from {hop.source}" + (f" ({hop.at})" if hop.at else ""))
-    if env:
+    if result and env:
         where = env.get("gpu") or env.get("device")
         said = "measured on" if origin is None or origin.measured_here else "timed on"
-        click.echo(f"  {said}: {where}, {result.get('dtype')}, sizes {result.get('sizes')}")
-    if result.get("message"):
-        click.echo(f"  message: {result['message']}")
+        click.echo(f"  {said}: {where}, {result.dtype}, sizes {result.sizes}")
+    if result and result.message:
+        click.echo(f"  message: {result.message}")
     for why in tree.disqualified(trial):
         click.echo(f"  never best: {why}")
     for verdict in trial.verdicts:

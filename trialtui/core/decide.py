@@ -26,7 +26,7 @@ from trialtui.core.decide_evidence import (
     times,
     timing_text,
 )
-from trialtui.core.model import NEEDS_RUNNER, REFERENCE_FAILED, Action, Decision, Trial, TrialState
+from trialtui.core.model import NEEDS_RUNNER, Action, Decision, Trial, TrialState
 from trialtui.core.strategies import BY_NAME, LADDER, detect_rung, next_rung, recognise
 from trialtui.core.verdict_registry import ABOUT_THE_PROFILE, VerdictId
 
@@ -80,11 +80,11 @@ def decide(
     missing = _missing_runner(trial)
     if missing:
         return _install(trial, missing, used, config)
-    if (trial.result or {}).get(REFERENCE_FAILED):
+    if trial.result and trial.result.reference_failed:
         return _fix_reference(trial, used, config)
     if state is TrialState.CORRECT and trial.gpu_timing is None:
         return _cpu_only(trial, best, used, config)
-    if (trial.result or {}).get("needs_gpu"):
+    if trial.result and trial.result.needs_gpu:
         return _needs_gpu(trial, best, used, config)
     reasons = tree_rules.disqualified(trial)
     if reasons:
@@ -131,7 +131,7 @@ def _wait(trial: Trial, why: str) -> Decision:
 
 def _cpu_only(trial: Trial, best: Trial | None, used: int, config: Config) -> Decision:
     """Correct on the CPU interpreter: its own category, with the way to a GPU timing, never a bare wait."""
-    seeds = ((trial.result or {}).get("correctness") or {}).get("seeds")
+    seeds = ((trial.result.correctness if trial.result else None) or {}).get("seeds")
     passed = f" on {seeds} seeds" if seeds else ""
     best_text = (f"; best stays {best.id}, timed on a GPU" if best is not None
                  else "; best and finalize need a GPU timing")
@@ -147,9 +147,9 @@ def _cpu_only(trial: Trial, best: Trial | None, used: int, config: Config) -> De
 
 def _missing_runner(trial: Trial) -> str | None:
     """Why this machine could not run the trial's jobs (no torch or triton here), or None."""
-    result = trial.result or {}
-    if result.get("needs_runner"):
-        return result.get("message") or "jobs cannot run on this machine"
+    result = trial.result
+    if result and result.needs_runner:
+        return result.message or "jobs cannot run on this machine"
     errors = (trial.validation or {}).get("errors") or []
     return next((e.get("message") for e in errors if isinstance(e, dict) and e.get("code") == NEEDS_RUNNER), None)
 
@@ -165,7 +165,7 @@ def _install(trial: Trial, why: str, used: int, config: Config) -> Decision:
 
 def _fix_reference(trial: Trial, used: int, config: Config) -> Decision:
     """The problem, not the kernel: reference.py failed before the candidate was judged."""
-    why = first_line((trial.result or {}).get("message")) or "reference.py failed"
+    why = first_line(trial.result.message if trial.result else None) or "reference.py failed"
     reason = (f"Reference failed: {trial.id} was not judged — {why}; nothing is wrong with the candidate, so fix "
               "reference.py and the trial re-runs by itself.")
     evidence = [f"{trial.id}: not judged (reference.py)", f"budget {used}/{config.max_trials} GPU trials, unchanged"]
@@ -295,10 +295,10 @@ def _fix(tree: Tree, trial: Trial, best: Trial | None, used: int, config: Config
                   f"(invalid saves cost no budget: {used} of {config.max_trials} GPU trials used).")
         evidence = [f"{len(errors)} validation error(s)", f"budget {used}/{config.max_trials}, unchanged"]
     else:
-        result = trial.result or {}
-        correctness = result.get("correctness") or {}
+        message = trial.result.message if trial.result else None
+        correctness = (trial.result.correctness if trial.result else None) or {}
         if state is TrialState.INCORRECT:
-            check = (first_line(correctness.get("message") or result.get("message"))
+            check = (first_line(correctness.get("message") or message)
                      or "outputs differ from the reference")
             numbers = error_numbers(correctness, config)
             if numbers and not re.search(r"\d", check):
@@ -311,7 +311,7 @@ def _fix(tree: Tree, trial: Trial, best: Trial | None, used: int, config: Config
                 hints.append(f"max_abs_err {err:.2e} is within ten times atol {atol:.0e}: accumulate in fp32 "
                              "and check the reduction order")
         else:
-            check = first_line(result.get("message")) or "no message was recorded (see the trial's log)"
+            check = first_line(message) or "no message was recorded (see the trial's log)"
             word = "crashed" if state is TrialState.ERROR else "did not finish"
             reason = f"{state.value.capitalize()}: {trial.id} {word} — {check}; fix it {where}."
             evidence = [f"state {state.value}"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.config import ExecutorSettings
 from trialtui.core.problem import Problem
 
@@ -102,7 +103,7 @@ class Executor(ABC):
         """Where jobs run, in a few words for the status bar: `this machine`, `ssh alice@gpu-box`."""
 
     @abstractmethod
-    def bench(self, problem: Problem, path: Path | str, **options: Any) -> dict[str, Any]:
+    def bench(self, problem: Problem, path: Path | str, **options: Any) -> BenchResult:
         """Check and time one candidate (`engine.bench.bench_file`'s options)."""
 
     @abstractmethod
@@ -197,9 +198,9 @@ def ups(path: str) -> int:
     return count
 
 
-def ran_on(result: dict[str, Any] | None) -> str:
+def ran_on(result: BenchResult | None) -> str:
     """Where a job ran, for views and reports: '' on this machine; else `gpu-box · NVIDIA H200 (ssh://…)`."""
-    env = (result or {}).get("env") or {}
+    env = (result.env if result else None) or {}
     executor = env.get("executor")
     if not executor:
         return ""
@@ -207,9 +208,9 @@ def ran_on(result: dict[str, Any] | None) -> str:
     return f"{env.get('host') or 'unknown host'} · {device} ({executor})"
 
 
-def model_speedups(result: dict[str, Any] | None, baseline: str) -> str:
+def model_speedups(result: BenchResult | None, baseline: str) -> str:
     """A trial measured on every GPU model at once (Ray, `models = "every"`): `H200 1.31× · A100 1.12×`."""
-    models = (result or {}).get("models") or {}
+    models = (result.models if result else None) or {}
     parts = []
     for model, outcome in models.items():
         speed = ((outcome or {}).get("speedup") or {}).get(baseline)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from trialtui.core.bench_result import BenchResult
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ KINDS: dict[str, FlagKind] = {
 DISQUALIFYING = frozenset(code for code, kind in KINDS.items() if kind.disqualifying)
 
 
-def disqualifications(result: Mapping[str, Any] | None, sol: float | None) -> list[str]:
+def disqualifications(result: BenchResult | None, sol: float | None) -> list[str]:
     """Why a correct result's numbers cannot be best, one line per reason; empty when they can.
 
     A speed-of-light above 100% of datasheet ceilings is impossible, so it disqualifies on its own. Above
@@ -53,7 +54,7 @@ def disqualifications(result: Mapping[str, Any] | None, sol: float | None) -> li
     """
     reasons: list[str] = []
     plausible = sol is not None and (sol <= 1.0 or _under_physical_floor_checked(result))
-    for item in (result or {}).get("flags") or []:
+    for item in (result.flags if result else None) or []:
         code = item.get("code") if isinstance(item, Mapping) else None
         if code not in DISQUALIFYING:
             continue
@@ -65,10 +66,11 @@ def disqualifications(result: Mapping[str, Any] | None, sol: float | None) -> li
     return reasons
 
 
-def _under_physical_floor_checked(result: Mapping[str, Any] | None) -> bool:
+def _under_physical_floor_checked(result: BenchResult | None) -> bool:
     """The speed-of-light is against calibrated ceilings and the runner checked the headline against the
     datasheet floor (an `impossible` flag where it was below, which disqualifies by itself)."""
-    roof = (result or {}).get("roofline")
-    work = ((result or {}).get("timing") or {}).get("work")
+    if result is None:
+        return False
+    roof, work = result.roofline, (result.timing or {}).get("work")
     return (isinstance(roof, Mapping) and roof.get("source") == "calibrated"
             and isinstance(work, Mapping) and bool(work.get("floor_us")))

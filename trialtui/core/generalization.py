@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.heldout import HeldOutCase
 
 PREFIX = "generalizes:"
@@ -92,11 +93,11 @@ class Generalization:
                 "cases": [o.to_dict() for o in self.outcomes]}
 
     @classmethod
-    def of_result(cls, cases: list[HeldOutCase], result: dict[str, Any], revealed: bool = False) -> Generalization:
+    def of_result(cls, cases: list[HeldOutCase], result: BenchResult, revealed: bool = False) -> Generalization:
         """From a correctness-only job's result (`correctness.heldout`: one outcome per case, in order)."""
-        found = ((result.get("correctness") or {}).get("heldout")) or []
+        found = (result.correctness or {}).get("heldout") or []
         if len(found) != len(cases):
-            why = result.get("message") or f"the job ended {result.get('state') or 'without a result'}"
+            why = result.message or f"the job ended {result.state or 'without a result'}"
             return cls(revealed=revealed, error=f"the held-out job gave no outcome per case ({why})")
         outcomes = [CaseOutcome(case, Outcome(entry.get("outcome")), str(entry.get("message") or ""))
                     for case, entry in zip(cases, found)]

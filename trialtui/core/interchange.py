@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core import provenance, tree
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import Trial, TrialState
+from trialtui.core.result import ResultError
 from trialtui.core.store import Store, sha256_of
 
 HF_STATE = "state.json"
@@ -37,13 +39,13 @@ def markdown_table(name: str, found: list[Trial], baseline: str) -> str:
     top = tree.best(found, baseline)
     lines = [f"## {name}: {len(found)} trials", ""]
     if top:
-        result = top.result or {}
-        env = result.get("env") or {}
+        result = top.result
+        env = (result.env if result else None) or {}
         origin = provenance.elsewhere(result)
         lines += [
             f"Best: **{top.id}**, {top.speedup(baseline):.2f}× vs {baseline}{f', {origin}' if origin else ''} "
-            f"({env.get('gpu') or env.get('device') or 'device unknown'}, {result.get('dtype') or 'dtype unknown'}, "
-            f"sizes {result.get('sizes') or 'unknown'})",
+            f"({env.get('gpu') or env.get('device') or 'device unknown'}, {(result and result.dtype) or 'dtype unknown'}, "
+            f"sizes {(result and result.sizes) or 'unknown'})",
             "",
         ]
     lines += [
@@ -82,7 +84,7 @@ def hf_state(name: str, reference: Path, found: list[Trial], baseline: str) -> d
         validation = "fail" if state == TrialState.INVALID else ("pass" if validated else None)
         correctness = {TrialState.CORRECT: "pass", TrialState.INCORRECT: "fail"}.get(state)
         speedup = trial.speedup(baseline)
-        base = ((trial.result or {}).get("baselines") or {}).get(baseline) or {}
+        base = trial.baseline(baseline)
         records[trial.id] = {
             "parent": trial.parent,
             "file": f"{trial.id}.py",
@@ -120,12 +122,12 @@ def _numbers_context(trial: Trial) -> dict[str, Any]:
     origin = provenance.of_result(result)
     if not result or origin is None:
         return {}
-    env = result.get("env") or {}
+    env = result.env or {}
     return {
         provenance.KEY: origin.to_dict(),
         "env": {k: env.get(k) for k in ("device", "gpu") if env.get(k) is not None},
-        "dtype": result.get("dtype"),
-        "sizes": result.get("sizes"),
+        "dtype": result.dtype,
+        "sizes": result.sizes,
     }
 
 
@@ -144,7 +146,7 @@ def _state_from_hf(record: dict[str, Any], ours: str | None) -> TrialState:
 
 
 def _hf_result(record: dict[str, Any], kind: str, ours: dict[str, Any],
-               origin: provenance.Provenance) -> dict[str, Any]:
+               origin: provenance.Provenance) -> BenchResult:
     """The numbers trial_manager kept, in the bench-result shape, with the origin they came with.
 
     trial_manager itself knew no GPU, dtype or sizes; a trialtui export adds them under its own key.
@@ -165,7 +167,10 @@ def _hf_result(record: dict[str, Any], kind: str, ours: dict[str, Any],
     for key in ("dtype", "sizes"):
         if ours.get(key) is not None:
             result[key] = ours[key]
-    return result
+    try:
+        return BenchResult.from_json(result)
+    except ResultError as exc:
+        raise InterchangeError(f"{record.get('file') or 'a trial'}: its numbers do not make a result: {exc}") from None
 
 
 def _origin_from_hf(ours: dict[str, Any], directory: Path) -> provenance.Provenance:

@@ -4,10 +4,11 @@ default of an optional key is written here once (issue #35), never again as `spe
 from __future__ import annotations
 
 import dataclasses
-import types
 import typing
 from dataclasses import dataclass, field
 from typing import Any
+
+from trialtui.core.json_types import fits
 
 # Keys that belong to one candidate or to this one run, not to the problem: a warm checker prepares
 # everything but these (runner/prepared.py), and a job whose other keys match uses what it prepared.
@@ -74,7 +75,7 @@ class BenchSpec:
         if missing:
             raise ValueError(f"the bench spec lacks {', '.join(missing)}")
         for name, value in data.items():
-            if not _fits(value, _TYPES[name]):
+            if not fits(value, _TYPES[name]):
                 raise ValueError(f"bench spec key {name!r}: {repr(value)[:80]} is not {_TYPES[name]}")
         return cls(**data)
 
@@ -93,23 +94,3 @@ _REQUIRED = [f.name for f in dataclasses.fields(BenchSpec)
 
 def _default(f: dataclasses.Field) -> Any:
     return f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-
-
-def _fits(value: Any, hint: Any) -> bool:
-    """Whether a JSON value has the type a field declares (an int is a float; a bool is no number)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is Any:
-        return True
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, a) for a in args)
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if origin is list:
-        return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
-    if origin is dict:
-        return isinstance(value, dict) and all(_fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items())
-    return isinstance(value, hint)

@@ -1,14 +1,17 @@
 """The domain words every layer shares: trial states, findings, verdicts, decisions, trials.
 
 Records are plain dicts on disk (TinyDB) and across process boundaries (JSON); these dataclasses
-give them names and one place for their defaults.
+give them names and one place for their defaults, and `to_dict`/`from_dict` are where they become JSON.
 """
 
 from __future__ import annotations
 
+import copy
 import enum
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+
+from trialtui.core.bench_result import BenchResult
 
 
 class TrialState(str, enum.Enum):
@@ -149,8 +152,8 @@ SCHEMA_VERSION = 1
 class Trial:
     """One save of one candidate file: a node of the trial tree.
 
-    `result` is the benchmark job's JSON result (see trialtui.core.result), kept whole so
-    nothing measured is lost; the accessors below read the fields the tree needs.
+    `result` is the benchmark job's result (core/bench_result.py), kept whole so nothing measured is
+    lost; the accessors below read the fields the tree needs.
     """
 
     id: str
@@ -162,7 +165,7 @@ class Trial:
     strategy: str | None = None
     note: str | None = None
     validation: dict[str, Any] | None = None
-    result: dict[str, Any] | None = None
+    result: BenchResult | None = None
     profile: dict[str, Any] | None = None
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     decision: dict[str, Any] | None = None
@@ -172,12 +175,18 @@ class Trial:
     schema: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The trial as JSON, as the store writes it: its result as that result's JSON."""
+        data = asdict(replace(self, result=None))  # copies, as the result's JSON is copied
+        data["result"] = copy.deepcopy(self.result.to_json()) if self.result is not None else None
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trial:
+        """A trial from its JSON; a result that does not follow the schema is a ResultError."""
         known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        trial = cls(**{k: v for k, v in data.items() if k in known and k != "result"})
+        result = data.get("result")
+        return replace(trial, result=BenchResult.from_json(result)) if result is not None else trial
 
     @property
     def state_enum(self) -> TrialState:
@@ -187,15 +196,15 @@ class Trial:
         """Speedup against `baseline`, only ever for a correct trial."""
         if self.state != TrialState.CORRECT.value or not self.result:
             return None
-        return (self.result.get("speedup") or {}).get(baseline)
+        return (self.result.speedup or {}).get(baseline)
 
     @property
     def gpu_timing(self) -> dict[str, Any] | None:
         """The timing of a correct trial measured on a GPU; CPU-interpreter timings are not speeds."""
         if self.state != TrialState.CORRECT.value or not self.result:
             return None
-        timing = self.result.get("timing") or None
-        if timing is None or (self.result.get("env") or {}).get("device") == "cpu":
+        timing = self.result.timing or None
+        if timing is None or (self.result.env or {}).get("device") == "cpu":
             return None
         return timing
 
@@ -203,8 +212,12 @@ class Trial:
     def median_us(self) -> float | None:
         return (self.gpu_timing or {}).get("median_us")
 
+    def baseline(self, name: str) -> dict[str, Any]:
+        """Baseline `name`'s timing in this trial's result, whatever its state; {} when it has none."""
+        return ((self.result.baselines if self.result else None) or {}).get(name) or {}
+
     @property
     def rse(self) -> float | None:
         if not self.result:
             return None
-        return (self.result.get("timing") or {}).get("rse")
+        return (self.result.timing or {}).get("rse")

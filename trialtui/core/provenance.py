@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from trialtui.core.bench_result import BenchResult
+
 KEY = "provenance"  # where a result keeps its Provenance.to_dict()
 HF_IMPORT_MESSAGE = "imported from trial_manager's state.json"  # what older hf imports left instead
 
@@ -142,37 +144,37 @@ def foreign() -> Provenance:
     return Provenance(Origin.FOREIGN)
 
 
-def of_result(result: Mapping[str, Any] | None) -> Provenance | None:
+def of_result(result: BenchResult | None) -> Provenance | None:
     """A result's provenance: the stored one, else what an older result holds says; None without a result."""
     if not result:
         return None
-    stored = Provenance.from_dict(result.get(KEY))
+    stored = Provenance.from_dict(result.provenance)
     if stored is not None:
         return stored
-    recorded = result.get("recorded")
-    if isinstance(recorded, Mapping) and recorded:
+    recorded = result.recorded
+    if recorded:
         return replayed(_text(recorded.get("path")), _text(recorded.get("gpu")),
                         _text(recorded.get("recorded_at") or recorded.get("date")))
-    if result.get("message") == HF_IMPORT_MESSAGE:
+    if result.message == HF_IMPORT_MESSAGE:
         return Provenance(Origin.FOREIGN, imports=(Import("hf", "unknown"),))
-    env = result.get("env") or {}
+    env = result.env or {}
     return Provenance(Origin.MEASURED, _text(env.get("host")), _text(env.get("gpu") or env.get("device")),
-                      _text(result.get("measured_at")))
+                      _text(result.measured_at))
 
 
-def measured_here(result: Mapping[str, Any] | None) -> bool:
+def measured_here(result: BenchResult | None) -> bool:
     """True unless the result's numbers were replayed or imported (no result: nothing to doubt)."""
     found = of_result(result)
     return found is None or found.measured_here
 
 
-def short(result: Mapping[str, Any] | None) -> str:
+def short(result: BenchResult | None) -> str:
     """`Provenance.short` of a result: '' when measured here or when there is no result."""
     found = of_result(result)
     return found.short() if found else ""
 
 
-def elsewhere(result: Mapping[str, Any] | None) -> str:
+def elsewhere(result: BenchResult | None) -> str:
     """`Provenance.label` of a result not measured here, else ''."""
     found = of_result(result)
     return "" if found is None or found.measured_here else found.label()

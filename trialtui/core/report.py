@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.generalization import Generalization
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
@@ -25,16 +26,16 @@ FINAL_DIR = "final"
 _TIME_KEYS = ("median_us", "min_us", "p20_us", "p80_us", "mean_us", "std_us", "n", "rse", "kernel_us")
 
 
-def build_report(problem: Problem, trial: Trial, result: dict[str, Any],
+def build_report(problem: Problem, trial: Trial, result: BenchResult,
                  generalization: Generalization | None = None) -> tuple[str, dict[str, Any]]:
     """(REPORT.md text, report.json dict) for a correct re-benchmark of `trial` and its held-out check."""
-    if result.get("state") != TrialState.CORRECT.value:
-        raise ValueError(f"a report needs a correct result, got {result.get('state')!r}")
-    env = result.get("env") or {}
+    if result.state != TrialState.CORRECT.value:
+        raise ValueError(f"a report needs a correct result, got {result.state!r}")
+    env = result.env or {}
     on_gpu = env.get("device") == "cuda"
-    timing = result.get("timing") or {}
+    timing = result.timing or {}
     primary = problem.config.primary_baseline
-    speedups = (result.get("speedup") or {}) if on_gpu else {}
+    speedups = (result.speedup or {}) if on_gpu else {}
     baselines = {
         kind: {
             "median_us": base.get("median_us"),
@@ -43,7 +44,7 @@ def build_report(problem: Problem, trial: Trial, result: dict[str, Any],
             "cached": bool(base.get("cached")),
             "speedup": speedups.get(kind),
         }
-        for kind, base in (result.get("baselines") or {}).items()
+        for kind, base in (result.baselines or {}).items()
     }
     fresh = of_result(result)
     ranked = of_result(trial.result)
@@ -66,10 +67,10 @@ def build_report(problem: Problem, trial: Trial, result: dict[str, Any],
         "triton": env.get("triton"),
         "host": env.get("host"),
         "executor": env.get("executor"),  # set when the re-benchmark ran off this machine (ssh, ray)
-        "models": result.get("models"),
-        "dtype": result.get("dtype") or problem.config.dtype,
-        "sizes": result.get("sizes"),
-        "correctness": result.get("correctness"),
+        "models": result.models,
+        "dtype": result.dtype or problem.config.dtype,
+        "sizes": result.sizes,
+        "correctness": result.correctness,
         "tolerance": dict(zip(("atol", "rtol"), problem.config.tolerance)),
         "time_us": {key: timing.get(key) for key in _TIME_KEYS},
         "spread_pct": _spread_pct(timing),
@@ -79,7 +80,7 @@ def build_report(problem: Problem, trial: Trial, result: dict[str, Any],
         "sol": trial.sol if on_gpu else None,  # a fraction of a GPU's ceiling means nothing beside a CPU time
         "bound": _bound(trial)[0],
         "bound_source": _bound(trial)[1],
-        "flags": result.get("flags") or [],
+        "flags": result.flags or [],
         "generalizes": generalization.line() if generalization else None,
         "generalization": generalization.to_dict() if generalization else None,
         # whose numbers these are: this run's (measured here, unless the bench given replays) ...
@@ -105,7 +106,7 @@ def _bound(trial: Trial) -> tuple[str, str]:
     roofline's (FLOPs and minimum bytes against the GPU's ceilings), else unknown."""
     if (trial.profile or {}).get("bound"):
         return trial.profile["bound"], f"from {trial.id}'s profile"
-    roof = ((trial.result or {}).get("roofline") or {}) if trial.gpu_timing else {}
+    roof = ((trial.result.roofline if trial.result else None) or {}) if trial.gpu_timing else {}
     if roof.get("bound"):
         word = "bandwidth" if roof["bound"] == "memory" else "compute"
         return word, (f"roofline: {roof.get('intensity', 0):.1f} FLOP/B against a ridge of "

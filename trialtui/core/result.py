@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 RESULT_VERSION = 1
-RESULT_STATES = ("ok", "correct", "incorrect", "error", "timeout", "cancelled", "invalid")
+# `interrupted` is the engine's own: the connection to a remote executor was lost (engine/executors/remote.py)
+RESULT_STATES = ("ok", "correct", "incorrect", "error", "timeout", "cancelled", "invalid", "interrupted")
 CPU_TIMING_LABEL = "CPU, interpreted — not a GPU timing"
 
 

@@ -20,12 +20,14 @@ import os
 import re
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from tinydb import TinyDB
 
 from trialtui.core import tree
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import MAX_SOURCE_BYTES, SCHEMA_VERSION, Trial, TrialState
 from trialtui.core.state_dir import STATE_DIR
 from trialtui.core.store_journal import (
@@ -381,7 +383,9 @@ class Store:
             raise TypeError(f"cannot set {', '.join(sorted(refused))} on a trial")
         if "state" in fields:
             fields = {**fields, "state": TrialState(fields["state"]).value}
-        return Trial.from_dict({**trial.to_dict(), **fields})
+        if not isinstance(fields.get("result"), (BenchResult, type(None))):
+            raise TypeError(f"a trial's result is a BenchResult, not {type(fields['result']).__name__}")
+        return replace(trial, **fields)
 
     def set_head(self, file: str, trial_id: str) -> None:
         """Move `file`'s head: its next save descends from `trial_id`."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.provenance import of_result, short
 from trialtui.core.result import CPU_TIMING_LABEL
 
@@ -30,23 +31,23 @@ def sizes_label(sizes: Any) -> str:
     return ", ".join(f"{k}={v}" for k, v in case.items() if k != "seed")
 
 
-def label(result: dict[str, Any]) -> str:
+def label(result: BenchResult) -> str:
     """`H200 · bfloat16 · batch=4096, dim=8192 · 2026-11-29 14:02`: the context every number needs;
     a number not measured here ends with where it came from (`· replayed from a recording on …`)."""
-    env = result.get("env") or {}
+    env = result.env or {}
     origin = of_result(result)
     here = origin is None or origin.measured_here
     where = env.get("gpu") or ("CPU (Triton interpreter)" if here or env.get("device") == "cpu" else "device unknown")
-    when = f" · {result['measured_at']}" if result.get("measured_at") and here else ""
+    when = f" · {result.measured_at}" if result.measured_at and here else ""
     elsewhere = f" · {origin.label()}" if origin is not None and not here else ""
-    return f"{where} · {result.get('dtype', '?')} · {sizes_label(result.get('sizes'))}{when}{elsewhere}"
+    return f"{where} · {result.dtype or '?'} · {sizes_label(result.sizes)}{when}{elsewhere}"
 
 
 def trial_summary(trial, baseline: str = "eager") -> str:
     """One line for a finished trial: its speedup with its label, or what failed."""
-    result = trial.result or {}
-    if trial.state == "correct":
-        timing = result.get("timing") or {}
+    result = trial.result
+    if trial.state == "correct" and result is not None:
+        timing = result.timing or {}
         if timing.get("label") == CPU_TIMING_LABEL:
             return f"correct on the CPU interpreter ({label(result)}); GPU timing needs a GPU"
         speed = trial.speedup(baseline)
@@ -56,7 +57,7 @@ def trial_summary(trial, baseline: str = "eager") -> str:
             speed_text += f" ({origin})"
         sol = f", {trial.sol:.0%} of speed-of-light" if trial.sol is not None else ""
         return f"{speed_text}, {fmt_us(timing.get('median_us'))}{sol} [{label(result)}]"
-    return result.get("message") or trial.state
+    return (result.message if result is not None else None) or trial.state
 
 
 # runner/compare.py's words for a wrong shape, and bench_job's "case … seed …: " before every check's message.

@@ -132,7 +132,7 @@ def counts_against_budget(trial: Trial) -> bool:
     """
     if not trial.state_enum.reached_gpu or not trial.result:
         return False
-    return (trial.result.get("env") or {}).get("device") != "cpu"
+    return (trial.result.env or {}).get("device") != "cpu"
 
 
 def budget_used(trials: Iterable[Trial]) -> int:
@@ -196,7 +196,7 @@ def summary(trial: Trial, baseline: str = "eager") -> str:
     origin = short(trial.result)
     if origin:
         text += f" ({origin})"
-    base = ((trial.result or {}).get("baselines") or {}).get(baseline) or {}
+    base = trial.baseline(baseline)
     if base.get("median_us") is not None and trial.median_us is not None:
         text += f" (bl={base['median_us']:.0f}us, tr={trial.median_us:.0f}us)"
     if trial.sol is not None:

@@ -10,10 +10,11 @@ from typing import Any, Callable
 
 from trialtui.core import job_kinds, provenance
 from trialtui.core.baselines import BaselineCache, reference_hash
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.job_spec import BenchSpec
 from trialtui.core.languages import Language, language_of_file
 from trialtui.core.problem import Problem
-from trialtui.core.result import RESULT_VERSION
+from trialtui.core.result import ResultError
 from trialtui.engine.jobs import ChildHandle, WarmChildren, run_child
 
 BENCH_MODULE = job_kinds.BENCH.module
@@ -48,8 +49,8 @@ def bench_file(
     name: str | None = None,
     heldout: list[dict[str, Any]] | None = None,
     correctness_only: bool = False,
-) -> dict[str, Any]:
-    """Check and time one candidate file in a child process; returns the result JSON as a dict.
+) -> BenchResult:
+    """Check and time one candidate file in a child process; returns its result, read from the child's JSON.
 
     With `heldout` (core/heldout.py's cases as dicts) it checks those cases instead, each on its own,
     and times nothing (engine/generalize.py); with `correctness_only` it checks the usual cases and times
@@ -80,19 +81,27 @@ def bench_file(
             on_progress({"phase": "cached_baselines", "baselines": known})
     if log_path is None:
         log_path = problem.state_dir / "logs" / f"bench-{Path(path).stem}-{int(time.time() * 1000)}.log"
-    result = run_child(
+    result = _read(run_child(
         BENCH_MODULE, spec.to_wire(), timeout_s=spec.timeout_s, log_path=log_path,
         env={**child_env(device), **(env or {})}, handle=handle, on_progress=on_progress, warm=warm,
+    ))
+    env = {"device": device, **(result.env or {})}  # a killed child's result too: budget counts GPU runs
+    result = replace(
+        result, log=str(log_path), reference_sha=key["ref_hash"],  # what `trialtui profile` checks before it reuses this verdict
+        dtype=cfg.dtype if result.dtype is None else result.dtype, sizes=cases if result.sizes is None else result.sizes,
+        env=env, provenance=provenance.measured(env.get("gpu") or device).to_dict(),  # here, now
     )
-    result["log"] = str(log_path)
-    result["reference_sha"] = key["ref_hash"]  # what `trialtui profile` checks before it reuses this verdict
-    result.setdefault("dtype", cfg.dtype)
-    result.setdefault("sizes", cases)
-    result["env"] = {"device": device, **(result.get("env") or {})}  # a killed child's result too: budget counts GPU runs
-    result[provenance.KEY] = provenance.measured(result["env"].get("gpu") or device).to_dict()  # here, now
-    if result.get("state") == "correct" and result.get("baselines") and device == "cuda":
-        cache.record(key, result.get("env") or {}, result["baselines"])
+    if result.state == "correct" and result.baselines and device == "cuda":
+        cache.record(key, env, result.baselines)
     return result
+
+
+def _read(data: dict[str, Any]) -> BenchResult:
+    """The job's JSON as a result; run_child checked the envelope, so what fails here is a key of the wrong type."""
+    try:
+        return BenchResult.from_json(data)
+    except ResultError as exc:
+        return BenchResult.failure("error", f"malformed result from child: {exc}", log_tail=data.get("log_tail", ""))
 
 
 def problem_spec(problem: Problem, device: str, *, seeds: int | None = None, cuda_graph: bool = False,
@@ -110,29 +119,23 @@ def heldout_spec(problem: Problem, spec: BenchSpec, cases: list[dict[str, Any]])
                    bench_cases=[], timeout_s=problem.config.bench_timeout_s + budget)
 
 
-def static_verdict(problem: Problem, path: Path, name: str | None = None) -> dict[str, Any] | None:
+def static_verdict(problem: Problem, path: Path, name: str | None = None) -> BenchResult | None:
     """The watcher's static stage, so a file gets one verdict whether it is watched or benched."""
     from trialtui.engine.validate import finding_message, static_stage
 
     errors = [f for f in static_stage(problem, path, name) if f["severity"] == "error"]
     if not errors:
         return None
-    return {
-        "version": RESULT_VERSION, "state": "invalid", "message": finding_message(errors[0]),
-        "validation": {"ok": False, "errors": errors}, "flags": [], "correctness": None, "timing": None, "speedup": None,
-    }
+    return BenchResult.failure("invalid", finding_message(errors[0]), validation={"ok": False, "errors": errors})
 
 
-def needs_gpu(language: Language, dtype: str, cases: list[dict[str, Any]]) -> dict[str, Any]:
+def needs_gpu(language: Language, dtype: str, cases: list[dict[str, Any]]) -> BenchResult:
     """The result for a candidate that only a GPU can run, on a machine without one: an error that
     says so, never a verdict on the kernel from a CPU run."""
-    return {
-        "version": RESULT_VERSION, "state": "error",
-        "message": f"needs a GPU: {language.label} candidates run only on an NVIDIA GPU and this machine has none "
-                   "(validate compiles it here; run bench where there is a GPU)",
-        "needs_gpu": True, "language": language.name, "flags": [], "correctness": None, "timing": None,
-        "speedup": None, "dtype": dtype, "sizes": cases, "env": {"device": "cpu"},
-    }
+    return BenchResult.failure(
+        "error", f"needs a GPU: {language.label} candidates run only on an NVIDIA GPU and this machine has none "
+                 "(validate compiles it here; run bench where there is a GPU)",
+        needs_gpu=True, language=language.name, dtype=dtype, sizes=cases, env={"device": "cpu"})
 
 
 def baseline_key(problem: Problem, case: dict[str, Any], cuda_graph: bool) -> dict[str, Any]:

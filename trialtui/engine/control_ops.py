@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from trialtui.core import tree
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
 from trialtui.core.store import Store, StoreError, UnknownTrial
@@ -118,7 +119,7 @@ async def gpu_to_itself(engine: RunningEngine) -> AsyncIterator[None]:
 
 
 async def finalize_running(engine: RunningEngine, trial_id: str | None, device: str,
-                           bench: Callable[..., dict[str, Any]]) -> tuple[str, dict[str, Any], Path]:
+                           bench: Callable[..., BenchResult]) -> tuple[str, dict[str, Any], Path]:
     """`trials finalize` in a running engine: watching pauses and the lanes drain first, as for the TUI's F."""
     store, config = engine.store, engine.problem.config
     trial = store.get(trial_id) if trial_id else tree.best(store.trials(), config.primary_baseline)

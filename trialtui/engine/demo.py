@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from trialtui.core import tree
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.report import FINAL_DIR
 from trialtui.core.store import atomic_write, sha256_of
@@ -69,7 +70,7 @@ class DemoPlayer:
         mode: str,
         speed: float = 1.0,
         finalize: bool = True,
-        finalize_bench: Callable[..., dict[str, Any]] = bench_file,
+        finalize_bench: Callable[..., BenchResult] = bench_file,
         finalize_env: dict[str, str] | None = None,
         record_dir: Path | None = None,
         trial_timeout_s: float | None = None,

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.store import atomic_write
 from trialtui.engine import events as ev
 from trialtui.engine.demo_replay import numbers_label
@@ -34,7 +35,7 @@ class DemoPrinter(HeadlessPrinter):
                 line += f" — {numbers_label(self._result(event.trial_id))}"
         return f"{self.prefix}{line}"
 
-    def _result(self, trial_id: str) -> dict[str, Any] | None:
+    def _result(self, trial_id: str) -> BenchResult | None:
         try:
             return self.engine.store.get(trial_id).result
         except Exception:  # noqa: BLE001 - a line is never worth a crash
@@ -46,11 +47,11 @@ def final_table(runs: list[ProblemRun], baselines: tuple[str, ...] = ("eager", "
     the numbers come from."""
     rows = [("problem", "best", *(f"vs {b}" for b in baselines), "story", "time", "numbers")]
     for run in runs:
-        result = run.best_result or {}
-        speed = result.get("speedup") or {}
+        result = run.best_result
+        speed = (result.speedup if result else None) or {}
         if run.error:
             where = f"FAILED: {run.error}"
-        elif result.get("speedup"):
+        elif result and result.speedup:
             where = f"{_where(result)} · {numbers_label(result)}"
         else:
             where = "CPU: no GPU timing" + (" (no recording for any correct version)"
@@ -81,16 +82,16 @@ def next_steps(roots: list[Path], *, played_all: bool, shown: Callable[[Path], s
     return lines
 
 
-def _where(result: dict[str, Any]) -> str:
-    env = result.get("env") or {}
-    case = (result.get("sizes") or [{}])[0] or {}
+def _where(result: BenchResult) -> str:
+    env = result.env or {}
+    case = (result.sizes or [{}])[0] or {}
     shape = ", ".join(f"{k}={v}" for k, v in case.items() if k != "seed") or "default sizes"
-    return f"{env.get('gpu') or '?'} · {result.get('dtype') or '?'} · {shape}"
+    return f"{env.get('gpu') or '?'} · {result.dtype or '?'} · {shape}"
 
 
 
 def run_summary(run: ProblemRun) -> dict[str, Any]:
-    result = run.best_result or {}
+    result = run.best_result.to_json() if run.best_result else {}  # summary.json quotes the result's own JSON
     return {
         "problem": run.problem,
         "mode": run.mode,

@@ -12,9 +12,9 @@ import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import trialtui
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.config import Config
 from trialtui.core.decide_evidence import Tree
 from trialtui.core.model import Action, Trial, TrialState
@@ -297,7 +297,7 @@ class ProblemRun:
     branched_to: str | None = None
     best: str | None = None
     best_version: str | None = None
-    best_result: dict[str, Any] | None = None
+    best_result: BenchResult | None = None
     report: Path | None = None
     report_note: str = ""
     unreplayed: list[str] = field(default_factory=list)  # replay: correct versions without GPU numbers

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.report import FINAL_DIR, build_report
@@ -30,7 +31,7 @@ def finalize(
     trial: Trial,
     *,
     device: str | None = None,
-    bench: Callable[..., dict[str, Any]] | None = None,
+    bench: Callable[..., BenchResult] | None = None,
     env: dict[str, str] | None = None,
     extra: Callable[[Trial], tuple[str, dict[str, Any]]] | None = None,
 ) -> tuple[str, dict[str, Any], Path]:
@@ -42,11 +43,11 @@ def finalize(
     bench = bench or engine_bench.bench_file
     result = bench(problem, kernel, device=device, use_cache=False, env=env,
                    log_path=problem.state_dir / "logs" / f"finalize-{trial.id}.log")
-    if result.get("state") != TrialState.CORRECT.value:
+    if result.state != TrialState.CORRECT.value:
         kernel.unlink(missing_ok=True)
-        raise FinalizeError(f"{trial.id} is {result.get('state')} on the clean re-benchmark, so nothing was "
-                            f"finalized: {result.get('message') or 'no message'}")
-    generalization = check_file(problem, kernel, device=(result.get("env") or {}).get("device") or device, bench=bench,
+        raise FinalizeError(f"{trial.id} is {result.state} on the clean re-benchmark, so nothing was "
+                            f"finalized: {result.message or 'no message'}")
+    generalization = check_file(problem, kernel, device=(result.env or {}).get("device") or device, bench=bench,
                                 env=env, log_path=problem.state_dir / "logs" / f"finalize-{trial.id}-heldout.log")
     text, report = build_report(problem, trial, result, generalization)
     if extra is not None:

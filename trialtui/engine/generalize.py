@@ -10,9 +10,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from trialtui.core import heldout, revealed
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.generalization import Generalization
 from trialtui.core.problem import Problem
 from trialtui.core.store import sha256_of
@@ -22,7 +22,7 @@ _SEEDS = random.SystemRandom()  # drawn when a check runs: nothing the candidate
 
 
 def check_file(problem: Problem, path: Path | str, *, device: str | None = None,
-               bench: Callable[..., dict[str, Any]] | None = None, env: dict[str, str] | None = None,
+               bench: Callable[..., BenchResult] | None = None, env: dict[str, str] | None = None,
                log_path: Path | None = None, on_demand: bool = False) -> Generalization:
     """The held-out check of one source file; `bench` is where jobs run (an executor's, else bench_file)."""
     device = device or detect_device()

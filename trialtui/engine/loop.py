@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core import tree
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.decide import decide
 from trialtui.core.executor import Executor, parse_target
 from trialtui.core.languages import DEFAULT, get_language
-from trialtui.core.model import REFERENCE_FAILED, Decision, Trial, TrialState
+from trialtui.core.model import Decision, Trial, TrialState
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store
@@ -54,7 +55,7 @@ class Engine(TrialJobs):
         lanes: Lanes | None = None,
         store: Store | None = None,
         validate_workers: int = 2,
-        bench: Callable[..., dict[str, Any]] | None = None,
+        bench: Callable[..., BenchResult] | None = None,
         validate: Callable[..., dict[str, Any]] | None = None,
         analyze: Callable[..., dict[str, Any]] | None = None,
         executor: Executor | None = None,
@@ -492,7 +493,7 @@ class Engine(TrialJobs):
         for trial_id in stale:
             self.store.update(trial_id, stale=True)
         self.emit(ev.Notice(f"reference.py changed: baselines will be re-measured; {len(stale)} trial(s) marked stale", "warning"))
-        self.rerun_many([t.id for t in self.store.trials() if (t.result or {}).get(REFERENCE_FAILED)])  # not judged yet
+        self.rerun_many([t.id for t in self.store.trials() if t.result and t.result.reference_failed])  # not judged yet
         for lane in self.lanes.lanes:  # what the lanes made ready, or are making ready, was the old reference's
             if lane.job is None or (lane.job.owner is self and not lane.job.trial_id):
                 self._prepare_soon(lane)

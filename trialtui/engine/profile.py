@@ -108,7 +108,7 @@ def trial_verdicts(problem: Problem, trial: Trial, analysis: dict[str, Any] | No
                    ) -> tuple[list[dict[str, Any]], float | None, dict[str, Any] | None]:
     """Verdicts (counters when the profile has them, else analytic), the speed-of-light fraction and
     the roofline at the ceilings of the GPU the trial ran on (or `gpu`, for a trial run on the CPU)."""
-    env = (trial.result or {}).get("env") or {}
+    env = (trial.result.env if trial.result else None) or {}
     name = env.get("gpu") or gpu
     ceilings = ceilings_for(name, env.get("driver")) if name else None
     context = context_for(analysis, ceilings, trial.median_us, allow_tf32=problem.config.allow_tf32,
@@ -137,15 +137,17 @@ def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200")
         phases[name] = round(time.monotonic() - started, 3)
         started = time.monotonic()
 
-    result = established(problem, path) if device == "cuda" else None
+    reused = established(problem, path) if device == "cuda" else None
     phase("reuse_lookup")
-    if result is None:
+    if reused is None:
         result = bench_file(problem, path, device=device)
         phase("bench")
-    if result.get("state") != "correct":
-        return {"state": result.get("state"), "message": result.get("message"), "env": result.get("env")}
+    else:
+        result = reused.result
+    if result.state != "correct":
+        return {"state": result.state, "message": result.message, "env": result.env}
     trial = Trial(id=path.stem, file=path.name, sha256="", created=0.0, state="correct", result=result)
-    env = result.get("env") or {}
+    env = result.env or {}
     if device == "cuda":
         analysis = analyze(problem, gpu=env.get("gpu"), driver=env.get("driver"))
         phase("analyze")
@@ -166,10 +168,10 @@ def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200")
     return {"state": "correct", "analytic": analytic, "label": label,
             "profile": {k: v for k, v in body.items() if k != "log_tail"}, "verdicts": verdicts, "sol": sol,
             "roofline": roof, "median_us": trial.median_us, "env": env, "gpu": target,
-            "reused_from": result.get("reused_from"), "phases_s": phases}
+            "reused_from": reused.id if reused else None, "phases_s": phases}
 
 
-def established(problem: Problem, path: Path) -> dict[str, Any] | None:
+def established(problem: Problem, path: Path) -> Trial | None:
     """The GPU result of a trial with this exact source, judged correct against this exact reference:
     `trialtui profile` then goes straight to the counters, without a second benchmark."""
     from trialtui.core.store import DB_NAME, Store, StoreError, sha256_of
@@ -183,10 +185,9 @@ def established(problem: Problem, path: Path) -> dict[str, Any] | None:
     except (StoreError, OSError, ValueError):
         return None
     for trial in reversed(trials):
-        result = trial.result or {}
         if (trial.sha256 == sha and trial.state == "correct" and not trial.stale and trial.median_us is not None
-                and result.get("reference_sha") == ref):
-            return {**result, "reused_from": trial.id}
+                and trial.result is not None and trial.result.reference_sha == ref):
+            return trial
     return None
 
 

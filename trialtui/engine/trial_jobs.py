@@ -7,9 +7,11 @@ A mixin of `Engine` (engine/loop.py), kept apart so loop.py holds saves, operati
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from trialtui.core import provenance, tree
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.executor import ran_on
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
@@ -98,10 +100,10 @@ class TrialJobs:
         if compiled is None:
             await asyncio.gather(bench, return_exceptions=True)  # the cancelled job sweeps before the lane frees
             return False
-        result = await bench
-        if result.get("state") == TrialState.INTERRUPTED.value and trial.id not in self._retried:
+        result: BenchResult = await bench
+        if result.state == TrialState.INTERRUPTED.value and trial.id not in self._retried:
             self._retried.add(trial.id)  # a connection lost mid-job (a remote executor): said so, tried once more
-            self._set_state(trial.id, TrialState.INTERRUPTED, f"{result.get('message', '')}; trying once more")
+            self._set_state(trial.id, TrialState.INTERRUPTED, f"{result.message or ''}; trying once more")
             self.rerun(trial.id, front=True)
             return False
         event = await self._finish(trial, result, log_rel)
@@ -174,13 +176,13 @@ class TrialJobs:
             return
         self.emit(ev.Progress(trial_id, event.get("phase", ""), event.get("i"), event.get("n"), event.get("runs")))
 
-    async def _finish(self, trial: Trial, result: dict[str, Any], log_rel: str) -> str | None:
+    async def _finish(self, trial: Trial, result: BenchResult, log_rel: str) -> str | None:
         """The result into the trial and its events; for a trial timed on a GPU, which profile event it is."""
         others = [t for t in await asyncio.to_thread(self.store.trials) if t.id != trial.id]  # one read, off the loop
         before = tree.best(others, self.problem.config.primary_baseline)
-        state = TrialState(result["state"]) if result["state"] in TrialState._value2member_map_ else TrialState.ERROR
-        result.pop("log_tail", None)
-        trial = self._set_state(trial.id, state, result.get("message", ""), result=result, log=log_rel)
+        state = TrialState(result.state) if result.state in TrialState._value2member_map_ else TrialState.ERROR
+        result = result.without("log_tail")  # the trial keeps its whole log
+        trial = self._set_state(trial.id, state, result.message or "", result=result, log=log_rel)
         where = ran_on(result)  # a remote executor's result says where it ran
         self.emit(ev.ResultReady(trial.id, state.value, trial_summary(trial, self.problem.config.primary_baseline)
                                  + (f" — ran on {where}" if where else "")))
@@ -234,7 +236,7 @@ class TrialJobs:
     async def _verdicts(self, trial_id: str) -> None:
         """Verdicts for a correct GPU trial: from its profile where counters ran, else analytic."""
         trial = self.store.get(trial_id)
-        env = (trial.result or {}).get("env") or {}
+        env = (trial.result.env if trial.result else None) or {}
         # started when the first trial was queued (Engine._enqueue), so this seldom waits for it
         analysis = await asyncio.shield(self._analysis) if self._analysis is not None else None
         if not analysis or analysis.get("state") != "ok":
@@ -242,8 +244,8 @@ class TrialJobs:
         profile = trial.profile
         verdicts, sol, roof = trial_verdicts(self.problem, trial, analysis, profile)
         fields: dict[str, Any] = {"verdicts": verdicts, "sol": sol}
-        if roof is not None:
-            fields["result"] = {**(trial.result or {}), "roofline": roof}
+        if roof is not None and trial.result is not None:
+            fields["result"] = replace(trial.result, roofline=roof)
         self.store.update(trial_id, **fields)
         if profile is not None:  # the counters' verdicts: views reload the trial (the decision follows in any case)
             said = f" from {profile.get('label') or source_of(profile)}"

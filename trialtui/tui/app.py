@@ -343,7 +343,7 @@ class TrialApp(KeyActions, AppMessages, App):
         A replayed or imported number never reads as live: the header then says where it came from
         and that this machine is a CPU.
         """
-        env = (trial.result or {}).get("env") or {}
+        env = (trial.result.env if trial.result else None) or {}
         if env.get("device") != "cuda" or not env.get("gpu"):
             return False
         rec = describe.elsewhere(trial.result)
@@ -386,7 +386,7 @@ class TrialApp(KeyActions, AppMessages, App):
         standing.best_id = best.id if best else None
         standing.best_speedup = best.speedup(self.baseline) if best else None
         standing.best_origin = provenance.short(best.result) if best else ""
-        base = (((best.result or {}).get("baselines") or {}).get(self.baseline) or {}) if best else {}
+        base = best.baseline(self.baseline) if best else {}
         standing.baseline_us = base.get("median_us")
         stale = sum(trial.state in _IN_FLIGHT for trial in self.trials.values())
         standing.used, standing.limit = tree.budget_used(self.trials.values()), self.config.max_trials

@@ -8,9 +8,9 @@ not measured here says so beside it, "3.45× (replayed)", "(imported from hf)" (
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from trialtui.core import provenance
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.result import CPU_TIMING_LABEL
 from trialtui.core.text import fmt_us, label, wrong_output
@@ -46,20 +46,19 @@ def glyph(state: TrialState, frame: int = 0) -> tuple[str, str]:
 
 def cpu_run(trial: Trial) -> bool:
     """A correct result from Triton's CPU interpreter: correct, but it measures nothing about speed."""
-    result = trial.result or {}
-    timing = result.get("timing") or {}
-    return trial.state_enum is TrialState.CORRECT and (
-        (result.get("env") or {}).get("device") == "cpu" or timing.get("label") == CPU_TIMING_LABEL
-    )
+    result = trial.result
+    if trial.state_enum is not TrialState.CORRECT or result is None:
+        return False
+    return (result.env or {}).get("device") == "cpu" or (result.timing or {}).get("label") == CPU_TIMING_LABEL
 
 
-def elsewhere(result: dict[str, Any] | None) -> str:
+def elsewhere(result: BenchResult | None) -> str:
     """`replayed from a recording on NVIDIA H200, 2026-03-02`, `imported from hf; …` for a number
     not measured here, else ""."""
     return provenance.elsewhere(result)
 
 
-def origin_word(result: dict[str, Any] | None) -> str:
+def origin_word(result: BenchResult | None) -> str:
     """What the metrics pane calls a result's source: measured on, replayed or imported."""
     found = provenance.of_result(result)
     if found is None or found.measured_here:
@@ -67,7 +66,7 @@ def origin_word(result: dict[str, Any] | None) -> str:
     return "replayed" if found.origin is provenance.Origin.REPLAYED else "imported"
 
 
-def measured_on(result: dict[str, Any] | None) -> str:
+def measured_on(result: BenchResult | None) -> str:
     """The label every number of this result carries: GPU (or CPU), dtype, sizes, and where else it came from."""
     return label(result) if result else ""
 
@@ -80,7 +79,7 @@ def first_line(text: str | None, width: int = 80) -> str:
 def failing_check(trial: Trial) -> str:
     """What failed, in a few words: the validation error, the correctness numbers, or the crash."""
     state = trial.state_enum
-    result = trial.result or {}
+    message = trial.result.message if trial.result else None
     if state is TrialState.INVALID:
         errors = (trial.validation or {}).get("errors") or []
         if not errors:
@@ -89,11 +88,11 @@ def failing_check(trial: Trial) -> str:
         where = f"line {first['line']}: " if first.get("line") else ""
         return f"{where}{first_line(first.get('message'))}"
     if state is TrialState.INCORRECT:
-        return first_line(wrong_output(result.get("correctness") or {}, result.get("message")))
+        return first_line(wrong_output((trial.result.correctness if trial.result else None) or {}, message))
     if state is TrialState.TIMEOUT:
         return "timed out"
     if state is TrialState.ERROR:
-        return "error: " + (first_line(result.get("message")) or "crashed")
+        return "error: " + (first_line(message) or "crashed")
     return state.value
 
 

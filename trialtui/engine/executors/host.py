@@ -23,6 +23,7 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -113,12 +114,12 @@ def run_job(job: JobData, workspace: Workspace, *, on_progress: Callable[[dict[s
     handle = handle or ChildHandle()
     try:
         if job.kind == "bench":
-            result = bench_file(problem, candidate, device=o.get("device"), seeds=o.get("seeds"),
+            bench = bench_file(problem, candidate, device=o.get("device"), seeds=o.get("seeds"),
                                 baseline_us=o.get("baseline_us"), use_cache=bool(o.get("use_cache", True)),
                                 log_path=state_dir / o["log"], handle=handle, on_progress=on_progress,
                                 cuda_graph=bool(o.get("cuda_graph")), env=o.get("env") or {}, warm=warm,
                                 name=o.get("name"), heldout=o.get("heldout"))
-            result["env"] = {**(result.get("env") or {}), "host": socket.gethostname()}
+            result = replace(bench, env={**(bench.env or {}), "host": socket.gethostname()}).to_json()  # travels as JSON
         elif job.kind == "validate":
             result = validate_file(problem, candidate, arch=o.get("arch"), compile=True, timeout_s=o.get("timeout_s"),
                                    name=o.get("name"), warm=warm)

@@ -19,9 +19,11 @@ import socket
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.executor import ExecutorError, JobData, Slot
 from trialtui.core.problem import Problem
 from trialtui.engine.executors.remote import Interrupted, Progress, RemoteExecutor, deadline_for
@@ -138,22 +140,20 @@ class RayExecutor(RemoteExecutor):
                 ray.cancel(ref, force=True)
                 raise Interrupted("the Ray task stopped answering")
 
-    def bench(self, problem: Problem, path: Path | str, **options: Any) -> dict[str, Any]:
+    def bench(self, problem: Problem, path: Path | str, **options: Any) -> BenchResult:
         """With `models = "every"`, one task per GPU model at once; the first model's result leads, and
         `models` holds each model's outcome and speedups."""
         if self.settings.models != "every" or len(self.models) < 2:
             return super().bench(problem, path, **options)
         log_path = Path(options.pop("log_path", None) or problem.state_dir / "logs" / f"bench-{Path(path).stem}.log")
 
-        def one(model: str) -> dict[str, Any]:
+        def one(model: str) -> BenchResult:
             log = log_path if model == self.models[0] else log_path.with_name(f"{log_path.stem}-{_safe(model)}.log")
             return super(RayExecutor, self).bench(problem, path, log_path=log, model=model, **options)
 
         with ThreadPoolExecutor(len(self.models), thread_name_prefix="ray-model") as pool:
             results = list(pool.map(one, self.models))
-        lead = results[0]
-        lead["models"] = {model: _per_model(result) for model, result in zip(self.models, results)}
-        return lead
+        return replace(results[0], models={model: _per_model(result) for model, result in zip(self.models, results)})
 
     def close(self) -> None:
         if self._started_ray:
@@ -163,11 +163,11 @@ class RayExecutor(RemoteExecutor):
             self._started_ray = False
 
 
-def _per_model(result: dict[str, Any]) -> dict[str, Any]:
-    timing = result.get("timing") or {}
-    env = result.get("env") or {}
-    return {"state": result.get("state"), "median_us": timing.get("median_us"), "speedup": result.get("speedup"),
-            "gpu": env.get("gpu"), "host": env.get("host"), "message": result.get("message"), "log": result.get("log")}
+def _per_model(result: BenchResult) -> dict[str, Any]:
+    timing = result.timing or {}
+    env = result.env or {}
+    return {"state": result.state, "median_us": timing.get("median_us"), "speedup": result.speedup,
+            "gpu": env.get("gpu"), "host": env.get("host"), "message": result.message, "log": result.log}
 
 
 def _safe(name: str) -> str:

@@ -15,13 +15,15 @@ import os
 import time
 from abc import abstractmethod
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from trialtui.core.baselines import CACHE_NAME, BaselineCache
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.executor import Executor, JobData, decode, relative_path_ok
 from trialtui.core.problem import Problem
-from trialtui.core.result import RESULT_VERSION, ResultError, check_result
+from trialtui.core.result import RESULT_VERSION, ResultError
 from trialtui.core.state_dir import make_dirs
 from trialtui.core.store import atomic_write
 from trialtui.engine import guard
@@ -61,7 +63,7 @@ class RemoteExecutor(Executor):
               baseline_us: float | None = None, use_cache: bool = True, log_path: Path | None = None,
               handle: Any = None, on_progress: Progress | None = None, cuda_graph: bool = False,
               env: dict[str, str] | None = None, warm: Any = None, name: str | None = None,
-              model: str | None = None, heldout: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+              model: str | None = None, heldout: list[dict[str, Any]] | None = None) -> BenchResult:
         """`bench_file` there; `model` asks for a GPU of that model where the executor knows models (Ray)."""
         del warm  # the far side keeps its own warm job processes
         log_path = Path(log_path or problem.state_dir / "logs" / f"bench-{Path(path).stem}-{int(time.time() * 1000)}.log")
@@ -75,12 +77,12 @@ class RemoteExecutor(Executor):
             outcome = self.run(pack(problem, "bench", path, options, state), on_progress=on_progress, handle=handle)
         except Interrupted as exc:
             return self._lost(f"the connection was lost while the job ran ({exc})", device)
-        result = self._unpacked(problem, outcome, device)
-        result["log"] = str(log_path)
-        if result.get("state") == "correct" and result.get("baselines") and result["env"].get("device") == "cuda":
+        result = replace(self._unpacked(problem, outcome, device), log=str(log_path))
+        env = result.env or {}
+        if result.state == "correct" and result.baselines and env.get("device") == "cuda":
             cases = problem.bench_cases
-            BaselineCache(problem.state_dir).record(baseline_key(problem, cases[0], cuda_graph), result["env"],
-                                                    result["baselines"])  # this machine's cache, per GPU model
+            BaselineCache(problem.state_dir).record(baseline_key(problem, cases[0], cuda_graph), env,
+                                                    result.baselines)  # this machine's cache, per GPU model
         return result
 
     def validate(self, problem: Problem, path: Path | str, *, compile: bool = True, name: str | None = None,
@@ -134,25 +136,20 @@ class RemoteExecutor(Executor):
 
     # Outcomes
 
-    def _lost(self, why: str, device: str | None) -> dict[str, Any]:
-        return {"version": RESULT_VERSION, "state": INTERRUPTED, "message": f"{self.describe()}: {why}",
-                "flags": [], "correctness": None, "timing": None, "speedup": None,
-                "env": {"device": device or self.device, **self.result_env()}}
+    def _lost(self, why: str, device: str | None) -> BenchResult:
+        return BenchResult.failure(INTERRUPTED, f"{self.describe()}: {why}",
+                                   env={"device": device or self.device, **self.result_env()})
 
-    def _unpacked(self, problem: Problem, outcome: dict[str, Any], device: str | None) -> dict[str, Any]:
+    def _unpacked(self, problem: Problem, outcome: dict[str, Any], device: str | None) -> BenchResult:
         if "error" in outcome:
-            return {"version": RESULT_VERSION, "state": "error", "message": f"{self.describe()}: {outcome['error']}",
-                    "flags": [], "correctness": None, "timing": None, "speedup": None,
-                    "env": {"device": device or self.device, **self.result_env()}}
-        result = self._relocated(problem, outcome)
-        if result.get("state") != "invalid":  # the static stage's verdict has no env
-            try:
-                check_result(result)
-            except ResultError as exc:
-                return {"version": RESULT_VERSION, "state": "error", "message": f"malformed result from "
-                        f"{self.describe()}: {exc}", "env": {"device": device or self.device, **self.result_env()}}
-        result["env"] = {**(result.get("env") or {}), **self.result_env()}
-        return result
+            return BenchResult.failure("error", f"{self.describe()}: {outcome['error']}",
+                                       env={"device": device or self.device, **self.result_env()})
+        try:
+            result = BenchResult.from_json(self._relocated(problem, outcome))
+        except ResultError as exc:
+            return BenchResult.failure("error", f"malformed result from {self.describe()}: {exc}",
+                                       env={"device": device or self.device, **self.result_env()})
+        return replace(result, env={**(result.env or {}), **self.result_env()})
 
     def _relocated(self, problem: Problem, outcome: dict[str, Any]) -> dict[str, Any]:
         """The files the job wrote, into this problem's .trialtui/; the result's paths pointed at them."""

@@ -345,6 +345,6 @@ class TrialDetail(Themed, Vertical):
                      Style(bold=True))
         if size > LOG_TAIL_BYTES:
             title.append(f"  (last {LOG_TAIL_BYTES // 1024} KiB of {size // 1024} KiB)", self.color("trial-muted"))
-        phases = breakdown_lines((trial.result or {}).get("phases_s"))
+        phases = breakdown_lines(trial.result.phases_s if trial.result else None)
         timeline = Text("\n".join(["Where the seconds went", *phases]) + "\n", self.color("trial-muted")) if phases else Text()
         return Group(timeline, title, Text(data.rstrip() or "(empty)"))

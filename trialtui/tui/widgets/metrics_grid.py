@@ -6,7 +6,7 @@ Split from widgets/detail.py, which holds the tabs and renders this one through 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from rich.console import RenderableType
 from rich.style import Style
@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from trialtui.core import provenance, tree
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.config import Config
 from trialtui.core.executor import ran_on
 from trialtui.core.model import Trial, TrialState
@@ -41,7 +42,7 @@ class MetricsGrid:
         grid = Table.grid(padding=(0, 1), expand=True)
         grid.add_column(style=self.color("trial-muted"), justify="right", no_wrap=True, width=12)
         grid.add_column(ratio=1)
-        result = trial.result or {}
+        result = trial.result
         state = trial.state_enum
         if result:
             here = provenance.measured_here(result)
@@ -57,7 +58,7 @@ class MetricsGrid:
         elif state is TrialState.INVALID:
             self._validation_rows(grid, trial)
         elif state in (TrialState.ERROR, TrialState.TIMEOUT):
-            grid.add_row(state.value, Text(result.get("message") or "no message (see the Log tab)",
+            grid.add_row(state.value, Text((result.message if result else None) or "no message (see the Log tab)",
                                            self.color("trial-failure")))
         elif not state.is_final:
             grid.add_row("state", Text(f"{state.value}: the result comes when the job ends", self.color("trial-running")))
@@ -65,7 +66,7 @@ class MetricsGrid:
             grid.add_row("state", Text(f"{state.value}: no result (r re-runs it)", self.color("trial-muted")))
         self._correctness_rows(grid, trial)
         self._kernel_rows(grid, trial)
-        for item in result.get("flags") or []:
+        for item in (result.flags if result else None) or []:
             grid.add_row("flag", Text(f"{item.get('code')}: {item.get('message')}", self.color("warning")))
         for why in tree.disqualified(trial):
             grid.add_row("never best", Text(f"⚑ {why}", self.color("trial-failure", bold=True)))
@@ -74,7 +75,7 @@ class MetricsGrid:
         return grid
 
     def _timing_rows(self, grid: Table, trial: Trial) -> None:
-        result = trial.result or {}
+        result = trial.result
         timing = trial.gpu_timing or {}
         med = timing.get("median_us")
         spread = ""
@@ -97,8 +98,8 @@ class MetricsGrid:
             else:
                 how = f"kernels only, {origin.short()}"
             grid.add_row("kernel time", f"{fmt_us(timing['kernel_us'])} ({how})")
-        for kind, base in (result.get("baselines") or {}).items():
-            speed = (result.get("speedup") or {}).get(kind)
+        for kind, base in ((result.baselines if result else None) or {}).items():
+            speed = ((result.speedup if result else None) or {}).get(kind)
             how = "given" if base.get("given") else ("cached" if base.get("cached") else "measured")
             line = Text()
             if speed is not None:
@@ -127,13 +128,13 @@ class MetricsGrid:
             if roof:
                 line.append(f" (floor {fmt_us(roof.get('floor_us'))}, {roof.get('bound', '?')}-bound)",
                             self.color("trial-muted"))
-            physical = ((trial.result or {}).get("timing") or {}).get("work") or {}
+            physical = ((trial.result.timing if trial.result else None) or {}).get("work") or {}
             if trial.sol > 1 and roof and roof.get("source") == "calibrated" and physical.get("floor_us") and trial.median_us:
                 line.append(f" past the rate this GPU measured, {physical['floor_us'] / trial.median_us:.0%} of its "
                             "datasheet's", self.color("trial-muted"))  # a measured rate is no ceiling (core/flags.py)
             grid.add_row("SoL", line)
 
-    def _origin_rows(self, grid: Table, result: dict[str, Any]) -> None:
+    def _origin_rows(self, grid: Table, result: BenchResult) -> None:
         """The recording a replayed number came from and every import it went through, paths included."""
         found = provenance.of_result(result)
         if found is None or found.measured_here:
@@ -145,7 +146,7 @@ class MetricsGrid:
             grid.add_row("via", Text(f"{hop.format} from {hop.source}" + (f" ({hop.at[:10]})" if hop.at else ""), muted))
 
     def _correctness_rows(self, grid: Table, trial: Trial) -> None:
-        corr = (trial.result or {}).get("correctness") or {}
+        corr = (trial.result.correctness if trial.result else None) or {}
         if not corr:
             preview = (trial.validation or {}).get("preview")
             if preview:

@@ -128,7 +128,7 @@ class SpeedupHistory(Plot):
                 points.append(Point(trial.id, speed, top))
                 self.gpu = describe.measured_on(trial.result)
             elif state in (TrialState.INCORRECT, TrialState.ERROR, TrialState.TIMEOUT) and not describe.cpu_run(trial):
-                if (trial.result or {}).get("env", {}).get("device") == "cuda":
+                if trial.result and (trial.result.env or {}).get("device") == "cuda":
                     points.append(Point(trial.id, None, top))
         self.points = points
         self.border_subtitle = self.gpu
@@ -214,7 +214,7 @@ class TimingSpread(Plot):
         if trial is None or trial.gpu_timing is None:
             return []
         rows = [(trial.id, trial.gpu_timing, "trial-running")]
-        for kind, base in ((trial.result or {}).get("baselines") or {}).items():
+        for kind, base in ((trial.result.baselines if trial.result else None) or {}).items():
             if base.get("median_us") is not None:
                 rows.append((kind, base, "trial-muted"))
         return rows
@@ -264,8 +264,7 @@ class TimingSpread(Plot):
 
 def roofline_of(trial: Trial) -> dict[str, Any] | None:
     """The trial's roofline (core.roofline.Roofline as a dict), from its profile or its result."""
-    for holder in (trial.profile or {}, trial.result or {}):
-        roof = holder.get("roofline")
+    for roof in ((trial.profile or {}).get("roofline"), trial.result.roofline if trial.result else None):
         if isinstance(roof, dict) and roof.get("hbm_gbps"):
             return roof
     return None

@@ -1,0 +1,109 @@
+"""No dict crosses as a bench job's result (issue 35): from the runner to the engine it is read once into a
+`BenchResult`, and the engine, the store and every front end pass that type on. The annotations say so,
+no module outside the runner reads a trial's result by key, and a real CPU bench returns the type with
+fa11b31's JSON shape."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import shutil
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trialtui
+from trialtui.core.bench_result import BenchResult
+from trialtui.core.executor import Executor
+from trialtui.core.model import Trial
+from trialtui.core.problem_dir import load_problem
+from trialtui.engine import bench, events, finalize, generalize
+from trialtui.engine.demo_replay import ReplayBench
+from trialtui.engine.executors.local import LocalExecutor
+from trialtui.engine.executors.ray_cluster import RayExecutor
+from trialtui.engine.executors.remote import RemoteExecutor
+from trialtui.engine.trial_jobs import TrialJobs
+
+PACKAGE = Path(trialtui.__file__).parent
+GOLDEN = Path(__file__).parent / "fixtures" / "golden" / "fa11b31"
+
+
+@pytest.mark.parametrize("function", [
+    Executor.bench, LocalExecutor.bench, RemoteExecutor.bench, RayExecutor.bench, ReplayBench.__call__,
+    bench.bench_file, bench.needs_gpu,
+], ids=lambda f: f.__qualname__)
+def test_every_bench_returns_the_typed_result(function):
+    assert typing.get_type_hints(function)["return"] is BenchResult
+
+
+def test_what_takes_a_bench_result_names_its_type():
+    assert typing.get_type_hints(TrialJobs._finish)["result"] is BenchResult
+    assert typing.get_type_hints(bench.static_verdict)["return"] == BenchResult | None
+    for function in (finalize.finalize, generalize.check_file):
+        assert typing.get_type_hints(function)["bench"] == Callable[..., BenchResult] | None
+
+
+def test_a_trial_holds_the_typed_result_and_the_store_gets_its_json():
+    assert typing.get_type_hints(Trial)["result"] == BenchResult | None
+    result = BenchResult.failure("error", "boom", env={"device": "cpu"})
+    data = Trial("t1", "k.py", "x", 0.0, state="error", result=result).to_dict()
+    assert data["result"] == result.to_json()
+    json.dumps(data)  # nothing but JSON reaches the store
+
+
+def test_no_event_carries_a_result():
+    """The front ends read a result from the trial the store holds, typed; an event only names the trial."""
+    for kind in events.Event.__subclasses__():
+        assert "result" not in {f.name for f in dataclasses.fields(kind)}, kind.__name__
+
+
+def _reads_a_result_by_key(node: ast.AST) -> bool:
+    """`x.result[...]`, `x.result.get(...)` or `(x.result or {})`: a result read as a dict."""
+    def is_result(n: ast.AST) -> bool:
+        return isinstance(n, ast.Attribute) and n.attr == "result"
+
+    if isinstance(node, ast.Subscript) and is_result(node.value):
+        return True
+    if isinstance(node, ast.Attribute) and node.attr == "get" and is_result(node.value):
+        return True
+    return (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and is_result(node.values[0])
+            and isinstance(node.values[-1], ast.Dict))
+
+
+def test_nothing_outside_the_runner_reads_a_trials_result_by_key():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "runner" in path.relative_to(PACKAGE).parts:
+            continue  # the child's side builds the JSON the engine reads
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if _reads_a_result_by_key(node):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, f"a result read as a dict: {found}"
+
+
+def _shape(value: Any) -> Any:
+    """Keys and value types, not values: what a reader of the JSON relies on."""
+    if isinstance(value, dict):
+        return {k: _shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(v) for v in value[:1]]
+    return "number" if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
+
+
+@pytest.mark.slow
+def test_a_cpu_bench_returns_the_typed_result_in_fa11b31s_shape(tmp_path):
+    root = tmp_path / "kb_add"
+    shutil.copytree(GOLDEN / "problem", root)
+    result = LocalExecutor.bench(load_problem(root), root / "add.py", device="cpu")
+    assert isinstance(result, BenchResult) and result.state == "correct", result.message
+    now, was = result.to_json(), json.loads((GOLDEN / "bench_correct.json").read_text())
+    # phases_s names this run's steps, which the timing work changes; each is a number of seconds
+    assert all(isinstance(v, (int, float)) for v in now.pop("phases_s").values())
+    was.pop("phases_s")
+    # the machine's CUDA_VISIBLE_DEVICES: a string where it is set (make.sh set it empty), else null
+    assert all(isinstance(r["env"].pop("visible_devices"), (str, type(None))) for r in (now, was))
+    assert _shape(now) == _shape(was)

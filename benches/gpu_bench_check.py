@@ -62,7 +62,7 @@ for name in PROBLEMS:
         print(f"{name} run {i + 1}/5: {r['state']} median {runs[-1]['median_us']} µs, kernel {runs[-1]['kernel_us']} µs, "
               f"wall {wall:.1f} s", flush=True)
         if i == 0:
-            (out_dir / f"result_{name}.json").write_text(json.dumps(r, indent=1, default=str))
+            (out_dir / f"result_{name}.json").write_text(json.dumps(r.to_json(), indent=1, default=str))
     t0 = time.perf_counter()
     bare = subprocess.run([sys.executable, str(HERE / "bare_bench.py"), str(root)], capture_output=True, text=True)
     bare_wall = time.perf_counter() - t0
@@ -97,7 +97,7 @@ for name, (old, new) in BAD.items():
     after = bench_file(problem, root / "kernel.py", device="cuda")
     report["bad"][name] = {"state": r["state"], "message": r.get("message"), "flags": r.get("flags"),
                            "next_job_state": after["state"], "next_job_median_us": (after.get("timing") or {}).get("median_us")}
-    (out_dir / f"bad_{name}.json").write_text(json.dumps(r, indent=1, default=str))
+    (out_dir / f"bad_{name}.json").write_text(json.dumps(r.to_json(), indent=1, default=str))
     print(f"bad {name}: {r['state']}, next job {after['state']}", flush=True)
 (out_dir / "bench_check.json").write_text(json.dumps(report, indent=1, default=str))
 

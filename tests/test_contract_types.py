@@ -107,3 +107,16 @@ def test_a_cpu_bench_returns_the_typed_result_in_fa11b31s_shape(tmp_path):
     # the machine's CUDA_VISIBLE_DEVICES: a string where it is set (make.sh set it empty), else null
     assert all(isinstance(r["env"].pop("visible_devices"), (str, type(None))) for r in (now, was))
     assert _shape(now) == _shape(was)
+
+
+def test_the_read_only_mapping_view_is_the_json_key_for_key():
+    """benches/ read a result by key: the view gives exactly to_json's keys, order and values (a null read
+    with the result stays a null), and a key the JSON lacks is missing, not None."""
+    data = {"version": 1, "state": "error", "message": "boom", "timing": None, "plugin": {"x": 1}}
+    result = BenchResult.from_json(data).without("message")
+    assert dict(result) == result.to_json() == {"version": 1, "state": "error", "timing": None, "plugin": {"x": 1}}
+    assert list(result) == ["version", "state", "timing", "plugin"] and len(result) == 4
+    assert result["timing"] is None and result["plugin"] == {"x": 1} and result.get("message") is None
+    with pytest.raises(KeyError):
+        result["speedup"]
+    assert dict(BenchResult(state="ok", dtype="fp16")) == {"state": "ok", "version": 1, "dtype": "fp16"}

@@ -82,21 +82,25 @@ class BenchResult(Mapping[str, Any]):
     def to_json(self) -> dict[str, Any]:
         """The JSON this result is: the keys it was read with in their order (a null stays a null), then
         every other key set since."""
-        out = {key: self._value(key) for key in self._keys}
-        for name in _TYPES:
-            value = getattr(self, name)
-            if name not in out and value is not None:
-                out[name] = value
-        return {**out, **{k: v for k, v in self.extra.items() if k not in out}}
+        return {key: self._value(key) for key in self}
 
     def __getitem__(self, key: str) -> Any:
-        return self.to_json()[key]
+        if key in self._keys or (key in _TYPES and getattr(self, key) is not None) or key in self.extra:
+            return self._value(key)
+        raise KeyError(key)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.to_json())
+        """The JSON's keys in its order, without building it (a lookup or `if result` costs no copy)."""
+        seen = set(self._keys)
+        yield from self._keys
+        for name in _TYPES:
+            if name not in seen and getattr(self, name) is not None:
+                seen.add(name)
+                yield name
+        yield from (k for k in self.extra if k not in seen)
 
     def __len__(self) -> int:
-        return len(self.to_json())
+        return sum(1 for _ in self)
 
     def without(self, *names: str) -> BenchResult:
         """This result without these keys, as if it never had them."""

@@ -140,7 +140,7 @@ def input_of(base: Any, batch_seed: int, call: int, hashes: torch.Tensor) -> Any
 M32 = 0xFFFFFFFF
 GOLDEN = 0x9E3779B9
 BLOCK = 1024  # a refresh program's elements; a fold program's lanes
-LOG_BLOCK = 10
+LOG_BLOCK = BLOCK.bit_length() - 1  # the levels of a fold's tree of lanes
 CHUNK = 16  # the words each lane of a fold's first pass takes in turn
 LEAF_SALTS = (0x243F6A88, 0x85A308D3)  # a first pass's lanes start from these; a second pass's from ROOT_SALTS
 ROOT_SALTS = (0x13198A2E, 0x03707344)

@@ -25,6 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_tiny import median_duration_us  # noqa: E402
 
+from trialtui.runner.timing import Bencher  # noqa: E402
+
 OUT = Path(os.environ.get("OUT") or "gpu_edges_out")
 KERNELS = """
 import torch, triton, triton.language as tl
@@ -104,8 +106,7 @@ def ncu_us(name: str) -> float | None:
 def main() -> int:
     import torch
     OUT.mkdir(parents=True, exist_ok=True)
-    scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    flush = lambda: scratch.zero_()  # noqa: E731 - as the harness flushes L2 before each timed call
+    flush = Bencher.for_device(torch.device("cuda")).flush_l2  # the harness's own flush, before each timed call
     rows = []
     for name in NAMES:
         readings = {m: graphed(name, m, flush) for m in range(5)}

@@ -59,7 +59,8 @@ def graphed(name: str, m: int, flush, replays: int = 400) -> float:
     call = kernels().make(name)
     call()
     torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    # events recorded by a graph must be external to be timed (as in Bencher.empty_pair_us)
+    start, end = (torch.cuda.Event(enable_timing=True, external=True) for _ in "se")
     graph = torch.cuda.CUDAGraph()
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):

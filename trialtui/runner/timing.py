@@ -57,7 +57,7 @@ class Bencher:
     def for_device(cls, device: torch.device) -> Bencher:
         props = torch.cuda.get_device_properties(device)
         l2 = getattr(props, "L2_cache_size", 0) or 50 * 2**20
-        return cls(flush=torch.zeros(2 * l2 // 4, dtype=torch.int32, device=device),
+        return cls(flush=torch.zeros(l2 // 4, dtype=torch.int32, device=device),
                    sink=torch.zeros((), dtype=torch.int32, device=device))
 
     def wait(self) -> None:

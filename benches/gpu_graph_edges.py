@@ -8,8 +8,11 @@ gpu__time_duration after that pair was taken off (h200-2026-12-03g tiny.json). T
 a null Triton kernel and an add at 4k, 1M and 16M elements, the graph's reading with m = 0..4 kernels
 between the events (the median of 400 replays, L2 flushed before each, as in the loop), and the same
 kernels' ncu durations, so that the model reading(m) = intercept + m·slope can be checked against ncu:
-whether slope − ncu (the kernel-to-kernel edge) and intercept are what a correction would take off.
-Prints a row per kernel and m; writes $OUT/edges.json.
+whether slope − ncu (the kernel-to-kernel edge) and intercept are what a correction would take off. Then
+the same reading in the timed loop's arrangements (`arrangement`: new inputs before the flush, the output's
+copy and read after the end event, graphs replayed back to back), each less its own empty reading and less
+the harness's graphed empty pair: which of them holds the half microsecond the loop reads over ncu.
+Prints a row per kernel and m, and per arrangement; writes $OUT/edges.json.
 """
 
 from __future__ import annotations
@@ -47,9 +50,13 @@ def make(name):
     if name == "null":
         x = torch.zeros(1, device="cuda")
         return lambda: null_kernel[(1,)](x)
+    return parts(name)[0]
+
+def parts(name):
+    # an add's call and its tensors (inputs, output), for the arrangements around it
     n = {"add-4k": 4096, "add-1m": 1 << 20, "add-16m": 1 << 24}[name]
     x, y, o = (torch.rand(n, device="cuda") for _ in range(3))
-    return lambda: add_kernel[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024)
+    return (lambda: add_kernel[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024)), (x, y), o
 """
 NAMES = ("sleep0", "null", "add-4k", "add-1m", "add-16m")
 
@@ -82,11 +89,54 @@ def graphed(name: str, m: int, flush, replays: int = 400) -> float:
     return statistics.median(readings[20:])
 
 
+def arrangement(name: str, kernel: bool, flush, shape: str, graphs: int = 32, rounds: int = 25) -> float:
+    """The reading of one call of `name` (or of nothing) between two events, in the timed loop's arrangements:
+    "alone" (flush, start, call, end: a graph replayed and waited for), "head" (its inputs written first, as
+    the loop's new inputs are), "tail" (its output copied and read after the end event, as the loop's copy
+    and hash do), "series" (alone, as `graphs` graphs replayed back to back, one wait) and "loop" (head and
+    tail, back to back: the loop's own shape). The median over every event pair."""
+    import torch
+    call, inputs, out = kernels().parts(name)
+    source = [torch.rand_like(t) for t in inputs]
+    slot, sink = torch.empty_like(out), torch.zeros((), device="cuda")
+    call()
+    torch.cuda.synchronize()
+    head, tail = shape in ("head", "loop"), shape in ("tail", "loop")
+    count = graphs if shape in ("series", "loop") else 1
+    stream, made = torch.cuda.Stream(), []
+    with torch.cuda.stream(stream):
+        for _ in range(count):
+            start, end = (torch.cuda.Event(enable_timing=True, external=True) for _ in "se")
+            graph = torch.cuda.CUDAGraph()
+            graph.capture_begin()
+            if head:
+                for t, s in zip(inputs, source):
+                    t.copy_(s)
+            flush()
+            start.record()
+            if kernel:
+                call()
+            end.record()
+            if tail:
+                slot.copy_(out)
+                torch.sum(slot, dim=0, out=sink)
+            graph.capture_end()
+            made.append((graph, start, end))
+    torch.cuda.synchronize()
+    readings = []
+    for _ in range(rounds if count > 1 else 400):
+        for graph, _, _ in made:
+            graph.replay()
+        torch.cuda.synchronize()
+        readings += [start.elapsed_time(end) * 1000.0 for _, start, end in made]
+    return statistics.median(readings[len(readings) // 20:])
+
+
 def kernels():
     """KERNELS as a module of a file (Triton reads a jitted function's source from its file)."""
     path = OUT / "edge_kernels.py"
-    if not path.exists():
-        path.write_text(KERNELS)
+    if "edge_kernels" not in sys.modules:
+        path.write_text(KERNELS)  # this run's, over any an earlier run left in OUT
     sys.path.insert(0, str(OUT))
     import edge_kernels
     return edge_kernels
@@ -128,7 +178,21 @@ def main() -> int:
         if row["ncu_us"]:
             print(f"{row['kernel']:8s} one-kernel reading − around = {row['readings_us'][1] - around:.3f}  ncu {row['ncu_us']:.3f}"
                   f"  ratio {(row['readings_us'][1] - around) / row['ncu_us']:.3f}", flush=True)
-    (OUT / "edges.json").write_text(json.dumps({"rows": rows, "gpu": torch.cuda.get_device_name()}, indent=1))
+    # the loop's arrangements: what the events read around nothing and around an add, each arrangement's
+    # own empty reading taken off (the harness takes off a pair measured as "series" of flush, start, end)
+    bencher = Bencher.for_device(torch.device("cuda"))
+    harness_pair = bencher.empty_pair_us(graphed=True)
+    print(f"the harness's graphed empty pair: {harness_pair:.3f} µs", flush=True)
+    shapes = {}
+    for name in ("add-4k", "add-1m"):
+        ncu = next(r["ncu_us"] for r in rows if r["kernel"] == name)
+        for shape in ("alone", "head", "tail", "series", "loop"):
+            empty, full = (arrangement(name, k, flush, shape) for k in (False, True))
+            shapes[f"{name}/{shape}"] = {"empty_us": empty, "reading_us": full, "ncu_us": ncu}
+            print(f"{name:8s} {shape:7s} empty {empty:6.3f}  reading {full:7.3f}  less empty {full - empty:7.3f}  "
+                  f"less harness pair {full - harness_pair:7.3f}  ncu {ncu}", flush=True)
+    (OUT / "edges.json").write_text(json.dumps({"rows": rows, "harness_pair_us": harness_pair, "arrangements": shapes,
+                                                "gpu": torch.cuda.get_device_name()}, indent=1))
     return 0
 
 

@@ -117,6 +117,7 @@ def main(argv: list[str]) -> int:
                "confirmed": timing.get("confirmed"), "claimed_us": (timing.get("claimed") or {}).get("median_us"),
                "overhead_us": timing.get("overhead_us"), "rse": timing.get("rse"), "label": timing.get("label"),
                "checker_us_per_call": timing.get("checker_us_per_call"), "checker_fixed_us": timing.get("checker_fixed_us"),
+               "empty_pair_us": timing.get("empty_pair_us"), "graphed": timing.get("graphed"), "flush_us": timing.get("flush_us"),
                "flags": [f.get("code") for f in result.get("flags") or []], "message": (result.get("message") or "")[:300],
                "ok": ok}
         rows.append(row)

@@ -55,13 +55,16 @@ def test_the_whole_corpus_in_one_h200_run_with_the_number_protocol_of_issue_33()
     assert [r["candidate"] for r in run["rows"] if any("physical floor" in m for m in r["mismatch"])] == ["returns_input.py"]
 
 
-@pytest.mark.parametrize("name", ["h200-2026-12-03", "h200-2026-12-03c"])
+@pytest.mark.parametrize("name", ["h200-2026-12-03", "h200-2026-12-03c", "h200-2026-12-03k"])
 def test_the_whole_corpus_again_after_the_typed_bench_spec_and_without_cupti_in_the_live_loop(name):
     # h200-2026-12-03 (main at 1f43254: the bench job reads a BenchSpec, its analysis forks from the fork
     # server, late writers keep below .trialtui): all 85 in one watch (329.9 s), 6 benched again.
     # h200-2026-12-03c (main at ddee90a: no CUPTI start in a warm candidate's process, so a warm job weighs
     # library work by events as a cold bench does; the prepared checker measures the harness's overhead):
-    # all 85 in one watch (347.5 s), 6 benched again in 71.5 s. Every header held in both; the
+    # all 85 in one watch (347.5 s), 6 benched again in 71.5 s.
+    # h200-2026-12-03k (main at 5f14c1f: every timed call a CUDA graph, inputs chained to the previous output by
+    # the 64-bit hash, the flush of L2's size, the 8 % band): all 85 in one watch (353.7 s), 6 benched again
+    # in 71.7 s. Every header held in all three; the
     # input-returning passthrough is flagged `impossible` and never best.
     run = json.loads((HERE / "fixtures" / "gpu" / name / "trust.json").read_text())
     totals = run["totals"]

@@ -49,7 +49,7 @@ SHORT_TOL, SHORT_SLACK_US = 0.1, 10.0  # a loop this far under the harness's own
 class Bencher:
     """Shared timing state: the L2 flush buffer and the input sets to rotate among."""
 
-    flush: torch.Tensor  # twice L2, zeroed once, then only read (flush_l2)
+    flush: torch.Tensor  # L2's size, zeroed once, then only read (flush_l2)
     sink: torch.Tensor  # where the flush's read lands
     waiter: Any = None  # made on the first `wait`
 
@@ -70,11 +70,12 @@ class Bencher:
         self.waiter()
 
     def flush_l2(self) -> None:
-        """Evict L2 by reading a buffer twice its size, leaving it full of clean lines, as Nsight Compute's
+        """Evict L2 by reading a buffer of its size, leaving it full of clean lines, as Nsight Compute's
         cache flush leaves it empty. A flush that writes (do_bench's `zero_()`) leaves L2 full of dirty
         lines the timed call then pays to write back: on the H200 that read 7-14 % above ncu's kernel time
-        for fp32 adds of 0.8 to 200 MB (tests/fixtures/gpu/h200-2026-12-02d/tiny.json). A rewritten loop can
-        skip it and work in its time (docs/SECURITY.md, "Not covered")."""
+        for fp32 adds of 0.8 to 200 MB (tests/fixtures/gpu/h200-2026-12-02d/tiny.json). Reading twice L2
+        read no closer to ncu and took 37 µs a call to this one's 23 (h200-2026-12-03i and 03j): time a
+        rewritten loop can skip and work in (docs/SECURITY.md, "Not covered")."""
         torch.sum(self.flush, dim=0, dtype=torch.int32, out=self.sink)
 
     def flush_cost_us(self, runs: int = 20) -> float:

@@ -70,12 +70,11 @@ class Bencher:
         self.waiter()
 
     def flush_l2(self) -> None:
-        """Evict L2 by reading a buffer of its size, leaving it full of clean lines, as Nsight Compute's
-        cache flush leaves it empty. A flush that writes (do_bench's `zero_()`) leaves L2 full of dirty
-        lines the timed call then pays to write back: on the H200 that read 7-14 % above ncu's kernel time
-        for fp32 adds of 0.8 to 200 MB (tests/fixtures/gpu/h200-2026-12-02d/tiny.json). Reading twice L2
-        read no closer to ncu and took 37 µs a call to this one's 23 (h200-2026-12-03i and 03j): time a
-        rewritten loop can skip and work in (docs/SECURITY.md, "Not covered")."""
+        """Evict L2 by reading a buffer of its size, leaving it full of clean lines, as ncu's flush leaves it
+        empty. A flush that writes (do_bench's `zero_()`) leaves dirty lines the timed call pays to write
+        back: on the H200 7-14 % above ncu for fp32 adds of 0.8 to 200 MB (tests/fixtures/gpu/h200-2026-12-02d).
+        Twice L2 read no closer to ncu and took 37 µs a call to this one's 23 (h200-2026-12-03i, 03j): time
+        a rewritten loop can skip and work in (docs/SECURITY.md, "Not covered")."""
         torch.sum(self.flush, dim=0, dtype=torch.int32, out=self.sink)
 
     def flush_cost_us(self, runs: int = 20) -> float:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core import job_kinds
+from trialtui.core.compile_result import CompileResult
 from trialtui.core.gpus import sm_limits
 from trialtui.core.languages import DEFAULT, Language, get_language, language_of_file
 from trialtui.core.model import NEEDS_RUNNER, Finding, Severity
@@ -156,15 +157,13 @@ def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: flo
 
     language = language_of_file(path)
     spec = problem.job_spec(candidate=str(path.resolve()), arch=archs)
-    result = run_child(language.compile_job, spec, timeout_s=timeout_s, log_path=log,
-                       env=compile_env(language), on_progress=on_progress, warm=warm, handle=handle)
-    if result.get("state") == "ok":
-        trace, compiled = result["trace"], result["compile"]
-    else:  # a timeout, or the job died: the findings say where it was
-        trace, compiled = {**result, "launches": []}, {}
+    result = CompileResult.from_json(run_child(language.compile_job, spec, timeout_s=timeout_s, log_path=log,
+                                               env=compile_env(language), on_progress=on_progress, warm=warm,
+                                               handle=handle))
+    trace, compiled = result.trace, result.compile  # a timeout, or the job died: the trace says where it was
     phase = "compile" if phases["compile"] == "compile" else phases["trace"]
     findings = trace_findings(trace, phase, timeout_s, problem.entry_point, language.no_launch)
-    findings += result.get("findings") or [] if result.get("state") == "ok" else []  # the language's own
+    findings += result.findings  # the language's own
     # Raising, hanging or exiting while the candidate runs on the CPU is not proof that the file is
     # malformed (a CUDA-only kernel may fail here): such errors never make a trial invalid; the
     # benchmark job runs it again and says error or timeout, as `trialtui bench` does. A compile that

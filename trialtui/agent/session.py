@@ -27,6 +27,7 @@ from trialtui.core.store import STATE_DIR, StoreError, StoreLocked, UnknownTrial
 from trialtui.engine import events as ev
 from trialtui.engine.attach import RemoteEngine, attach
 from trialtui.engine.control_ops import gpu_to_itself
+from trialtui.engine.front import EngineFront
 from trialtui.engine.demo_story import editor_save
 from trialtui.engine.finalize import FinalizeError
 from trialtui.engine.runner_deps import missing_runner
@@ -51,14 +52,14 @@ class AgentSession:
     """One problem directory's engine, as a coding agent uses it."""
 
     def __init__(self, root: Path, *, device: str | None = None,
-                 make_engine: Callable[[Problem], Any] | None = None):
+                 make_engine: Callable[[Problem], EngineFront] | None = None):
         try:
             self.problem = load_problem(Path(root).resolve())
         except ProblemError as exc:
             raise AgentError(str(exc)) from exc
         self.device = device
         self._make_engine = make_engine
-        self.engine: Any = None
+        self.engine: EngineFront | None = None
         self.owns_engine = False
         self._task: asyncio.Task | None = None
         self._changed = asyncio.Event()

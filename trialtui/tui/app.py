@@ -31,6 +31,7 @@ from trialtui.core.problem import Problem
 from trialtui.core.report import FINAL_DIR
 from trialtui.core.store import Store, UnknownTrial
 from trialtui.engine import events as ev
+from trialtui.engine.front import EngineFront
 from trialtui.engine.runner_deps import missing_runner
 from trialtui.tui import describe
 from trialtui.tui.app_actions import KeyActions
@@ -55,7 +56,7 @@ _DYNAMIC_ACTIONS = ("branch_best", "finalize", "branch_cursor", "rerun", "profil
 
 
 class Demo(Protocol):
-    async def play(self, engine: Any) -> None: ...
+    async def play(self, engine: EngineFront) -> None: ...  # a demo plays on the app's own Engine
 
 
 class TrialApp(KeyActions, AppMessages, App):
@@ -94,9 +95,9 @@ class TrialApp(KeyActions, AppMessages, App):
         Binding("F", "no_best('finalize')", show=False, id="finalize-none"),
     ]
 
-    def __init__(self, problem: Problem, engine: Any, *, theme: str | None = None, demo: Demo | None = None,
+    def __init__(self, problem: Problem, engine: EngineFront, *, theme: str | None = None, demo: Demo | None = None,
                  owns_engine: bool = False, clock: Callable[[], float] = time.monotonic,
-                 reopen: Callable[[], tuple[Any, bool]] | None = None) -> None:
+                 reopen: Callable[[], tuple[EngineFront, bool] | None] | None = None) -> None:
         super().__init__()
         self.problem = problem
         self.engine = engine
@@ -464,14 +465,14 @@ class TrialApp(KeyActions, AppMessages, App):
         self.post_message(FinalizeDone(trial_id, ok, text))
 
 
-def make_app(problem: Problem, *, engine: Any = None, device: str | None = None, theme: str | None = None,
+def make_app(problem: Problem, *, engine: EngineFront | None = None, device: str | None = None, theme: str | None = None,
              demo: Demo | None = None, executor: Any = None) -> TrialApp:
     """The app for one problem. Without `engine`, builds the real one (it takes the store's lock now), or
     attaches to the engine another front end runs there (`trialtui mcp`, a watcher: engine/attach.py);
     with neither, StoreLocked is raised here, before the terminal is taken over."""
     from trialtui.core.store import StoreLocked
 
-    def open_engine() -> tuple[Any, bool] | None:
+    def open_engine() -> tuple[EngineFront, bool] | None:
         """Our own engine (taking the store's lock), else the one another front end runs; None if neither."""
         from trialtui.engine.attach import attach
         from trialtui.engine.loop import Engine

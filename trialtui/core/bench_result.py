@@ -8,23 +8,20 @@ the MCP answers and the store's file stay as they were (tests/test_golden_fa11b3
 
 from __future__ import annotations
 
-import dataclasses
-import typing
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trialtui.core.json_types import fits
+from trialtui.core.json_record import JsonRecord
 from trialtui.core.result import RESULT_VERSION, ResultError, check_result
 
 
 @dataclass(frozen=True)
-class BenchResult(Mapping[str, Any]):
+class BenchResult(JsonRecord):
     """One bench job's outcome: the checker's (runner/bench_job.py), then what the engine adds to it.
 
-    A key the result did not carry is None here; the nested values are the checker's JSON objects. It is
-    also a read-only Mapping of its JSON, for the scripts that still read a result by key (benches/, the
-    GPU box's): the package itself reads the fields (tests/test_contract_types.py holds it to that).
+    A key the result did not carry is None here; the nested values are the checker's JSON objects. Its
+    read-only Mapping view (core/json_record.py) is for the scripts that read a result by key (benches/,
+    the GPU box's): the package itself reads the fields (tests/test_contract_types.py holds it to that).
     """
 
     state: str  # ok | correct | incorrect | error | timeout | cancelled | invalid | interrupted (core/result.py)
@@ -67,49 +64,10 @@ class BenchResult(Mapping[str, Any]):
     def from_json(cls, data: Any) -> BenchResult:
         """A result read from JSON (a child's, a far side's, the store's); ResultError says what is wrong."""
         check_result(data)
-        for name, value in data.items():
-            if name in _TYPES and not fits(value, _TYPES[name]):
-                raise ResultError(f"{name} must be {_TYPES[name]}, not {repr(value)[:80]}")
-        named = {k: v for k, v in data.items() if k in _TYPES}
-        return cls(**named, extra={k: v for k, v in data.items() if k not in _TYPES}, _keys=tuple(data))
+        return cls._read(data, ResultError)
 
     @classmethod
     def failure(cls, state: str, message: str, **fields: Any) -> BenchResult:
         """A result for a job that judged nothing: no correctness, timing or speedup, no flags."""
         return cls(state=state, message=message, **fields, flags=[], correctness=None, timing=None, speedup=None,
                    _keys=("version", "state", "message", *fields, "flags", "correctness", "timing", "speedup"))
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON this result is: the keys it was read with in their order (a null stays a null), then
-        every other key set since."""
-        return {key: self._value(key) for key in self}
-
-    def __getitem__(self, key: str) -> Any:
-        if key in self._keys or (key in _TYPES and getattr(self, key) is not None) or key in self.extra:
-            return self._value(key)
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:
-        """The JSON's keys in its order, without building it (a lookup or `if result` costs no copy)."""
-        seen = set(self._keys)
-        yield from self._keys
-        for name in _TYPES:
-            if name not in seen and getattr(self, name) is not None:
-                seen.add(name)
-                yield name
-        yield from (k for k in self.extra if k not in seen)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def without(self, *names: str) -> BenchResult:
-        """This result without these keys, as if it never had them."""
-        return dataclasses.replace(self, **{n: None for n in names if n in _TYPES},
-                                   extra={k: v for k, v in self.extra.items() if k not in names},
-                                   _keys=tuple(k for k in self._keys if k not in names))
-
-    def _value(self, key: str) -> Any:
-        return getattr(self, key) if key in _TYPES else self.extra.get(key)
-
-
-_TYPES = {name: hint for name, hint in typing.get_type_hints(BenchResult).items() if name not in ("extra", "_keys")}

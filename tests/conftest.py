@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from trialtui.core.bench_result import BenchResult
+from trialtui.core.profile_result import ProfileResult
 
 # GPU lane locks (engine/gpu_lock.py) of this test process (each xdist worker its own), never the user's
 os.environ["TRIALTUI_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="trialtui-run-")
@@ -78,6 +79,11 @@ def no_analysis(problem, **options) -> dict:
 def as_result(data: dict) -> BenchResult:
     """A test's result JSON as the typed result the store and the views take (version 1 unless it says)."""
     return BenchResult.from_json({"version": 1, **data})
+
+
+def as_profile(data: dict | None) -> ProfileResult | None:
+    """A test's profile JSON (or a recording's) as the typed profile the store and the views take."""
+    return ProfileResult.from_json(data) if data is not None else None
 
 
 def write_problem(root: Path, reference: str = KB_REFERENCE, files: dict[str, str] | None = None,

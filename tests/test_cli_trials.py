@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import as_result
+from conftest import as_profile, as_result
 
 from trialtui.cli.trials import trials
 from trialtui.core.problem_dir import load_problem
@@ -73,7 +73,7 @@ def problem(kb_problem: Path) -> Path:
         store.update("t2", state="incorrect", result=as_result({**GPU_RESULT, "state": "incorrect", "speedup": None}))
         store.set_head("kernel.py", "t1")
         store.record("kernel.py", "# strategy: tile 64\nfast = True\n")
-        store.update("t3", state="correct", result=as_result(result_with(2.4)), sol=0.71, profile={"bound": "bandwidth"})
+        store.update("t3", state="correct", result=as_result(result_with(2.4)), sol=0.71, profile=as_profile({"bound": "bandwidth"}))
     (kb_problem / "kernel.py").write_text("# strategy: tile 64\nfast = True\n")
     return kb_problem
 

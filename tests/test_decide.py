@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import as_result
+from conftest import as_profile, as_result
 
 from trialtui.core.config import Config
 from trialtui.core.decide import decide, naming_current_best
@@ -41,7 +41,7 @@ def ok(id: str, parent: str | None = None, us: float = 100.0, rse: float = 0.004
         "flags": [],
         "env": {"gpu": "NVIDIA H200", "sm_count": 132},
     }
-    return _trial(id, parent, "correct", result=result, strategy=strategy, sol=sol, profile=profile)
+    return _trial(id, parent, "correct", result=result, strategy=strategy, sol=sol, profile=as_profile(profile))
 
 
 def wrong(id: str, parent: str | None, message: str, max_abs_err: float = 3.1e-2, strategy: str | None = None) -> Trial:

@@ -29,7 +29,7 @@ from trialtui.engine import demo_print as dp
 from trialtui.engine import demo_replay as dr
 from trialtui.engine import demo_story as ds
 
-from conftest import as_result, play_story
+from conftest import as_profile, as_result, play_story
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_kernels"
@@ -302,7 +302,7 @@ def test_the_first_commands_story_holds_on_its_recordings():
         parent = ids.get(version.parent) if version.parent else None
         trial = Trial(f"t{n}", story.candidate, rec["sha256"], float(n), state=rec["state"], parent=parent,
                       result=as_result(rec["result"]), sol=rec.get("sol"), verdicts=rec.get("verdicts") or [],
-                      profile=rec.get("profile"))
+                      profile=as_profile(rec.get("profile")))
         trials.append(trial)
         ids[version.file] = trial.id
         trial.decision = decide(trials, trial, trial.verdicts, config, source=story.source(version).decode()).to_dict()
@@ -340,7 +340,7 @@ def test_the_first_commands_story_holds_on_the_live_h200_numbers_that_broke_it()
         parent = ids.get(version.parent) if version.parent else None
         trial = Trial(f"t{n}", story.candidate, rec["sha256"], float(n), state=rec["state"], parent=parent,
                       result=as_result(result), sol=rec.get("sol"), verdicts=rec.get("verdicts") or [],
-                      profile=rec.get("profile"))
+                      profile=as_profile(rec.get("profile")))
         trials.append(trial)
         ids[version.file] = trial.id
         trial.decision = decide(trials, trial, trial.verdicts, config, source=story.source(version).decode()).to_dict()

@@ -426,6 +426,7 @@ def test_profile_policy_auto_profiles_first_correct_and_new_best_only(root, monk
     import trialtui.engine.profile as loop  # the local executor's profile and analyze
     from test_planted_verdicts import HERE as PLANTED
     from trialtui.core import ncu
+    from trialtui.core.profile_result import ProfileResult
     from trialtui.runner.profile_job import _kernel
 
     profiled = []
@@ -434,7 +435,8 @@ def test_profile_policy_auto_profiles_first_correct_and_new_best_only(root, monk
         profiled.append(name)
         raw = ncu.parse_raw((PLANTED / "copy_raw.csv").read_text())
         details = ncu.parse_details((PLANTED / "copy_details.csv").read_text())
-        return {"version": 1, "state": "ok", "available": True, "kernels": [_kernel(k) for k in ncu.merge(raw, details)]}
+        return ProfileResult.from_json({"version": 1, "state": "ok", "available": True,
+                                        "kernels": [_kernel(k) for k in ncu.merge(raw, details)]})
 
     analysis = {"state": "ok", "flops": 0, "min_bytes": 8 * 2**28, "dtype": "float32", "matmul_like": False}
     monkeypatch.setenv("XDG_CACHE_HOME", str(root.parent / "cache"))

@@ -15,7 +15,7 @@ from trialtui.engine.headless import HeadlessPrinter
 from trialtui.engine.lanes import Lane, Lanes
 from trialtui.engine.loop import Engine
 
-from conftest import KB_GOOD, as_result, no_analysis, write_problem
+from conftest import KB_GOOD, as_profile, as_result, no_analysis, write_problem
 from test_engine import FakeBench, collect, ok_validate
 
 
@@ -225,8 +225,8 @@ def _profiled(monkeypatch, root, bench_calls):
 
     monkeypatch.setattr(profile_module, "detect_device", lambda: "cuda")
     monkeypatch.setattr(profile_module, "analyze", lambda problem, **kw: {"state": "error", "message": "not here"})
-    monkeypatch.setattr(profile_module, "profile_file", lambda problem, path, **kw: {"source": "ncu", "available": False,
-                                                                                    "reason": "no ncu in this test"})
+    monkeypatch.setattr(profile_module, "profile_file", lambda problem, path, **kw: as_profile(
+        {"source": "ncu", "available": False, "reason": "no ncu in this test"}))
 
     def bench(problem, path, **kw):
         bench_calls.append(path)

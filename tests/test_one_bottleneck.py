@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import as_profile
 from trialtui.core import ncu
 from trialtui.core.bottleneck import OPPOSED
 from trialtui.core.config import Config
@@ -57,7 +58,7 @@ def ncu_verdicts(name: str, tiny_us: float | None = None) -> list[dict]:
         measured = tiny_us
     roof = roofline(flops, min_bytes, dtype, H200) if min_bytes else None
     body = {"available": True, "kernels": kernels}
-    return [v.to_dict() for v in verdicts_for_profile(body, Context(roofline=roof, measured_us=measured,
+    return [v.to_dict() for v in verdicts_for_profile(as_profile(body), Context(roofline=roof, measured_us=measured,
                                                                    matmul_like=matmul))]
 
 

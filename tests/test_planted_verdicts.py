@@ -4,6 +4,7 @@ each verdict must name the problem that was planted, from the CSVs alone."""
 from pathlib import Path
 
 
+from conftest import as_profile
 from trialtui.core import ncu
 from trialtui.core.gpus import Ceilings
 from trialtui.core.roofline import roofline
@@ -32,7 +33,7 @@ def verdict_ids(kind: str) -> tuple[list[str], dict]:
     flops, min_bytes, dtype, matmul, measured = PLANTED[kind]
     roof = roofline(flops, min_bytes, dtype, H200) if min_bytes else None
     ctx = Context(roofline=roof, measured_us=measured, matmul_like=matmul)
-    return [v.id for v in verdicts_for_profile(body, ctx)], ncu.dominant(kernels)["metrics"]
+    return [v.id for v in verdicts_for_profile(as_profile(body), ctx)], ncu.dominant(kernels)["metrics"]
 
 
 def test_bandwidth_bound_copy_near_peak_is_at_speed_of_light():

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from conftest import as_profile
 from trialtui.core import ncu, plugins
 from trialtui.core.gpus import CALIBRATED, Ceilings
 from trialtui.core.profilers import all_profilers, candidates, get_profiler, verdicts_for_profile
@@ -117,11 +118,11 @@ def test_a_passing_ncu_failure_is_tried_again_and_every_failure_ends_analytic(tm
 
 
 def test_verdicts_of_a_profile_come_from_the_profiler_that_made_it():
-    body = {**records(("copy_kernel", 1, 2000.0)), "skipped": [{"source": "ncu", "reason": ERR}]}
+    body = as_profile({**records(("copy_kernel", 1, 2000.0)), "skipped": [{"source": "ncu", "reason": ERR}]})
     verdicts = verdicts_for_profile(body, Context(roofline=COPY, measured_us=2010.0))
     assert verdicts[0].id == "counters_unavailable" and ERR in verdicts[0].evidence
     assert all(v.source == "activity" for v in verdicts) and "memory_low_bw" in ids(verdicts)
-    gone = {**body, "source": "uninstalled"}
+    gone = as_profile({**body, "source": "uninstalled"})
     assert "'uninstalled' is not installed" in verdicts_for_profile(gone, Context(roofline=COPY))[0].evidence
 
 
@@ -130,7 +131,7 @@ def test_a_third_party_profiler_is_one_module_and_an_entry_point(monkeypatch):
     plugins.reload_entry_points()
     try:
         assert [p.name for p in candidates("cpu")[0]] == ["testprof", "analytic"]
-        verdicts = verdicts_for_profile({"source": "testprof", "available": True}, Context(roofline=COPY,
+        verdicts = verdicts_for_profile(as_profile({"source": "testprof", "available": True}), Context(roofline=COPY,
                                                                                            measured_us=520.0))
         assert ids(verdicts) == ["at_sol"] and verdicts[0].source == "testprof"
     finally:

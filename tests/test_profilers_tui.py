@@ -8,6 +8,7 @@ import asyncio
 from trialtui.tui.app import TrialApp
 from trialtui.tui.widgets.detail import TrialDetail
 
+from conftest import as_profile
 from test_profilers import ERR, records
 from test_tui_scenarios import STORY, scenario, utc  # noqa: F401
 
@@ -21,7 +22,7 @@ def test_raw_view_of_an_activity_profile_lists_kernel_records(tmp_path, utc):  #
     body = {**records(("rms_norm_kernel", 1, 130.0), ("void at::native::copy_kernel", 2, 5.0)),
             "label": "CUPTI kernel records (torch.profiler, no hardware counters)",
             "skipped": [{"source": "ncu", "reason": ERR}]}
-    store.update("t3", profile=body)
+    store.update("t3", profile=as_profile(body))
 
     async def body_():
         app = TrialApp(problem, engine)

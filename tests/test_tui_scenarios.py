@@ -27,7 +27,7 @@ from trialtui.engine import events as ev
 from trialtui.engine.lanes import Lane, Lanes
 from trialtui.tui import describe
 
-from conftest import KB_GOOD, as_result, write_problem
+from conftest import KB_GOOD, as_profile, as_result, write_problem
 
 T0 = 1767261600.0  # 2026-01-01 10:00:00 UTC: snapshots print saved-at times, so they are fixed
 SIZES = [{"batch_size": 16384, "dim": 8192}]
@@ -204,7 +204,7 @@ def fill(store: Store, problem: Problem, upto: int, *, decide_all: bool = True) 
         if median:
             update["sol"] = ROOF.sol(median)
         if trial.id == "t3":
-            update.update(profile=PROFILE, verdicts=VERDICTS)
+            update.update(profile=as_profile(PROFILE), verdicts=VERDICTS)
         store.update(trial.id, **update)
         log = store.state_dir / "logs" / f"{trial.id}.log"
         log.parent.mkdir(exist_ok=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import as_profile
 from trialtui.core import ncu
 from trialtui.core.gpus import CALIBRATED, Ceilings, datasheet
 from trialtui.core.roofline import roofline
@@ -310,7 +311,7 @@ def test_profile_job_with_working_ncu_gives_counter_verdicts(tmp_path):
     (kernel,) = body["kernels"]
     assert kernel["name"] == "mm_nodot" and kernel["duration_ns"] == 16_678_080.0
     assert "launch__occupancy_limit_registers" in kernel["metrics"] and kernel["rules"]
-    verdicts = verdicts_for_profile(body, Context(roofline=MATMUL, matmul_like=True))
+    verdicts = verdicts_for_profile(as_profile(body), Context(roofline=MATMUL, matmul_like=True))
     assert ids(verdicts)[0] == "tensor_cores_idle" and all(v.source == "ncu" for v in verdicts)
 
 
@@ -330,7 +331,7 @@ def test_each_unavailable_signature_falls_back_to_the_analytic_profile(tmp_path,
     ncu_bin = fake_ncu(tmp_path, FAILING[signature])
     body = profile_job.profile(["true"], tmp_path / "t1", ncu_bin=ncu_bin, timeout_s=1.0)
     assert not body["available"] and signature in body["reason"]
-    verdicts = verdicts_for_profile(body, Context(roofline=COPY, measured_us=2000.0))
+    verdicts = verdicts_for_profile(as_profile(body), Context(roofline=COPY, measured_us=2000.0))
     assert verdicts[0].id == "counters_unavailable" and signature in verdicts[0].evidence
     assert "memory_low_bw" in ids(verdicts) and all(v.source == "analytic" for v in verdicts)
 
@@ -338,7 +339,7 @@ def test_each_unavailable_signature_falls_back_to_the_analytic_profile(tmp_path,
 def test_missing_ncu_falls_back_with_its_reason(tmp_path):
     body = profile_job.profile(["true"], tmp_path / "t1", ncu_bin=str(tmp_path / "no-ncu-here"))
     assert not body["available"] and body["reason"].startswith("ncu not found")
-    assert verdicts_for_profile(body, Context(roofline=COPY, measured_us=520.0))[0].id == "counters_unavailable"
+    assert verdicts_for_profile(as_profile(body), Context(roofline=COPY, measured_us=520.0))[0].id == "counters_unavailable"
 
 
 def test_trial_never_profiled_gets_analytic_verdicts_only():

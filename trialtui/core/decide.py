@@ -402,7 +402,7 @@ def _profile_reason(tree: Tree, trial: Trial, best: Trial | None, verdicts: list
     every correct trial; never: none), as in trialtui.core.verdicts.profile_policy. Analytic
     verdicts are not counters; a profile that ran and found none is not asked for again.
     """
-    if config.profile_when == "never" or trial.profile or any(v.get("source") == "ncu" for v in verdicts):
+    if config.profile_when == "never" or trial.profile is not None or any(v.get("source") == "ncu" for v in verdicts):
         return ""
     s, baseline, target = tree.speedup(trial), config.primary_baseline, config.target_speedup
     first = tree.first_correct(trial)

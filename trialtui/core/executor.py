@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.config import ExecutorSettings
 from trialtui.core.problem import Problem
+from trialtui.core.profile_result import ProfileResult
 
 GROUP = "trialtui.executors"
 JOB_VERSION = 1
@@ -111,7 +112,7 @@ class Executor(ABC):
         """Static checks, then the compile stage (`engine.validate.validate_file`'s options)."""
 
     @abstractmethod
-    def profile(self, problem: Problem, path: Path | str, **options: Any) -> dict[str, Any]:
+    def profile(self, problem: Problem, path: Path | str, **options: Any) -> ProfileResult:
         """The candidate under the best profiler that runs there (`engine.profile.profile_file`'s options)."""
 
     @abstractmethod

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from trialtui.core.bench_result import BenchResult
+from trialtui.core.profile_result import ProfileResult
 
 
 class TrialState(str, enum.Enum):
@@ -166,7 +167,7 @@ class Trial:
     note: str | None = None
     validation: dict[str, Any] | None = None
     result: BenchResult | None = None
-    profile: dict[str, Any] | None = None
+    profile: ProfileResult | None = None
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     decision: dict[str, Any] | None = None
     sol: float | None = None
@@ -176,17 +177,19 @@ class Trial:
 
     def to_dict(self) -> dict[str, Any]:
         """The trial as JSON, as the store writes it: its result as that result's JSON."""
-        data = asdict(replace(self, result=None))  # copies, as the result's JSON is copied
+        data = asdict(replace(self, result=None, profile=None))  # copies, as the records' JSON is copied
         data["result"] = copy.deepcopy(self.result.to_json()) if self.result is not None else None
-        return data
+        data["profile"] = copy.deepcopy(self.profile.to_json()) if self.profile is not None else None
+        return data  # each key where asdict put it: the store's order
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trial:
         """A trial from its JSON; a result that does not follow the schema is a ResultError."""
         known = {f for f in cls.__dataclass_fields__}
-        trial = cls(**{k: v for k, v in data.items() if k in known and k != "result"})
-        result = data.get("result")
-        return replace(trial, result=BenchResult.from_json(result)) if result is not None else trial
+        trial = cls(**{k: v for k, v in data.items() if k in known and k not in ("result", "profile")})
+        result, profile = data.get("result"), data.get("profile")
+        return replace(trial, result=BenchResult.from_json(result) if result is not None else None,
+                       profile=ProfileResult.from_json(profile) if profile is not None else None)
 
     @property
     def state_enum(self) -> TrialState:

@@ -104,8 +104,9 @@ def _origin(found: Provenance | None) -> dict[str, Any]:
 def _bound(trial: Trial) -> tuple[str, str]:
     """Compute or bandwidth, and how that is known: the profile's word when it has one, else the
     roofline's (FLOPs and minimum bytes against the GPU's ceilings), else unknown."""
-    if (trial.profile or {}).get("bound"):
-        return trial.profile["bound"], f"from {trial.id}'s profile"
+    said = trial.profile.extra.get("bound") if trial.profile is not None else None  # a profiler's own word
+    if said:
+        return said, f"from {trial.id}'s profile"
     roof = ((trial.result.roofline if trial.result else None) or {}) if trial.gpu_timing else {}
     if roof.get("bound"):
         word = "bandwidth" if roof["bound"] == "memory" else "compute"

@@ -28,6 +28,7 @@ from tinydb import TinyDB
 
 from trialtui.core import tree
 from trialtui.core.bench_result import BenchResult
+from trialtui.core.profile_result import ProfileResult
 from trialtui.core.model import MAX_SOURCE_BYTES, SCHEMA_VERSION, Trial, TrialState
 from trialtui.core.state_dir import STATE_DIR
 from trialtui.core.store_journal import (
@@ -385,6 +386,8 @@ class Store:
             fields = {**fields, "state": TrialState(fields["state"]).value}
         if not isinstance(fields.get("result"), (BenchResult, type(None))):
             raise TypeError(f"a trial's result is a BenchResult, not {type(fields['result']).__name__}")
+        if not isinstance(fields.get("profile"), (ProfileResult, type(None))):
+            raise TypeError(f"a trial's profile is a ProfileResult, not {type(fields['profile']).__name__}")
         return replace(trial, **fields)
 
     def set_head(self, file: str, trial_id: str) -> None:

@@ -150,7 +150,7 @@ def recording_for(problem: str, version: Version, trial: Trial) -> dict[str, Any
         "result": trial.result.to_json() if trial.result else None,
         "sol": trial.sol,
         "verdicts": trial.verdicts,
-        "profile": trial.profile,
+        "profile": trial.profile.to_json() if trial.profile else None,
         "decision": trial.decision,
     }
 

@@ -19,6 +19,8 @@ from trialtui.core.baselines import reference_hash
 from trialtui.core.gpus import ceilings_for
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
+from trialtui.core.profile_result import ProfileResult
+from trialtui.core.result import ResultError
 from trialtui.core.profilers import ANALYTIC, candidates, get_profiler, source_of, verdicts_for_profile
 from trialtui.core.state_dir import make_dirs
 from trialtui.core.verdicts import context_for
@@ -71,7 +73,7 @@ def store_analysis(problem: Problem, result: dict[str, Any]) -> None:
 
 
 def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str] | None = None,
-                 handle: ChildHandle | None = None, device: str = "cuda") -> dict[str, Any]:
+                 handle: ChildHandle | None = None, device: str = "cuda") -> ProfileResult:
     """The candidate under the best profiler that can run here, falling back down the ranks when one
     cannot read what it needs; the body names its `source` and lists in `skipped` why better ones
     gave nothing. Files worth keeping (an .ncu-rep for the GUI) stay under .trialtui/profiles/."""
@@ -79,21 +81,27 @@ def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str]
     report = problem.state_dir / "profiles" / name
     for profiler in usable:
         if not profiler.job:  # nothing to run: its verdicts come from what the trial already has
-            return {"source": profiler.name, "label": profiler.label, "available": True, "skipped": skipped}
+            return ProfileResult(source=profiler.name, label=profiler.label, available=True, skipped=skipped,
+                                 _keys=("source", "label", "available", "skipped"))
         spec = problem.job_spec(candidate=str(Path(path).resolve()), case=0, **profiler.spec(str(report)))
         log = problem.state_dir / "logs" / f"profile-{name}-{profiler.name}.log"
         started = time.monotonic()
-        body = run_child(profiler.job, spec, timeout_s=profiler.timeout_s, log_path=log,
+        data = run_child(profiler.job, spec, timeout_s=profiler.timeout_s, log_path=log,
                          env={**child_env("cuda"), **(env or {})}, handle=handle)
-        body.update(source=profiler.name, label=profiler.label, skipped=skipped,
+        data.update(source=profiler.name, label=profiler.label, skipped=skipped,
                     wall_s=round(time.monotonic() - started, 3))
-        if body.get("available") or (handle is not None and handle.cancelled):
+        try:
+            body = ProfileResult.from_json(data)
+        except ResultError as exc:
+            body = ProfileResult.unavailable(f"malformed result from the profile job: {exc}", source=profiler.name)
+        if body.available or (handle is not None and handle.cancelled):
             return body
-        reason = body.get("reason") or body.get("message") or "no records"
-        if body.get("blocked"):
+        reason = body.reason or body.message or "no records"
+        if body.blocked:
             _MACHINE_WIDE[profiler.name] = reason
         skipped = [*skipped, {"source": profiler.name, "reason": reason}]
-    return {"source": ANALYTIC, "available": True, "skipped": skipped}  # every profiler failed here
+    return ProfileResult(source=ANALYTIC, available=True, skipped=skipped,  # every profiler failed here
+                         _keys=("source", "available", "skipped"))
 
 
 def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> dict[str, Any]:
@@ -104,7 +112,7 @@ def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> dict
 
 
 def trial_verdicts(problem: Problem, trial: Trial, analysis: dict[str, Any] | None,
-                   profile: dict[str, Any] | None, gpu: str | None = None,
+                   profile: ProfileResult | None, gpu: str | None = None,
                    ) -> tuple[list[dict[str, Any]], float | None, dict[str, Any] | None]:
     """Verdicts (counters when the profile has them, else analytic), the speed-of-light fraction and
     the roofline at the ceilings of the GPU the trial ran on (or `gpu`, for a trial run on the CPU)."""
@@ -161,12 +169,13 @@ def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200")
         analysis = analyze(problem, gpu=gpu)
         label = (f"analytic, no GPU on this machine: {gpu}'s roofline and the compile for {arch}; "
                  "not timed, so no speed-of-light")
-        body = {"source": "analytic", "label": label, "available": True, "skipped": candidates(device)[1]}
+        body = ProfileResult(source=ANALYTIC, label=label, available=True, skipped=candidates(device)[1],
+                             _keys=("source", "label", "available", "skipped"))
         target = gpu
     verdicts, sol, roof = trial_verdicts(problem, trial, analysis, body, gpu=target)
-    analytic = source_of(body) == "analytic" or not body.get("available")
+    analytic = source_of(body) == ANALYTIC or not body.available
     return {"state": "correct", "analytic": analytic, "label": label,
-            "profile": {k: v for k, v in body.items() if k != "log_tail"}, "verdicts": verdicts, "sol": sol,
+            "profile": body.without("log_tail").to_json(), "verdicts": verdicts, "sol": sol,
             "roofline": roof, "median_us": trial.median_us, "env": env, "gpu": target,
             "reused_from": reused.id if reused else None, "phases_s": phases}
 
@@ -191,11 +200,11 @@ def established(problem: Problem, path: Path) -> Trial | None:
     return None
 
 
-def profile_label(body: dict[str, Any]) -> str:
+def profile_label(body: ProfileResult) -> str:
     """Whose numbers the verdicts are, and why the better profilers gave none."""
-    profiler = get_profiler(source_of(body)) if body.get("available") else None
+    profiler = get_profiler(source_of(body)) if body.available else None
     used = profiler.label if profiler is not None else "the roofline and compile facts"
-    why = "; ".join(f"{p['source']}: {p['reason']}" for p in body.get("skipped") or [])
-    if not body.get("available") and body.get("reason"):
-        why = "; ".join(x for x in (why, f"{source_of(body)}: {body['reason']}") if x)
+    why = "; ".join(f"{p['source']}: {p['reason']}" for p in body.skipped or [])
+    if not body.available and body.reason:
+        why = "; ".join(x for x in (why, f"{source_of(body)}: {body.reason}") if x)
     return f"{used} ({why})" if why else used

@@ -220,8 +220,8 @@ class TrialJobs:
                                               name=trial_id, env=lane.env, handle=handle)
         finally:
             self._handles.pop(trial_id, None)
-        profile = {k: v for k, v in profile.items() if k not in ("log_tail", "command")}
-        self._set_state(trial_id, TrialState.CORRECT, f"profiled: {profile.get('label') or source_of(profile)}",
+        profile = profile.without("log_tail", "command")
+        self._set_state(trial_id, TrialState.CORRECT, f"profiled: {profile.label or source_of(profile)}",
                         profile=profile)  # correct again before the lane frees: the next job ranks it as best
 
     def _analyze(self, problem: Problem, **options: Any) -> dict[str, Any]:
@@ -248,7 +248,7 @@ class TrialJobs:
             fields["result"] = replace(trial.result, roofline=roof)
         self.store.update(trial_id, **fields)
         if profile is not None:  # the counters' verdicts: views reload the trial (the decision follows in any case)
-            said = f" from {profile.get('label') or source_of(profile)}"
+            said = f" from {profile.label or source_of(profile)}"
             self.emit(ev.StateChanged(trial_id, TrialState.CORRECT.value, f"{len(verdicts)} verdict(s){said}"))
 
     def profile_now(self, trial_id: str, lane: str | None = None) -> None:

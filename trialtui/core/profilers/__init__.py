@@ -10,6 +10,7 @@ from typing import Any
 
 from trialtui.core import plugins
 from trialtui.core.model import Severity, Verdict
+from trialtui.core.profile_result import ProfileResult
 from trialtui.core.profilers import activity, analytic, ncu  # noqa: F401 - importing them registers them
 from trialtui.core.profilers.base import GROUP, Profiler
 from trialtui.core.verdict_registry import VerdictId, kind
@@ -29,8 +30,8 @@ def get_profiler(name: str) -> Profiler | None:
     return all_profilers().get(name)
 
 
-def source_of(body: dict[str, Any]) -> str:
-    return body.get("source") or LEGACY_SOURCE
+def source_of(body: ProfileResult) -> str:
+    return body.source or LEGACY_SOURCE
 
 
 def candidates(device: str, skip: dict[str, str] | None = None) -> tuple[list[Profiler], list[dict[str, str]]]:
@@ -46,20 +47,20 @@ def candidates(device: str, skip: dict[str, str] | None = None) -> tuple[list[Pr
     return usable, passed
 
 
-def verdicts_for_profile(profile: dict[str, Any] | None, context: Context,
+def verdicts_for_profile(profile: ProfileResult | None, context: Context,
                          facts: dict[str, Any] | None = None) -> list[Verdict]:
     """The verdicts for a trial: from its profile's own profiler when that profile is available,
     else the analytic ones; led by one verdict saying why better profilers gave nothing."""
     fallback = all_profilers()[ANALYTIC]
     if profile is None:
-        return fallback.verdicts({}, context, facts)
-    why = [f"{p['source']}: {p['reason']}" for p in profile.get("skipped") or [] if p.get("reason")]
+        return fallback.verdicts(ProfileResult(), context, facts)
+    why = [f"{p['source']}: {p['reason']}" for p in profile.skipped or [] if p.get("reason")]
     source = source_of(profile)
     profiler = get_profiler(source)
-    if profile.get("available") and profiler is not None:
+    if profile.available and profiler is not None:
         used, verdicts = profiler, profiler.verdicts(profile, context, facts)
     else:
-        reason = profile.get("reason") or profile.get("message") or "no records in the profile"
+        reason = profile.reason or profile.message or "no records in the profile"
         if profiler is None:
             reason = f"profiler {source!r} is not installed"
         why.append(f"{source}: {reason}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import replace
+from collections.abc import Mapping
 from typing import Any
 
 from trialtui.core import job_kinds, plugins
@@ -27,7 +28,7 @@ CALLS = 20
 _LIBRARY_MARKS = ("at::native::", "at::cuda::")
 
 
-def _per_call(body: dict[str, Any]) -> list[dict[str, Any]]:
+def _per_call(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Kernel rows per call, longest first, with their share of GPU time and whether they are the
     candidate's own (not launched by the reference, not ATen's)."""
     calls = max(int(body.get("calls") or 1), 1)
@@ -44,7 +45,7 @@ def _per_call(body: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: -r["duration_ns"])
 
 
-def kernel_us(body: dict[str, Any]) -> float:
+def kernel_us(body: Mapping[str, Any]) -> float:
     """GPU kernel time per call, launch gaps excluded."""
     return sum(r["duration_ns"] for r in _per_call(body)) / 1e3
 
@@ -87,7 +88,7 @@ def _no_own_kernel(rows: list[dict[str, Any]]) -> Verdict | None:
                         "your own (Triton or CUDA C++) and fuse what surrounds it.", "activity")
 
 
-def verdicts_from_records(body: dict[str, Any], context: Context,
+def verdicts_from_records(body: Mapping[str, Any], context: Context,
                           facts: dict[str, Any] | None = None) -> list[Verdict]:
     """Verdicts from kernel records: the analytic rules at the kernel time (so launch gaps never pass
     for low bandwidth), plus launch-bound, dominant-kernel and no-own-kernel from the records."""
@@ -122,16 +123,16 @@ class ActivityProfiler:
     def spec(self, report: str) -> dict[str, Any]:
         return {"calls": CALLS}
 
-    def verdicts(self, body: dict[str, Any], context: Context, facts: dict[str, Any] | None) -> list[Verdict]:
+    def verdicts(self, body: Mapping[str, Any], context: Context, facts: dict[str, Any] | None) -> list[Verdict]:
         return verdicts_from_records(body, context, facts)
 
-    def kernels(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+    def kernels(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [{"name": r["name"], "duration_ns": r["duration_ns"], "launches": r["launches"],
                  "metrics": {"launches per call": r["launches"], "share of GPU time": round(r["share"], 4),
                              "own kernel": "yes" if r["own"] else "no (the reference or ATen launches it)"}}
                 for r in _per_call(body)]
 
-    def dominant(self, body: dict[str, Any]) -> dict[str, Any] | None:
+    def dominant(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
         rows = self.kernels(body)
         return rows[0] if rows else None
 

@@ -3,6 +3,7 @@ facts give the verdicts. Always available, so it is the last resort on any machi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from trialtui.core import plugins
@@ -23,13 +24,13 @@ class AnalyticProfiler:
     def spec(self, report: str) -> dict[str, Any]:
         return {}
 
-    def verdicts(self, body: dict[str, Any], context: Context, facts: dict[str, Any] | None) -> list[Verdict]:
+    def verdicts(self, body: Mapping[str, Any], context: Context, facts: dict[str, Any] | None) -> list[Verdict]:
         return verdicts_from_analytic(context, facts)
 
-    def kernels(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+    def kernels(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
         return []
 
-    def dominant(self, body: dict[str, Any]) -> dict[str, Any] | None:
+    def dominant(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
 
 

@@ -11,6 +11,7 @@ the reason holds for the whole machine (the engine then skips this profiler for 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from trialtui.core.model import Verdict
@@ -34,12 +35,12 @@ class Profiler(Protocol):
         """Keys its job needs beyond the problem's job spec and the candidate (`report`: a path
         stem under .trialtui/profiles/ for files worth keeping)."""
 
-    def verdicts(self, body: dict[str, Any], context: Context, facts: dict[str, Any] | None) -> list[Verdict]:
+    def verdicts(self, body: Mapping[str, Any], context: Context, facts: dict[str, Any] | None) -> list[Verdict]:
         """Verdicts from an available body; `facts` is the compile job's entry for the kernel."""
 
-    def kernels(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+    def kernels(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Per-kernel rows for the raw view: `name`, optional `duration_ns`, `launches`, `grid`,
         `block`, `metrics` (name → value) and `rules` (NVIDIA's, for ncu)."""
 
-    def dominant(self, body: dict[str, Any]) -> dict[str, Any] | None:
+    def dominant(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
         """The kernel row whose verdicts matter most (the longest), or None."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from trialtui.core import job_kinds, ncu, plugins
@@ -434,14 +435,14 @@ class NcuProfiler:
     def spec(self, report: str) -> dict[str, Any]:
         return {"report": report, "ncu_timeout_s": NCU_TIMEOUT_S}
 
-    def verdicts(self, body: dict[str, Any], context: Context, facts: dict[str, Any] | None) -> list[Verdict]:
+    def verdicts(self, body: Mapping[str, Any], context: Context, facts: dict[str, Any] | None) -> list[Verdict]:
         main = self.dominant(body)
         return verdicts_from_ncu(main.get("metrics", {}), main.get("rules", []), context) if main else []
 
-    def kernels(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+    def kernels(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
         return list(body.get("kernels") or [])
 
-    def dominant(self, body: dict[str, Any]) -> dict[str, Any] | None:
+    def dominant(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
         return ncu.dominant(self.kernels(body))
 
 

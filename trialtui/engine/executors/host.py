@@ -125,7 +125,7 @@ def run_job(job: JobData, workspace: Workspace, *, on_progress: Callable[[dict[s
                                    name=o.get("name"), warm=warm)
         elif job.kind == "profile":
             result = profile_file(problem, candidate, name=o["name"], env=o.get("env") or {}, handle=handle,
-                                  device=o.get("device") or "cuda")
+                                  device=o.get("device") or "cuda").to_json()  # travels as JSON
         else:
             result = analyze(problem, gpu=o.get("gpu"), driver=o.get("driver"), use_cache=False)
     except Exception as exc:  # noqa: BLE001 - reported to the engine, which marks the trial errored

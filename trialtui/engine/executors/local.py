@@ -7,6 +7,7 @@ from typing import Any
 
 from trialtui.core.executor import Executor, Slot
 from trialtui.core.problem import Problem
+from trialtui.core.profile_result import ProfileResult
 from trialtui.engine import profile as profile_module
 from trialtui.engine.bench import bench_file, detect_device
 from trialtui.engine.lanes import Lanes
@@ -27,7 +28,7 @@ class LocalExecutor(Executor):
     def describe(self) -> str:
         return "this machine"
 
-    def profile(self, problem: Problem, path: Path | str, **options: Any) -> dict[str, Any]:
+    def profile(self, problem: Problem, path: Path | str, **options: Any) -> ProfileResult:
         return profile_module.profile_file(problem, Path(path), **options)
 
     def analyze(self, problem: Problem, **options: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from trialtui.core.baselines import CACHE_NAME, BaselineCache
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.executor import Executor, JobData, decode, relative_path_ok
 from trialtui.core.problem import Problem
+from trialtui.core.profile_result import ProfileResult
 from trialtui.core.result import RESULT_VERSION, ResultError
 from trialtui.core.state_dir import make_dirs
 from trialtui.core.store import atomic_write
@@ -106,15 +107,18 @@ class RemoteExecutor(Executor):
         return self._relocated(problem, outcome)
 
     def profile(self, problem: Problem, path: Path | str, *, name: str, env: dict[str, str] | None = None,
-                handle: Any = None, device: str = "cuda") -> dict[str, Any]:
+                handle: Any = None, device: str = "cuda") -> ProfileResult:
         options = {"name": name, "env": env or {}, "device": device, "timeout_s": 1800.0}
         try:
             outcome = self.run(pack(problem, "profile", path, options), on_progress=None, handle=handle)
         except Interrupted as exc:
-            return {"available": False, "reason": f"the connection was lost while profiling ({exc})", "skipped": []}
+            return ProfileResult.unavailable(f"the connection was lost while profiling ({exc})")
         if "error" in outcome:
-            return {"available": False, "reason": outcome["error"], "skipped": []}
-        return self._relocated(problem, outcome)
+            return ProfileResult.unavailable(outcome["error"])
+        try:
+            return ProfileResult.from_json(self._relocated(problem, outcome))
+        except ResultError as exc:
+            return ProfileResult.unavailable(f"malformed profile from {self.describe()}: {exc}")
 
     def analyze(self, problem: Problem, *, gpu: str | None = None, driver: str | None = None,
                 use_cache: bool = True) -> dict[str, Any]:

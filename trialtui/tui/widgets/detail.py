@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -25,6 +24,7 @@ from trialtui.core import tree
 from trialtui.core.config import Config
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.phases import breakdown_lines
+from trialtui.core.profile_result import ProfileResult
 from trialtui.core.profilers import get_profiler, source_of
 from trialtui.core.store import Store
 from trialtui.core.text import fmt_us
@@ -192,9 +192,8 @@ class TrialDetail(Themed, Vertical):
         return MetricsGrid(self.color, self.baseline, self.config).render(trial)
 
     def profile(self, trial: Trial) -> RenderableType:
-        profile = trial.profile or {}
         if self.raw:
-            return self._raw_profile(trial, profile)
+            return self._raw_profile(trial, trial.profile)
         verdicts = trial.verdicts or []
         if not verdicts:
             if describe.cpu_run(trial):
@@ -230,22 +229,21 @@ class TrialDetail(Themed, Vertical):
             table.add_row("", "")
         return Group(title, Text(""), table)
 
-    def _raw_profile(self, trial: Trial, profile: dict[str, Any]) -> RenderableType:
+    def _raw_profile(self, trial: Trial, profile: ProfileResult | None) -> RenderableType:
         title = Text(f"raw profile of {trial.id}", Style(bold=True))
         title.append("   s: back to verdicts", self.color("trial-muted"))
         if not profile:
             return Group(title, Text("No profile recorded.", self.color("trial-muted")))
         parts: list[RenderableType] = [title]
-        for skipped in profile.get("skipped") or []:
+        for skipped in profile.skipped or []:
             parts.append(Text(f"{skipped.get('source')} unavailable: {skipped.get('reason')}", self.color("warning")))
-        if not profile.get("available", True) or profile.get("reason"):
-            parts.append(Text(f"counters unavailable: {profile.get('reason') or profile.get('message')}",
-                              self.color("warning")))
+        if profile.available is False or profile.reason:
+            parts.append(Text(f"counters unavailable: {profile.reason or profile.message}", self.color("warning")))
         profiler = get_profiler(source_of(profile))
         if profiler is not None:
             parts.append(Text(f"profiler: {profiler.label}", self.color("trial-muted")))
-        if profile.get("report"):
-            parts.append(Text(f"report: {profile['report']}", self.color("trial-muted")))
+        if profile.report:
+            parts.append(Text(f"report: {profile.report}", self.color("trial-muted")))
         kernels = profiler.kernels(profile) if profiler is not None else []
         main = profiler.dominant(profile) if kernels else None
         for kernel in kernels:

@@ -264,7 +264,8 @@ class TimingSpread(Plot):
 
 def roofline_of(trial: Trial) -> dict[str, Any] | None:
     """The trial's roofline (core.roofline.Roofline as a dict), from its profile or its result."""
-    for roof in ((trial.profile or {}).get("roofline"), trial.result.roofline if trial.result else None):
+    for roof in (trial.profile.extra.get("roofline") if trial.profile else None,  # a profiler's own
+                 trial.result.roofline if trial.result else None):
         if isinstance(roof, dict) and roof.get("hbm_gbps"):
             return roof
     return None

@@ -1,0 +1,118 @@
+"""No dict crosses as a compile job's result or a profile (issue 35): engine/validate.py reads the compile job's
+JSON once into a `CompileResult` (a job that failed keeps its envelope as the trace, as before the type), and
+a profile is a `ProfileResult` from `profile_file` and every executor to the store and the views, which read
+its fields; only a profiler reads its own keys (core/profilers/), through the record's mapping view."""
+
+from __future__ import annotations
+
+import ast
+import json
+import typing
+from pathlib import Path
+
+import pytest
+
+import trialtui
+from trialtui.core.compile_result import CompileResult
+from trialtui.core.executor import Executor
+from trialtui.core.model import Trial
+from trialtui.core.profile_result import ProfileResult
+from trialtui.core.result import ResultError
+from trialtui.core.store import Store
+from trialtui.engine import profile
+from trialtui.engine.executors.local import LocalExecutor
+from trialtui.engine.executors.remote import RemoteExecutor
+from trialtui.core.model import NEEDS_RUNNER
+from trialtui.engine import validate
+
+PACKAGE = Path(trialtui.__file__).parent
+
+
+def test_a_finished_job_gives_its_trace_build_and_findings():
+    data = {"version": 1, "state": "ok", "trace": {"state": "ok", "launches": [{"kernel": "k"}]},
+            "compile": {"state": "ok", "kernels": []}, "findings": [{"code": "x"}], "log_tail": "done"}
+    result = CompileResult.from_json(data)
+    assert not result.failed and result.trace["launches"] == [{"kernel": "k"}]
+    assert result.compile == {"state": "ok", "kernels": []} and result.findings == [{"code": "x"}]
+    assert result.log_tail == "done"
+    triton_shaped = CompileResult.from_json({"version": 1, "state": "ok", "trace": {"state": "ok"}, "compile": {}})
+    assert triton_shaped.findings == [] and triton_shaped.compile == {}
+
+
+def test_a_failed_job_is_its_own_trace_with_no_launches():
+    data = {"version": 1, "state": "error", "message": "no torch here", "needs_runner": True, "log_tail": "t"}
+    result = CompileResult.from_json(data)
+    assert result.failed and result.compile == {} and result.findings == []
+    assert result.trace == {**data, "launches": []}  # needs_runner reaches trace_findings as it did
+    found = validate.trace_findings(result.trace, "trace", 30, "ModelNew", ("no launch", "hint"))
+    assert [f["code"] for f in found] == [NEEDS_RUNNER]
+
+
+def test_a_malformed_result_is_an_error_not_a_crash():
+    for data in ({"version": 1, "state": "ok", "compile": {}},  # no trace
+                 {"version": 1, "state": "ok", "trace": ["not", "a", "dict"]},
+                 {"version": 1, "state": "ok", "trace": {}, "findings": "several"}):
+        result = CompileResult.from_json(data)
+        assert result.failed and result.state == "error" and "malformed" in result.trace["message"], data
+        assert result.trace["launches"] == []
+
+
+def test_validate_reads_the_compile_jobs_result_only_through_the_type():
+    tree = ast.parse((PACKAGE / "engine" / "validate.py").read_text())
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "run_child"]
+    wrapped = {id(n.args[0]) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == "from_json" and getattr(n.func.value, "id", None) == "CompileResult" and n.args}
+    assert calls and all(id(call) in wrapped for call in calls)
+
+
+@pytest.mark.parametrize("function", [Executor.profile, LocalExecutor.profile, RemoteExecutor.profile,
+                                      profile.profile_file], ids=lambda f: f.__qualname__)
+def test_every_profile_returns_the_typed_profile(function):
+    assert typing.get_type_hints(function)["return"] is ProfileResult
+
+
+def test_a_trial_holds_the_typed_profile_and_the_store_refuses_a_dict(tmp_path):
+    assert typing.get_type_hints(Trial)["profile"] == ProfileResult | None
+    body = {"source": "ncu", "available": False, "reason": "ERR_NVGPUCTRPERM", "kernels": [], "log": None}
+    trial = Trial("t1", "k.py", "x", 0.0, profile=ProfileResult.from_json(body))
+    assert trial.to_dict()["profile"] == body and list(trial.to_dict()["profile"]) == list(body)  # key for key
+    assert Trial.from_dict(json.loads(json.dumps(trial.to_dict()))) == trial
+    with Store.open(tmp_path, writer=True) as store:
+        made = store.add_trial("k.py", b"x")
+        with pytest.raises(TypeError, match="ProfileResult"):
+            store.update(made.id, profile=body)
+        store.update(made.id, profile=ProfileResult.from_json(body))
+        assert store.get(made.id).profile.reason == "ERR_NVGPUCTRPERM"
+
+
+def test_a_profile_that_is_not_an_object_or_has_a_wrong_type_is_refused():
+    with pytest.raises(ResultError):
+        ProfileResult.from_json(["ncu"])
+    with pytest.raises(ResultError, match="available"):
+        ProfileResult.from_json({"source": "ncu", "available": "yes"})
+    lost = ProfileResult.unavailable("the connection was lost")
+    assert lost.to_json() == {"available": False, "reason": "the connection was lost", "skipped": []}
+
+
+def _reads_a_profile_by_key(node: ast.AST) -> bool:
+    """`x.profile[...]`, `x.profile.get(...)` or `(x.profile or {})`: a profile read as a dict."""
+    def is_profile(n: ast.AST) -> bool:
+        return isinstance(n, ast.Attribute) and n.attr == "profile"
+
+    if isinstance(node, ast.Subscript) and is_profile(node.value):
+        return True
+    if isinstance(node, ast.Attribute) and node.attr == "get" and is_profile(node.value):
+        return True
+    return (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and is_profile(node.values[0])
+            and isinstance(node.values[-1], ast.Dict))
+
+
+def test_nothing_but_a_profiler_reads_a_trials_profile_by_key():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if {"runner", "profilers"} & set(path.relative_to(PACKAGE).parts):
+            continue  # the job builds the JSON; a profiler reads its own body
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if _reads_a_profile_by_key(node):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, f"a profile read as a dict: {found}"

@@ -11,9 +11,9 @@ from typing import Any, TextIO
 
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.store import atomic_write
+from trialtui.demo.replay import numbers_label
+from trialtui.demo.story import ProblemRun
 from trialtui.engine import events as ev
-from trialtui.engine.demo_replay import numbers_label
-from trialtui.engine.demo_story import ProblemRun
 from trialtui.engine.headless import HeadlessPrinter
 
 

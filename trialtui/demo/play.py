@@ -11,12 +11,12 @@ Numbers, honestly:
 
 * live (a GPU is present): every number is measured by `bench_file` on the GPU, now.
 * replay (no GPU): correctness is checked for real on the CPU; GPU numbers come only from a
-  recording of the very same source (demo_replay.py) and say so. When a correct version has no
+  recording of the very same source (replay.py) and say so. When a correct version has no
   recording, no best is ranked: a best among the recorded few would be a guess, so the story's own
   expectations decide the branch back and the finalize, and the demo names what it could not replay.
 
 No Textual here: the TUI receives a `DemoPlayer` and awaits `play(engine)`; headless runs print.
-Samples and stories: demo_story.py; replay: demo_replay.py; printed lines and table: demo_print.py.
+Samples and stories: story.py; replay: replay.py; printed lines and table: printer.py.
 """
 
 from __future__ import annotations
@@ -35,10 +35,8 @@ from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.report import FINAL_DIR
 from trialtui.core.store import atomic_write, sha256_of
-from trialtui.engine import events as ev
-from trialtui.engine.bench import bench_file
-from trialtui.engine.demo_print import DemoPrinter, write_summary
-from trialtui.engine.demo_replay import (
+from trialtui.demo.printer import DemoPrinter, write_summary
+from trialtui.demo.replay import (
     ReplayBench,
     load_recordings,
     not_replayed,
@@ -47,7 +45,9 @@ from trialtui.engine.demo_replay import (
     recorded_label,
     recording_for,
 )
-from trialtui.engine.demo_story import DemoError, Outcome, ProblemRun, Story, Version, editor_save, judge
+from trialtui.demo.story import DemoError, Outcome, ProblemRun, Story, Version, editor_save, judge
+from trialtui.engine import events as ev
+from trialtui.engine.bench import bench_file
 from trialtui.engine.finalize import FinalizeError, finalize
 
 # Seconds at --speed 1: before a save (read the beat), after its decision (see the result), before a branch.

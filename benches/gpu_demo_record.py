@@ -19,7 +19,7 @@ trialtui's dependencies; --agent-plain runs it unpatched.
 Replay (--replay, a CPU): `trialtui demo --headless --replay` and `demo --agent --replay`: correctness live,
 GPU numbers from the recordings in sample_kernels/*/recorded/ (nothing is recorded).
 
-Every beat is then judged from the played problem's store, the way the demo judges it (demo_story.judge:
+Every beat is then judged from the played problem's store, the way the demo judges it (demo.story.judge:
 the state, the parent, and the beat's claim on decide's action and the numbers); live, summary.json's own
 judgement made during the run is kept beside it. Writes $OUT/demo_record.json (--json-name; per story: beats, expected
 against got, pass or fail, wall seconds; the best version's recording; the agent's beats), $OUT/demo_log.txt,
@@ -67,7 +67,7 @@ MAX_FILES = 6
 REPLAY_RECORD_BOOT = """
 import asyncio, sys
 from pathlib import Path
-from trialtui.engine import demo as d, demo_story as ds
+from trialtui.demo import play as d, story as ds
 names, into, rec = sys.argv[1].split(","), Path(sys.argv[2]), Path(sys.argv[3])
 root = ds.samples_root()
 stories = [ds.load_story(root / n) for n in names]
@@ -163,7 +163,7 @@ def judge_played(root: Path, story: Any) -> list[dict[str, Any]]:
     """Each version of `story` as played into `root`: its trial (found by its source), against the story."""
     from trialtui.core.problem_dir import load_problem
     from trialtui.core.store import Store, sha256_of
-    from trialtui.engine.demo_story import judge
+    from trialtui.demo.story import judge
 
     if not (root / ".trialtui").is_dir():
         return [{"version": v.file, "beat": v.beat, "expected": v.expected, "state": None, "as_expected": False,
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.install:
         return install(args.install)
 
-    from trialtui.engine import demo_story as ds
+    from trialtui.demo import story as ds
 
     problems = list(ALL) if args.problems == "all" else [] if args.problems == "none" else \
         [p.strip() for p in args.problems.split(",") if p.strip()]

@@ -151,7 +151,7 @@ def same_baselines(src: Path, dst: Path) -> None:
 def prepare(dest: Path, args: argparse.Namespace, *, executor: dict[str, str] | None = None,
             candidate: bytes | None = None, config: dict[str, str] | None = None) -> Path:
     """A copy of the sample (reference, trialtui.toml), its candidate `kernel.py` = demo/v7.py."""
-    from trialtui.engine.demo_story import set_toml_key
+    from trialtui.demo.story import set_toml_key
 
     sample = ROOT / "sample_kernels" / SAMPLE
     dest.mkdir(parents=True)

@@ -21,8 +21,8 @@ from trialtui.core.bench_result import BenchResult
 from trialtui.core.executor import Executor
 from trialtui.core.model import Trial
 from trialtui.core.problem_dir import load_problem
+from trialtui.demo.replay import ReplayBench
 from trialtui.engine import bench, events, finalize, generalize
-from trialtui.engine.demo_replay import ReplayBench
 from trialtui.engine.executors.local import LocalExecutor
 from trialtui.engine.executors.ray_cluster import RayExecutor
 from trialtui.engine.executors.remote import RemoteExecutor

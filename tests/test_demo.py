@@ -24,10 +24,10 @@ from click.testing import CliRunner
 from trialtui.core.config import load_config
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store, sha256_of
-from trialtui.engine import demo as d
-from trialtui.engine import demo_print as dp
-from trialtui.engine import demo_replay as dr
-from trialtui.engine import demo_story as ds
+from trialtui.demo import play as d
+from trialtui.demo import printer as dp
+from trialtui.demo import replay as dr
+from trialtui.demo import story as ds
 
 from conftest import as_profile, as_result, play_story
 
@@ -175,7 +175,7 @@ def test_editor_save_renames_and_keeps_the_mode(tmp_path):
 
 
 def test_demo_modules_import_without_textual():
-    code = ("import sys, trialtui.cli.demo, trialtui.engine.demo; "
+    code = ("import sys, trialtui.cli.demo, trialtui.demo.play; "
             "bad = [m for m in ('textual', 'torch', 'triton') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

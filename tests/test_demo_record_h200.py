@@ -79,7 +79,7 @@ def test_every_beat_holds_on_the_runs_numbers_as_decide_judges_them_today(record
     from trialtui.core.config import load_config
     from trialtui.core.decide import decide
     from trialtui.core.model import Trial
-    from trialtui.engine import demo_story as ds
+    from trialtui.demo import story as ds
 
     sample = ROOT / "sample_kernels" / name
     story, config = ds.load_story(sample), load_config(sample)

@@ -1,5 +1,6 @@
-"""Imports point down: core < runner < engine < tui < cli. trialtui.core and trialtui.engine stay fast
-and headless (no textual, no torch, no triton), and the TUI and engine use neither the CLI nor `render`.
+"""Imports point down: core < runner < engine < demo, tui, agent < cli. trialtui.core, trialtui.engine
+and the demo stay fast and headless (no textual, no torch, no triton), and the TUI and engine use
+neither the CLI nor `render`.
 A string that names a module of trialtui (a job started as `python -m trialtui.runner.bench_job`, a
 `module:attribute`) points the same way as an import, but in the two places that name what runs in a
 child process: core/job_kinds.py (every job kind's module) and a core form's runner half."""
@@ -18,13 +19,15 @@ import trialtui
 FORBIDDEN = ("textual", "torch", "triton")
 PACKAGE = Path(trialtui.__file__).parent
 # Each part of trialtui and its rank: a module may import only from its own rank or below.
-LAYERS = {"__init__": 0, "core": 0, "runner": 1, "engine": 2, "tui": 3, "agent": 3, "cli": 4, "render": 4, "__main__": 4}
+# The demo drives the engine, and the agent imports it (a story, `editor_save`, a replay label): beside the agent.
+LAYERS = {"__init__": 0, "core": 0, "runner": 1, "engine": 2, "demo": 3, "tui": 3, "agent": 3,
+          "cli": 4, "render": 4, "__main__": 4}
 # The files that may name a module above them in a string: what the engine starts in a child process.
 NAMED_ABOVE = {"trialtui/core/job_kinds.py": "the job kinds' registry",
                "trialtui/core/forms/": "a form's runner half (`runner = \"module:FORM\"`), the plug-in point"}
 
 
-@pytest.mark.parametrize("package", ["trialtui.core", "trialtui.engine"])
+@pytest.mark.parametrize("package", ["trialtui.core", "trialtui.engine", "trialtui.demo"])
 def test_package_imports_without_ui_or_torch(package):
     code = (
         "import importlib, pkgutil, sys\n"

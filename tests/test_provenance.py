@@ -29,10 +29,10 @@ from trialtui.core.problem_dir import load_problem
 from trialtui.core.provenance import Origin, Provenance
 from trialtui.core.report import build_report
 from trialtui.core.store import Store, sha256_of
-from trialtui.engine import demo as d
-from trialtui.engine import demo_print as dp
-from trialtui.engine import demo_replay as dr
-from trialtui.engine import demo_story as ds
+from trialtui.demo import play as d
+from trialtui.demo import printer as dp
+from trialtui.demo import replay as dr
+from trialtui.demo import story as ds
 from trialtui.engine import events as ev
 from trialtui.engine.headless import HeadlessPrinter
 

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from trialtui.engine.demo_story import Story
+from trialtui.demo.story import Story
 
 RESULT_WAIT_S = 600.0
 

@@ -24,11 +24,11 @@ from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.report import FINAL_DIR
 from trialtui.core.store import STATE_DIR, StoreError, StoreLocked, UnknownTrial, lock_holder, sha256_of
+from trialtui.demo.story import editor_save
 from trialtui.engine import events as ev
 from trialtui.engine.attach import RemoteEngine, attach
 from trialtui.engine.control_ops import gpu_to_itself
 from trialtui.engine.front import EngineFront
-from trialtui.engine.demo_story import editor_save
 from trialtui.engine.finalize import FinalizeError
 from trialtui.engine.runner_deps import missing_runner
 from trialtui.engine.generalize import check_file

@@ -17,7 +17,7 @@ from trialtui.core.generalization import Generalization
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
 from trialtui.core.text import label, trial_summary
-from trialtui.engine.demo_replay import recorded_label
+from trialtui.demo.replay import recorded_label
 
 RULES = (
     "Only write kernel files: submit(name, source, strategy) saves a candidate *.py in the problem directory; "

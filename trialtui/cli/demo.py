@@ -63,8 +63,8 @@ def demo(problems, every, into, speed, headless, replay, record_dir, recordings,
     recording of the very same source exists, labelled "replayed from a recording on <GPU>, <date>".
     """
     from trialtui.core.config import BASELINE_KINDS
-    from trialtui.engine import demo as d
-    from trialtui.engine import demo_story as ds
+    from trialtui.demo import play as d
+    from trialtui.demo import story as ds
     from trialtui.engine.bench import detect_device
     from trialtui.engine.lanes import visible_gpus
 
@@ -115,7 +115,7 @@ def demo(problems, every, into, speed, headless, replay, record_dir, recordings,
 def _headless(d, plans, mode, parent_dir: Path, *, speed, finalize, record_dir, jobs, gpus, progress) -> int:
     import time
 
-    from trialtui.engine import demo_print as dp
+    from trialtui.demo import printer as dp
 
     out = sys.stdout
     click.echo(f"trialtui demo: {len(plans)} problem(s) in {parent_dir}")

@@ -69,7 +69,7 @@ def _engine_on(executor, device: str | None):
 
 def _replay_engine(recordings: Path):
     """The demo's CPU engine: real correctness, recorded GPU numbers of the very same source, labelled so."""
-    from trialtui.engine.demo_replay import ReplayBench, load_recordings
+    from trialtui.demo.replay import ReplayBench, load_recordings
     from trialtui.engine.lanes import Lane, Lanes
     from trialtui.engine.loop import Engine
 

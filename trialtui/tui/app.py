@@ -14,7 +14,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -48,6 +48,9 @@ from trialtui.tui.widgets.plots import SpeedupHistory
 from trialtui.tui.widgets.status_bar import StatusBar
 from trialtui.tui.widgets.trial_tree import TrialTree
 
+if TYPE_CHECKING:
+    from trialtui.engine.loop import Engine
+
 TAKE_OVER_TRIES, TAKE_OVER_PAUSE_S = 20, 0.5  # an attached window waits up to 10 s for the gone engine's lock
 SHORT = 34  # rows: below this the layout is the -short one
 _IN_FLIGHT = frozenset(state.value for state in TrialState if not state.is_final)
@@ -56,7 +59,7 @@ _DYNAMIC_ACTIONS = ("branch_best", "finalize", "branch_cursor", "rerun", "profil
 
 
 class Demo(Protocol):
-    async def play(self, engine: EngineFront) -> None: ...  # a demo plays on the app's own Engine
+    async def play(self, engine: Engine) -> None: ...  # on the app's own engine: cli/demo.py makes both
 
 
 class TrialApp(KeyActions, AppMessages, App):

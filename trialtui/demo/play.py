@@ -11,12 +11,12 @@ Numbers, honestly:
 
 * live (a GPU is present): every number is measured by `bench_file` on the GPU, now.
 * replay (no GPU): correctness is checked for real on the CPU; GPU numbers come only from a
-  recording of the very same source (demo_replay.py) and say so. When a correct version has no
+  recording of the very same source (replay.py) and say so. When a correct version has no
   recording, no best is ranked: a best among the recorded few would be a guess, so the story's own
   expectations decide the branch back and the finalize, and the demo names what it could not replay.
 
 No Textual here: the TUI receives a `DemoPlayer` and awaits `play(engine)`; headless runs print.
-Samples and stories: demo_story.py; replay: demo_replay.py; printed lines and table: demo_print.py.
+Samples and stories: story.py; replay: replay.py; printed lines and table: printer.py.
 """
 
 from __future__ import annotations
@@ -28,17 +28,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from trialtui.core import tree
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.report import FINAL_DIR
 from trialtui.core.store import atomic_write, sha256_of
-from trialtui.engine import events as ev
-from trialtui.engine.bench import bench_file
-from trialtui.engine.demo_print import DemoPrinter, write_summary
-from trialtui.engine.demo_replay import (
+from trialtui.demo.printer import DemoPrinter, write_summary
+from trialtui.demo.replay import (
     ReplayBench,
     load_recordings,
     not_replayed,
@@ -47,8 +45,11 @@ from trialtui.engine.demo_replay import (
     recorded_label,
     recording_for,
 )
-from trialtui.engine.demo_story import DemoError, Outcome, ProblemRun, Story, Version, editor_save, judge
+from trialtui.demo.story import DemoError, Outcome, ProblemRun, Story, Version, editor_save, judge
+from trialtui.engine import events as ev
+from trialtui.engine.bench import bench_file
 from trialtui.engine.finalize import FinalizeError, finalize
+from trialtui.engine.loop import Engine
 
 # Seconds at --speed 1: before a save (read the beat), after its decision (see the result), before a branch.
 PAUSE_BEFORE_S, PAUSE_AFTER_S, PAUSE_BRANCH_S = 1.5, 2.5, 1.5
@@ -87,7 +88,7 @@ class DemoPlayer:
 
     # the steps
 
-    async def play(self, engine: Any) -> ProblemRun:
+    async def play(self, engine: Engine) -> ProblemRun:
         started = time.monotonic()
         problem = engine.problem
         self.run = run = ProblemRun(self.story.problem, problem.root, self.mode)
@@ -127,7 +128,7 @@ class DemoPlayer:
             run.wall_s = time.monotonic() - started
         return run
 
-    async def _branch_back(self, engine: Any, version: Version, trial_for: dict[str, str], baseline: str) -> None:
+    async def _branch_back(self, engine: Engine, version: Version, trial_for: dict[str, str], baseline: str) -> None:
         """What pressing `b` on the best trial does; when no best can be ranked, the story's parent stands in."""
         missing = self._unreplayed(engine, trial_for)
         best = None if missing else tree.best(engine.store.trials(), baseline)
@@ -149,7 +150,7 @@ class DemoPlayer:
         assert self.run is not None
         self.run.branched_to = target
 
-    def _unreplayed(self, engine: Any, trial_for: dict[str, str]) -> list[str]:
+    def _unreplayed(self, engine: Engine, trial_for: dict[str, str]) -> list[str]:
         """Replay: the versions played so far that are correct here but have no GPU numbers to rank by."""
         if self.mode != "replay":
             return []
@@ -160,7 +161,7 @@ class DemoPlayer:
                 missing.append(file)
         return missing
 
-    async def _trial_for(self, engine: Any, target: Path, sha: str) -> Trial:
+    async def _trial_for(self, engine: Engine, target: Path, sha: str) -> Trial:
         """The trial the save made (found by file and content), once the watcher has recorded it."""
         started = time.monotonic()
         nudged = False
@@ -179,7 +180,7 @@ class DemoPlayer:
                 raise DemoError(f"no trial appeared for the save of {target.name} in {waited:.0f} s")
             await asyncio.sleep(0.05)
 
-    async def _decided(self, engine: Any, trial_id: str) -> Trial:
+    async def _decided(self, engine: Engine, trial_id: str) -> Trial:
         """Wait for the trial's final state and, if it gets one, its decision."""
         started = time.monotonic()
         no_decision = {TrialState.CANCELLED, TrialState.SUPERSEDED, TrialState.INTERRUPTED}
@@ -192,13 +193,13 @@ class DemoPlayer:
                 raise DemoError(f"{trial_id} was still {trial.state} after {self._timeout(engine):.0f} s")
             await asyncio.sleep(0.1)
 
-    def _timeout(self, engine: Any) -> float:
+    def _timeout(self, engine: Engine) -> float:
         if self.trial_timeout_s is not None:
             return self.trial_timeout_s
         cfg = engine.problem.config
         return 3 * (cfg.validate_timeout_s + cfg.bench_timeout_s) + 300  # queued behind other problems, too
 
-    async def _finish(self, engine: Any, trial_for: dict[str, str], baseline: str) -> None:
+    async def _finish(self, engine: Engine, trial_for: dict[str, str], baseline: str) -> None:
         run = self.run
         assert run is not None
         run.unreplayed = missing = self._unreplayed(engine, trial_for)
@@ -244,7 +245,7 @@ class DemoPlayer:
                 shutil.copyfile(run.report.parent / name, dest / name)
         self._notice(engine, f"report card: {run.report}")
 
-    def _finalize(self, engine: Any, trial: Trial) -> Path:
+    def _finalize(self, engine: Engine, trial: Trial) -> Path:
         """`trialtui trials finalize` on the engine's own store (the engine holds the lock).
 
         The same steps as cli/trials.finalize: the trial's source into final/, a re-benchmark with
@@ -292,12 +293,12 @@ class DemoPlayer:
         return text
 
     @staticmethod
-    def _beat(engine: Any, version: Version, message: str, *, surprise: bool = False) -> None:
+    def _beat(engine: Engine, version: Version, message: str, *, surprise: bool = False) -> None:
         """A story step, as a plain Notice (every subscriber shows those): `beat: <beat> — <what>`."""
         engine.emit(ev.Notice(f"beat: {version.beat} — {message}", "warning" if surprise else "info"))
 
     @staticmethod
-    def _notice(engine: Any, message: str, level: str = "info") -> None:
+    def _notice(engine: Engine, message: str, level: str = "info") -> None:
         engine.emit(ev.Notice(f"demo: {message}", level))
 
 
@@ -324,11 +325,10 @@ def describe_mode(mode: str) -> str:
 
 
 def build_engine(plan: Plan, *, speed: float, finalize: bool = True, record_dir: Path | None = None,
-                 trial_timeout_s: float | None = None) -> tuple[Any, DemoPlayer]:
+                 trial_timeout_s: float | None = None) -> tuple[Engine, DemoPlayer]:
     """The engine for a plan's problem copy, and the player that tells its story."""
     from trialtui.core.problem_dir import load_problem
     from trialtui.engine.lanes import Lane, Lanes
-    from trialtui.engine.loop import Engine
 
     problem = load_problem(plan.root)
     if plan.mode == "live":

@@ -11,9 +11,10 @@ from typing import Any, TextIO
 
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.store import atomic_write
+from trialtui.demo.replay import numbers_label
+from trialtui.demo.story import ProblemRun
 from trialtui.engine import events as ev
-from trialtui.engine.demo_replay import numbers_label
-from trialtui.engine.demo_story import ProblemRun
+from trialtui.engine.front import EngineFront
 from trialtui.engine.headless import HeadlessPrinter
 
 
@@ -21,7 +22,7 @@ class DemoPrinter(HeadlessPrinter):
     """HeadlessPrinter's lines with the problem's name, beats and demo notes as they are (no `!!`),
     and where each number comes from after every result and new best."""
 
-    def __init__(self, engine: Any, out: TextIO, *, prefix: str = "", progress: bool = False):
+    def __init__(self, engine: EngineFront, out: TextIO, *, prefix: str = "", progress: bool = False):
         super().__init__(out, as_json=False, progress=progress)
         self.engine = engine
         self.prefix = prefix

@@ -29,8 +29,8 @@ from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.result import ResultError
 from trialtui.core.store import sha256_of
+from trialtui.demo.story import Version
 from trialtui.engine.bench import bench_file
-from trialtui.engine.demo_story import Version
 
 NO_SPEED_FLAGS = frozenset({"no-recording", "recording-not-correct"})
 

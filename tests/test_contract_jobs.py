@@ -22,6 +22,8 @@ from trialtui.core.store import Store
 from trialtui.engine import profile
 from trialtui.engine.executors.local import LocalExecutor
 from trialtui.engine.executors.remote import RemoteExecutor
+
+from test_contract_types import reads_by_key
 from trialtui.core.model import NEEDS_RUNNER
 from trialtui.engine import validate
 
@@ -94,25 +96,12 @@ def test_a_profile_that_is_not_an_object_or_has_a_wrong_type_is_refused():
     assert lost.to_json() == {"available": False, "reason": "the connection was lost", "skipped": []}
 
 
-def _reads_a_profile_by_key(node: ast.AST) -> bool:
-    """`x.profile[...]`, `x.profile.get(...)` or `(x.profile or {})`: a profile read as a dict."""
-    def is_profile(n: ast.AST) -> bool:
-        return isinstance(n, ast.Attribute) and n.attr == "profile"
-
-    if isinstance(node, ast.Subscript) and is_profile(node.value):
-        return True
-    if isinstance(node, ast.Attribute) and node.attr == "get" and is_profile(node.value):
-        return True
-    return (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and is_profile(node.values[0])
-            and isinstance(node.values[-1], ast.Dict))
-
-
 def test_nothing_but_a_profiler_reads_a_trials_profile_by_key():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         if {"runner", "profilers"} & set(path.relative_to(PACKAGE).parts):
             continue  # the job builds the JSON; a profiler reads its own body
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if _reads_a_profile_by_key(node):
+            if reads_by_key(node, "profile"):
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not found, f"a profile read as a dict: {found}"

@@ -61,16 +61,16 @@ def test_no_event_carries_a_result():
         assert "result" not in {f.name for f in dataclasses.fields(kind)}, kind.__name__
 
 
-def _reads_a_result_by_key(node: ast.AST) -> bool:
-    """`x.result[...]`, `x.result.get(...)` or `(x.result or {})`: a result read as a dict."""
-    def is_result(n: ast.AST) -> bool:
-        return isinstance(n, ast.Attribute) and n.attr == "result"
+def reads_by_key(node: ast.AST, attribute: str = "result") -> bool:
+    """`x.result[...]`, `x.result.get(...)` or `(x.result or {})`: a record read as a dict."""
+    def is_record(n: ast.AST) -> bool:
+        return isinstance(n, ast.Attribute) and n.attr == attribute
 
-    if isinstance(node, ast.Subscript) and is_result(node.value):
+    if isinstance(node, ast.Subscript) and is_record(node.value):
         return True
-    if isinstance(node, ast.Attribute) and node.attr == "get" and is_result(node.value):
+    if isinstance(node, ast.Attribute) and node.attr == "get" and is_record(node.value):
         return True
-    return (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and is_result(node.values[0])
+    return (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and is_record(node.values[0])
             and isinstance(node.values[-1], ast.Dict))
 
 
@@ -80,7 +80,7 @@ def test_nothing_outside_the_runner_reads_a_trials_result_by_key():
         if "runner" in path.relative_to(PACKAGE).parts:
             continue  # the child's side builds the JSON the engine reads
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if _reads_a_result_by_key(node):
+            if reads_by_key(node):
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not found, f"a result read as a dict: {found}"
 

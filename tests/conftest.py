@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.profile_result import ProfileResult
 
@@ -70,10 +71,10 @@ class ModelNew(nn.Module):
 '''
 
 
-def no_analysis(problem, **options) -> dict:
+def no_analysis(problem, **options) -> AnalysisResult:
     """An engine test's analysis of the reference, where the test is about something else: the real one is a
     child job of its own (3.6 CPU-s each, a tenth of the suite's CPU when every fake-job engine ran one)."""
-    return {"state": "error", "message": "not analysed in this test"}
+    return AnalysisResult.failure("not analysed in this test")
 
 
 def as_result(data: dict) -> BenchResult:

@@ -1,7 +1,8 @@
 """No dict crosses as a compile job's result or a profile (issue 35): engine/validate.py reads the compile job's
 JSON once into a `CompileResult` (a job that failed keeps its envelope as the trace, as before the type), and
 a profile is a `ProfileResult` from `profile_file` and every executor to the store and the views, which read
-its fields; only a profiler reads its own keys (core/profilers/), through the record's mapping view."""
+its fields; only a profiler reads its own keys (core/profilers/), through the record's mapping view. The
+reference's analysis is an `AnalysisResult` from the job, the cache and every executor to the verdicts."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import trialtui
+from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.compile_result import CompileResult
 from trialtui.core.executor import Executor
 from trialtui.core.model import Trial
@@ -105,3 +107,32 @@ def test_nothing_but_a_profiler_reads_a_trials_profile_by_key():
             if reads_by_key(node, "profile"):
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not found, f"a profile read as a dict: {found}"
+
+
+@pytest.mark.parametrize("function", [Executor.analyze, LocalExecutor.analyze, RemoteExecutor.analyze,
+                                      profile.analyze, profile.cached_analysis], ids=lambda f: f.__qualname__)
+def test_every_analysis_is_the_typed_analysis(function):
+    assert typing.get_type_hints(function)["return"] in (AnalysisResult, AnalysisResult | None)
+
+
+def test_an_analysis_reads_back_key_for_key_and_a_malformed_one_is_an_error():
+    data = {"device": "meta", "flops": 2.0, "min_bytes": 8, "ops": [], "case": {"n": 4}, "version": 1, "state": "ok",
+            "dtype": "float32", "roofline": None}
+    analysis = AnalysisResult.read(data)
+    assert analysis.ok and analysis.flops == 2.0 and analysis.to_json() == data and list(analysis.to_json()) == list(data)
+    for bad in (["ok"], {"flops": 1.0}, {"state": "ok", "flops": "many"}):
+        got = AnalysisResult.read(bad)
+        assert not got.ok and "malformed" in got.message, bad
+
+
+def test_the_cache_holds_the_analysis_json_and_reads_it_back(tmp_path):
+    from conftest import write_problem
+    from trialtui.core.problem_dir import load_problem
+
+    problem = load_problem(write_problem(tmp_path / "p"))
+    analysis = AnalysisResult.read({"version": 1, "state": "ok", "flops": 1.0, "min_bytes": 8.0, "dtype": "float32"})
+    profile.store_analysis(problem, analysis)
+    assert profile.cached_analysis(problem) == analysis
+    cache = problem.state_dir / profile.ANALYSIS_NAME
+    cache.write_text(json.dumps({"key": profile._analysis_key(problem), "analysis": ["not", "an", "analysis"]}))
+    assert profile.cached_analysis(problem) is None  # unreadable: made again

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import TrialState
 from trialtui.core.problem_dir import load_problem
@@ -438,7 +439,8 @@ def test_profile_policy_auto_profiles_first_correct_and_new_best_only(root, monk
         return ProfileResult.from_json({"version": 1, "state": "ok", "available": True,
                                         "kernels": [_kernel(k) for k in ncu.merge(raw, details)]})
 
-    analysis = {"state": "ok", "flops": 0, "min_bytes": 8 * 2**28, "dtype": "float32", "matmul_like": False}
+    analysis = AnalysisResult.from_json({"state": "ok", "flops": 0, "min_bytes": 8 * 2**28, "dtype": "float32",
+                                         "matmul_like": False})
     monkeypatch.setenv("XDG_CACHE_HOME", str(root.parent / "cache"))
     monkeypatch.setattr(loop, "profile_file", fake_profile)
     monkeypatch.setattr(loop, "analyze", lambda problem, **kw: analysis)
@@ -504,7 +506,8 @@ class CountingExecutorAnalysis:
     def __call__(self, problem, **options):
         self.calls.append(threading.current_thread().name)
         self.release.wait(60)
-        return {"state": "ok", "flops": 1.0, "min_bytes": 8.0, "dtype": "float32", "matmul_like": False}
+        return AnalysisResult.from_json({"state": "ok", "flops": 1.0, "min_bytes": 8.0, "dtype": "float32",
+                                         "matmul_like": False})
 
 
 def test_a_gpu_engine_analyses_the_reference_off_the_lane_once_the_first_trial_is_queued(tmp_path, monkeypatch):

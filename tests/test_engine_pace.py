@@ -7,6 +7,7 @@ import asyncio
 import threading
 import time
 
+from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.problem_dir import load_problem
 from trialtui.engine import events as ev
 from trialtui.engine.gpu_lock import GpuLock
@@ -17,7 +18,7 @@ from trialtui.engine.shared import Shared
 from conftest import KB_GOOD, write_problem
 from test_engine import FakeBench, collect, ok_validate, run_for, until, write_atomic
 
-ANALYSIS = {"state": "ok", "flops": 0, "min_bytes": 8.0, "dtype": "float32", "matmul_like": False}
+ANALYSIS = AnalysisResult.from_json({"state": "ok", "flops": 0, "min_bytes": 8.0, "dtype": "float32", "matmul_like": False})
 
 
 class TimingBench(FakeBench):

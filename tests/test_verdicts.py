@@ -14,6 +14,7 @@ import pytest
 
 from conftest import as_profile
 from trialtui.core import ncu
+from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.gpus import CALIBRATED, Ceilings, datasheet
 from trialtui.core.roofline import roofline
 from trialtui.core.profilers import verdicts_for_profile
@@ -347,10 +348,11 @@ def test_trial_never_profiled_gets_analytic_verdicts_only():
 
 
 def test_context_from_an_analysis_and_the_bench_gpu():
-    analysis = {"state": "ok", "flops": 2 * N**3, "min_bytes": 3 * N * N * 2, "dtype": "bfloat16", "matmul_like": True}
+    analysis = AnalysisResult.from_json({"state": "ok", "flops": 2 * N**3, "min_bytes": 3 * N * N * 2, "dtype": "bfloat16",
+                                         "matmul_like": True})
     ctx = context_for(analysis, H200_MEASURED, 208.1, sol_target=0.8)
     assert ctx.matmul_like and ctx.roofline == MATMUL and ctx.sol() == pytest.approx(MATMUL.floor_us / 208.1)
-    assert context_for({"state": "error"}, H200_MEASURED, 208.1).roofline is None
+    assert context_for(AnalysisResult.failure("no trace"), H200_MEASURED, 208.1).roofline is None
 
 
 def test_a_stored_context_gives_the_same_verdicts():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.gpus import datasheet
 from trialtui.core.model import NEEDS_RUNNER
@@ -94,16 +95,16 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def render_analysis(result: dict[str, Any], problem=None) -> str:
-    if result.get("state") != "ok":
-        return f"analyze failed: {result.get('message')}"
-    roof = result.get("roofline") or {}
-    case = result.get("case") or {}
+def render_analysis(result: AnalysisResult, problem=None) -> str:
+    if not result.ok:
+        return f"analyze failed: {result.message}"
+    roof = result.roofline or {}
+    case = result.case or {}
     lines = [
-        f"reference at bench sizes ({sizes_label([case]) if case else 'defaults'}, {result.get('dtype')}"
-        f"{', scaled from test sizes: approximate' if result.get('scaled') else ''}):",
-        f"  FLOPs {result['flops']:.3g}; minimum bytes {_bytes(result['min_bytes'])} (each input read once, each "
-        f"output written once); eager moves ≈ {_bytes(result.get('eager_bytes') or 0)}",
+        f"reference at bench sizes ({sizes_label([case]) if case else 'defaults'}, {result.dtype}"
+        f"{', scaled from test sizes: approximate' if result.scaled else ''}):",
+        f"  FLOPs {result.flops or 0:.3g}; minimum bytes {_bytes(result.min_bytes or 0)} (each input read once, each "
+        f"output written once); eager moves ≈ {_bytes(result.eager_bytes or 0)}",
     ]
     if roof:
         lines.append(
@@ -112,11 +113,11 @@ def render_analysis(result: dict[str, Any], problem=None) -> str:
             f"(compute {fmt_us(roof['compute_us'])}, memory {fmt_us(roof['memory_us'])})"
         )
     lines.append("  ops:")
-    for op in result.get("ops", [])[:20]:
+    for op in (result.ops or [])[:20]:
         shapes = " ".join("×".join(map(str, s)) for s in op.get("inputs", []))
         flops = f", {op['flops']:.3g} FLOPs" if op.get("flops") else ""
         lines.append(f"    {op['op']:<24} {op['kind']:<12} {shapes}{flops}")
-    for chance in result.get("fusion", []):
+    for chance in result.fusion or []:
         lines.append(f"  fusion: {chance['message']}")
     return "\n".join(lines)
 

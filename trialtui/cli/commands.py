@@ -290,7 +290,7 @@ def analyze(directory, as_json, gpu) -> None:
 
     problem = problem_for((directory or Path.cwd()).resolve())
     result = run_analysis(problem, gpu=gpu, use_cache=False)
-    click.echo(json.dumps(result, indent=2, default=str) if as_json else render_analysis(result, problem))
+    click.echo(json.dumps(result.to_json(), indent=2, default=str) if as_json else render_analysis(result, problem))
     sys.exit(0 if result.get("state") == "ok" else 1)
 
 

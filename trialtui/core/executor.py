@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.config import ExecutorSettings
 from trialtui.core.problem import Problem
@@ -116,7 +117,7 @@ class Executor(ABC):
         """The candidate under the best profiler that runs there (`engine.profile.profile_file`'s options)."""
 
     @abstractmethod
-    def analyze(self, problem: Problem, **options: Any) -> dict[str, Any]:
+    def analyze(self, problem: Problem, **options: Any) -> AnalysisResult:
         """The reference's FLOPs, bytes and roofline (`engine.profile.analyze`'s options)."""
 
     def close(self) -> None:

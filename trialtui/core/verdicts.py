@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.gpus import Ceilings, sm_limits
 from trialtui.core.model import Severity, Verdict
 from trialtui.core.roofline import Roofline, roofline
@@ -60,14 +61,15 @@ class Context:
         )
 
 
-def context_for(analysis: dict[str, Any] | None, ceilings: Ceilings | None, measured_us: float | None, *,
+def context_for(analysis: AnalysisResult | None, ceilings: Ceilings | None, measured_us: float | None, *,
                 allow_tf32: bool = False, sol_target: float = 0.8) -> Context:
     """The context for a trial: the analyze job's FLOPs and bytes at the ceilings of the GPU the
     bench ran on (analysis may have run with no GPU at all), and the bench's median."""
     roof = None
-    if analysis and analysis.get("state") == "ok" and ceilings is not None:
-        roof = roofline(analysis["flops"], analysis["min_bytes"], analysis["dtype"], ceilings, allow_tf32)
-    return Context(roofline=roof, measured_us=measured_us, matmul_like=bool((analysis or {}).get("matmul_like")),
+    if (analysis is not None and analysis.ok and ceilings is not None
+            and None not in (analysis.flops, analysis.min_bytes, analysis.dtype)):
+        roof = roofline(analysis.flops, analysis.min_bytes, analysis.dtype, ceilings, allow_tf32)
+    return Context(roofline=roof, measured_us=measured_us, matmul_like=bool(analysis and analysis.matmul_like),
                    sol_target=sol_target)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core import job_kinds
+from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.baselines import reference_hash
 from trialtui.core.gpus import ceilings_for
 from trialtui.core.model import Trial
@@ -36,7 +37,7 @@ _MACHINE_WIDE: dict[str, str] = {}
 
 
 def analyze(problem: Problem, *, gpu: str | None = None, driver: str | None = None, use_cache: bool = True,
-            warm: WarmChildren | None = None) -> dict[str, Any]:
+            warm: WarmChildren | None = None) -> AnalysisResult:
     """The reference's ops, FLOPs, minimum bytes, fusion chances and roofline (no GPU needed); with an
     engine's `warm`, a fork of its fork server (torch imported once) rather than a new interpreter."""
     cached = cached_analysis(problem) if use_cache else None
@@ -44,9 +45,9 @@ def analyze(problem: Problem, *, gpu: str | None = None, driver: str | None = No
         return cached
     spec = problem.job_spec(gpu=gpu, driver=driver, case=0)
     log = problem.state_dir / "logs" / "analyze.log"
-    result = run_child(job_kinds.ANALYZE.module, spec, timeout_s=ANALYZE_TIMEOUT_S, log_path=log,
-                       env={"CUDA_VISIBLE_DEVICES": ""}, warm=warm)
-    if result.get("state") == "ok":
+    result = AnalysisResult.read(run_child(job_kinds.ANALYZE.module, spec, timeout_s=ANALYZE_TIMEOUT_S, log_path=log,
+                                           env={"CUDA_VISIBLE_DEVICES": ""}, warm=warm))
+    if result.ok:
         store_analysis(problem, result)
     return result
 
@@ -55,21 +56,21 @@ def _analysis_key(problem: Problem) -> dict[str, Any]:
     return {"ref": reference_hash(problem.reference), "sizes": problem.bench_cases[0], "dtype": problem.config.dtype}
 
 
-def cached_analysis(problem: Problem) -> dict[str, Any] | None:
+def cached_analysis(problem: Problem) -> AnalysisResult | None:
     """The analysis of this reference at these sizes, if one was computed (here or by a remote executor)."""
     try:
         cached = json.loads((problem.state_dir / ANALYSIS_NAME).read_text())
         if cached.get("key") == _analysis_key(problem):
-            return cached["analysis"]
-    except (OSError, ValueError, KeyError, AttributeError):
+            return AnalysisResult.from_json(cached["analysis"])
+    except (OSError, ValueError, KeyError, AttributeError):  # ResultError is a ValueError: made again
         pass
     return None
 
 
-def store_analysis(problem: Problem, result: dict[str, Any]) -> None:
+def store_analysis(problem: Problem, result: AnalysisResult) -> None:
     cache = problem.state_dir / ANALYSIS_NAME
     make_dirs(cache.parent)
-    cache.write_text(json.dumps({"key": _analysis_key(problem), "analysis": result}, default=str))
+    cache.write_text(json.dumps({"key": _analysis_key(problem), "analysis": result.to_json()}, default=str))
 
 
 def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str] | None = None,
@@ -111,7 +112,7 @@ def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> dict
                      env=child_env("cuda"))
 
 
-def trial_verdicts(problem: Problem, trial: Trial, analysis: dict[str, Any] | None,
+def trial_verdicts(problem: Problem, trial: Trial, analysis: AnalysisResult | None,
                    profile: ProfileResult | None, gpu: str | None = None,
                    ) -> tuple[list[dict[str, Any]], float | None, dict[str, Any] | None]:
     """Verdicts (counters when the profile has them, else analytic), the speed-of-light fraction and

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from trialtui.core import provenance, tree
+from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.executor import ran_on
 from trialtui.core.model import Trial, TrialState
@@ -224,7 +225,7 @@ class TrialJobs:
         self._set_state(trial_id, TrialState.CORRECT, f"profiled: {profile.label or source_of(profile)}",
                         profile=profile)  # correct again before the lane frees: the next job ranks it as best
 
-    def _analyze(self, problem: Problem, **options: Any) -> dict[str, Any]:
+    def _analyze(self, problem: Problem, **options: Any) -> AnalysisResult:
         """The reference's analysis; a local one forks from this engine's fork server rather than importing torch
         again (3.6 CPU-s a problem on a 2-core CPU)."""
         if self._analyzer is not None:
@@ -239,7 +240,7 @@ class TrialJobs:
         env = (trial.result.env if trial.result else None) or {}
         # started when the first trial was queued (Engine._enqueue), so this seldom waits for it
         analysis = await asyncio.shield(self._analysis) if self._analysis is not None else None
-        if not analysis or analysis.get("state") != "ok":
+        if analysis is None or not analysis.ok:
             analysis = await asyncio.to_thread(self._analyze, self.problem, gpu=env.get("gpu"), driver=env.get("driver"))
         profile = trial.profile
         verdicts, sol, roof = trial_verdicts(self.problem, trial, analysis, profile)

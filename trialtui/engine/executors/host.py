@@ -127,7 +127,7 @@ def run_job(job: JobData, workspace: Workspace, *, on_progress: Callable[[dict[s
             result = profile_file(problem, candidate, name=o["name"], env=o.get("env") or {}, handle=handle,
                                   device=o.get("device") or "cuda").to_json()  # travels as JSON
         else:
-            result = analyze(problem, gpu=o.get("gpu"), driver=o.get("driver"), use_cache=False)
+            result = analyze(problem, gpu=o.get("gpu"), driver=o.get("driver"), use_cache=False).to_json()
     except Exception as exc:  # noqa: BLE001 - reported to the engine, which marks the trial errored
         return {"error": f"trialtui failed on {socket.gethostname()}: {type(exc).__name__}: {exc}",
                 "traceback": traceback.format_exc()}

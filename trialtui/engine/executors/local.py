@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.executor import Executor, Slot
 from trialtui.core.problem import Problem
 from trialtui.core.profile_result import ProfileResult
@@ -31,5 +32,5 @@ class LocalExecutor(Executor):
     def profile(self, problem: Problem, path: Path | str, **options: Any) -> ProfileResult:
         return profile_module.profile_file(problem, Path(path), **options)
 
-    def analyze(self, problem: Problem, **options: Any) -> dict[str, Any]:
+    def analyze(self, problem: Problem, **options: Any) -> AnalysisResult:
         return profile_module.analyze(problem, **options)

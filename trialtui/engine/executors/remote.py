@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.baselines import CACHE_NAME, BaselineCache
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.executor import Executor, JobData, decode, relative_path_ok
@@ -121,7 +122,7 @@ class RemoteExecutor(Executor):
             return ProfileResult.unavailable(f"malformed profile from {self.describe()}: {exc}")
 
     def analyze(self, problem: Problem, *, gpu: str | None = None, driver: str | None = None,
-                use_cache: bool = True) -> dict[str, Any]:
+                use_cache: bool = True) -> AnalysisResult:
         """Cached here per reference and sizes, as the local analysis is; computed there when not."""
         cached = cached_analysis(problem) if use_cache else None
         if cached is not None:
@@ -130,11 +131,11 @@ class RemoteExecutor(Executor):
         try:
             outcome = self.run(pack(problem, "analyze", None, options), on_progress=None, handle=None)
         except Interrupted as exc:
-            return {"version": RESULT_VERSION, "state": "error", "message": f"the connection was lost ({exc})"}
+            return AnalysisResult.failure(f"the connection was lost ({exc})")
         if "error" in outcome:
-            return {"version": RESULT_VERSION, "state": "error", "message": outcome["error"]}
-        result = self._relocated(problem, outcome)
-        if result.get("state") == "ok":
+            return AnalysisResult.failure(outcome["error"])
+        result = AnalysisResult.read(self._relocated(problem, outcome))
+        if result.ok:
             store_analysis(problem, result)
         return result
 

@@ -136,3 +136,40 @@ def test_the_cache_holds_the_analysis_json_and_reads_it_back(tmp_path):
     cache = problem.state_dir / profile.ANALYSIS_NAME
     cache.write_text(json.dumps({"key": profile._analysis_key(problem), "analysis": ["not", "an", "analysis"]}))
     assert profile.cached_analysis(problem) is None  # unreadable: made again
+
+
+def test_a_calibration_is_read_once_and_shown_beside_the_datasheet():
+    from trialtui.core.calibration_result import CalibrationResult
+    from trialtui.core.gpus import datasheet
+    from trialtui.render import render_calibration
+
+    assert typing.get_type_hints(profile.calibrate)["return"] is CalibrationResult
+    measured = {**datasheet("NVIDIA H200").to_dict(), "hbm_gbps": 4300.0, "source": "calibrated", "driver": "580"}
+    data = {"version": 1, "state": "ok", "ceilings": measured, "cache": "/c/ceilings.json"}
+    result = CalibrationResult.read(data)
+    assert result.ok and result.measured.hbm_gbps == 4300.0 and result.to_json() == data
+    text = render_calibration(result)
+    assert "NVIDIA H200 (driver 580)" in text and "4,300 GB/s" in text and "4,800 GB/s" in text and "/c/ceilings.json" in text
+    for bad in (["ok"], {"version": 1, "state": "ok", "ceilings": "fast"}, {"version": 1, "state": "ok", "ceilings": {"gpu": "x"}}):
+        got = CalibrationResult.read(bad)
+        assert not got.ok and render_calibration(got).startswith("calibrate failed"), bad
+    died = CalibrationResult.read({"version": 1, "state": "timeout", "message": "timed out after 600 s", "log_tail": "t"})
+    assert render_calibration(died) == "calibrate failed: timed out after 600 s" and died.to_json()["log_tail"] == "t"
+
+
+def test_every_job_the_engine_runs_is_read_into_a_type_where_it_returns():
+    """Each `run_child(...)` is the argument of a type's reader (`from_json`, `read`, bench's `_read`): its
+    JSON is a dict for that one call and never beyond (issue 35: no dict crosses from the runner)."""
+    readers = {"from_json", "read", "_read"}
+    calls, read = [], set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if name == "run_child":
+                calls.append((f"{path.relative_to(PACKAGE)}:{node.lineno}", id(node)))
+            elif name in readers and node.args:
+                read.add(id(node.args[0]))
+    assert len(calls) >= 5  # bench, compile, analyze, profile, calibrate
+    assert [where for where, call in calls if call not in read] == []

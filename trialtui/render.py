@@ -9,6 +9,7 @@ from typing import Any
 
 from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
+from trialtui.core.calibration_result import CalibrationResult
 from trialtui.core.gpus import datasheet
 from trialtui.core.model import NEEDS_RUNNER
 from trialtui.core.result import CPU_TIMING_LABEL
@@ -143,22 +144,21 @@ def render_verdicts(out: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_calibration(result: dict[str, Any]) -> str:
+def render_calibration(result: CalibrationResult) -> str:
     """`trialtui calibrate` as a table: what was measured on this GPU, beside its datasheet."""
-    if result.get("state") != "ok":
-        return f"calibrate failed: {result.get('message') or result.get('state')}"
-    c = result.get("ceilings") or {}
-    sheet = datasheet(c.get("gpu") or "")
-    rows = [("copy bandwidth", f"{c.get('hbm_gbps', 0):,.0f} GB/s",
-             f"{sheet.hbm_gbps:,.0f} GB/s" if sheet else "—")]
-    for dtype, rate in (c.get("tflops") or {}).items():
+    c = result.measured
+    if not result.ok or c is None:
+        return f"calibrate failed: {result.message or result.state}"
+    sheet = datasheet(c.gpu)
+    rows = [("copy bandwidth", f"{c.hbm_gbps:,.0f} GB/s", f"{sheet.hbm_gbps:,.0f} GB/s" if sheet else "—")]
+    for dtype, rate in c.tflops.items():
         peak = sheet.peak_tflops(dtype) if sheet else None
         rows.append((f"matmul {dtype}", f"{rate:.1f} TFLOP/s" if rate else "—",
                      f"{peak:.1f} TFLOP/s" if peak else "—"))
     width = max(len(r[0]) for r in rows)
-    lines = [f"{c.get('gpu')} (driver {c.get('driver')})",
+    lines = [f"{c.gpu} (driver {c.driver})",
              f"  {'':<{width}}  {'measured':>16}  {'datasheet':>16}"]
     lines += [f"  {name:<{width}}  {got:>16}  {peak:>16}" for name, got, peak in rows]
-    if result.get("cache"):
-        lines.append(f"  cached in {result['cache']}: rooflines on this GPU and driver use these numbers")
+    if result.cache:
+        lines.append(f"  cached in {result.cache}: rooflines on this GPU and driver use these numbers")
     return "\n".join(lines)

@@ -323,8 +323,8 @@ def calibrate(as_json: bool) -> None:
     if detect() == "cpu":
         fail("calibrate measures a GPU, and this machine has none (datasheet ceilings are used until it runs on one)", 1)
     result = run_calibration()
-    click.echo(json.dumps(result, indent=2, default=str) if as_json else render_calibration(result))
-    sys.exit(0 if result.get("state") == "ok" else 1)
+    click.echo(json.dumps(result.to_json(), indent=2, default=str) if as_json else render_calibration(result))
+    sys.exit(0 if result.ok else 1)
 
 
 def detect() -> str:

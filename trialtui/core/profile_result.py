@@ -37,6 +37,15 @@ class ProfileResult(JsonRecord):
         return cls._read(data, ResultError)
 
     @classmethod
+    def read(cls, data: Any, **engine: Any) -> ProfileResult:
+        """A profile job's JSON with what the engine adds to it (`engine`: source, label, skipped, wall_s); a
+        malformed one is a profile that read nothing, saying why."""
+        try:
+            return cls.from_json({**data, **engine} if isinstance(data, dict) else data)
+        except ResultError as exc:
+            return cls.unavailable(f"malformed result from the profile job: {exc}", source=engine.get("source"))
+
+    @classmethod
     def unavailable(cls, reason: str, **fields: Any) -> ProfileResult:
         """The one constructor for a profile that read nothing, for a reason of the engine's own."""
         return cls(available=False, reason=reason, skipped=[], **fields,

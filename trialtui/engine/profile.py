@@ -17,11 +17,11 @@ from typing import Any
 from trialtui.core import job_kinds
 from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.baselines import reference_hash
+from trialtui.core.calibration_result import CalibrationResult
 from trialtui.core.gpus import ceilings_for
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
 from trialtui.core.profile_result import ProfileResult
-from trialtui.core.result import ResultError
 from trialtui.core.profilers import ANALYTIC, candidates, get_profiler, source_of, verdicts_for_profile
 from trialtui.core.state_dir import make_dirs
 from trialtui.core.verdicts import context_for
@@ -87,14 +87,10 @@ def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str]
         spec = problem.job_spec(candidate=str(Path(path).resolve()), case=0, **profiler.spec(str(report)))
         log = problem.state_dir / "logs" / f"profile-{name}-{profiler.name}.log"
         started = time.monotonic()
-        data = run_child(profiler.job, spec, timeout_s=profiler.timeout_s, log_path=log,
-                         env={**child_env("cuda"), **(env or {})}, handle=handle)
-        data.update(source=profiler.name, label=profiler.label, skipped=skipped,
-                    wall_s=round(time.monotonic() - started, 3))
-        try:
-            body = ProfileResult.from_json(data)
-        except ResultError as exc:
-            body = ProfileResult.unavailable(f"malformed result from the profile job: {exc}", source=profiler.name)
+        body = ProfileResult.read(run_child(profiler.job, spec, timeout_s=profiler.timeout_s, log_path=log,
+                                            env={**child_env("cuda"), **(env or {})}, handle=handle),
+                                  source=profiler.name, label=profiler.label, skipped=skipped,
+                                  wall_s=round(time.monotonic() - started, 3))  # after the job: its time
         if body.available or (handle is not None and handle.cancelled):
             return body
         reason = body.reason or body.message or "no records"
@@ -105,11 +101,11 @@ def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str]
                          _keys=("source", "available", "skipped"))
 
 
-def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> dict[str, Any]:
+def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> CalibrationResult:
     """Measure this GPU's copy bandwidth and matmul rates once; cached per GPU name and driver."""
     log = log_path or Path.home() / ".cache" / "trialtui" / "calibrate.log"
-    return run_child(job_kinds.CALIBRATE.module, {"version": 1}, timeout_s=timeout_s, log_path=log,
-                     env=child_env("cuda"))
+    return CalibrationResult.read(run_child(job_kinds.CALIBRATE.module, {"version": 1}, timeout_s=timeout_s,
+                                            log_path=log, env=child_env("cuda")))
 
 
 def trial_verdicts(problem: Problem, trial: Trial, analysis: AnalysisResult | None,

@@ -86,14 +86,16 @@ def ranked_best(folder: Path) -> dict[str, Any] | None:
     whose summary was written before a change in what disqualifies (a speed-of-light above 100 % of
     calibrated ceilings, 2026-12-02), the table follows today's rule, not the run's."""
     from trialtui.core import tree
+    from trialtui.core.bench_result import BenchResult
     from trialtui.core.model import Trial
 
     recordings = {}
     for path in sorted(folder.glob("v*.json")):
         data = json.loads(path.read_text())
         recordings[data["trial"]] = data
-    trials = [Trial(r["trial"], "kernel.py", r.get("sha256") or "", 0.0, r.get("state") or "", result=r.get("result"),
-                    sol=r.get("sol")) for r in recordings.values()]
+    trials = [Trial(r["trial"], "kernel.py", r.get("sha256") or "", 0.0, r.get("state") or "",
+                    result=BenchResult.from_json(r["result"]) if r.get("result") else None, sol=r.get("sol"))
+              for r in recordings.values()]
     found = tree.best(trials)
     return recordings[found.id] if found is not None else None
 

@@ -61,14 +61,17 @@ def watcher(root: Path, once: bool) -> None:
     from trialtui.engine.lanes import Lanes
     from trialtui.engine.loop import Engine
 
+    from trialtui.core.bench_result import BenchResult
+    from trialtui.core.validation_report import ValidationReport
+
     def validate(problem, path, compile=True, **kw):
-        return {"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 0.1}
+        return ValidationReport(ok=True, kernels=[], elapsed_ms=0.1)
 
     def bench(problem, path, **kw):
         time.sleep(random.uniform(0.005, 0.03))
-        return {"version": 1, "state": "correct", "message": "", "correctness": {"passed": True},
-                "timing": {"median_us": 100.0, "rse": 0.001}, "baselines": {}, "speedup": None, "flags": [],
-                "env": {"device": "cpu", "gpu": None}, "dtype": "float32", "sizes": [{}]}
+        return BenchResult.from_json({"version": 1, "state": "correct", "message": "", "correctness": {"passed": True},
+                                      "timing": {"median_us": 100.0, "rse": 0.001}, "baselines": {}, "speedup": None,
+                                      "flags": [], "env": {"device": "cpu", "gpu": None}, "dtype": "float32", "sizes": [{}]})
 
     engine = Engine(load_problem(root), device="cpu", lanes=Lanes.detect("cpu"), bench=bench, validate=validate)
     engine.subscribe(HeadlessPrinter(as_json=True))
@@ -188,7 +191,9 @@ def run(saves: int = 200, files: int = 5, kills: int = 55, seed: int = 1, workdi
     pairs = [(t.file, t.sha256) for t in trials]
     duplicated = len(pairs) - len(set(pairs))
     unscored = [t.id for t in trials if not t.state_enum.is_final or t.state == "interrupted"]
-    return {"saves": saves, "files": files, "kills": checks + 1, "runs": runs, "intact": intact,
+    errors = [line for log in sorted(logs.glob("run*.log")) for line in log.read_text(errors="replace").splitlines()
+              if '"engine_error"' in line]  # a bug of trialtui's own: the trial ends `error`, which is final
+    return {"saves": saves, "files": files, "kills": checks + 1, "runs": runs, "intact": intact, "engine_errors": errors,
             "checks": checks, "trials": len(trials), "lost": len(lost), "lost_ids": lost,
             "duplicated": duplicated, "unscored": len(unscored), "unscored_ids": unscored,
             "failures": failures, "dir": str(base)}

@@ -27,10 +27,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from trialtui.core.bench_result import BenchResult  # noqa: E402
 from trialtui.core.model import Trial  # noqa: E402
 from trialtui.core.problem_dir import load_problem  # noqa: E402
 from trialtui.core.profilers import get_profiler  # noqa: E402
@@ -61,11 +63,11 @@ def per_launch_us(row: dict | None) -> float | None:
     return row["duration_ns"] / 1e3 / max(row.get("launches") or 1, 1)
 
 
-def profiled(problem, path: Path, label: str, analysis: dict, name: str, driver: str) -> dict:
+def profiled(problem, path: Path, label: str, analysis: Any, name: str, driver: str) -> dict:
     started = time.monotonic()
     body = engine_profile.profile_file(problem, path, name=label)
     trial = Trial(id=label, file=path.name, sha256="", created=0.0, state="correct",
-                  result={"env": {"gpu": name, "driver": driver}})
+                  result=BenchResult(state="correct", env={"gpu": name, "driver": driver}))
     verdicts, _, _ = engine_profile.trial_verdicts(problem, trial, analysis, body)
     profiler = get_profiler(body.get("source") or "")
     kernels = profiler.kernels(body) if profiler is not None and body.get("available") else []

@@ -15,6 +15,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -24,6 +25,7 @@ from trialtui.engine import events as ev  # noqa: E402
 from trialtui.engine.lanes import Lane, Lanes  # noqa: E402
 from trialtui.engine.loop import Engine  # noqa: E402
 from trialtui.engine.validate import validate_file  # noqa: E402
+from trialtui.core.bench_result import BenchResult  # noqa: E402
 
 SAVES = int(os.environ.get("SAVES", 50))
 QUIET_MS = 150
@@ -32,15 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def static_only(problem, path, compile=True, **kw):
     report = validate_file(problem, path, compile=False)
-    if compile:  # the compile stage is benches/validate.py's business
-        report["compile_ms"] = 0.0
-    return report
+    return replace(report, compile_ms=0.0) if compile else report  # the compile stage is benches/validate.py's business
 
 
 def instant_bench(problem, path, **kw):
-    return {"version": 1, "state": "correct", "message": "", "correctness": {"passed": True},
-            "timing": {"median_us": 1.0, "rse": 0.0}, "speedup": None, "flags": [],
-            "env": {"device": "cpu", "gpu": None}, "dtype": "float32", "sizes": [{}]}
+    return BenchResult.from_json({"version": 1, "state": "correct", "message": "", "correctness": {"passed": True},
+                                  "timing": {"median_us": 1.0, "rse": 0.0}, "speedup": None, "flags": [],
+                                  "env": {"device": "cpu", "gpu": None}, "dtype": "float32", "sizes": [{}]})
 
 
 def q(values, p):

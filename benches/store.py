@@ -28,11 +28,13 @@ from tinydb import TinyDB
 
 from trialtui.cli.trials import trials as trials_cli
 from trialtui.core import tree
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import Trial
+from trialtui.core.validation_report import ValidationReport
 from trialtui.core.store import DB_NAME, META, META_ID, STATE_DIR, TRIALS, JournaledStorage, Store
 
 
-def bench_result(rng: random.Random) -> dict:
+def bench_result(rng: random.Random) -> BenchResult:
     median = rng.uniform(20, 200)
     eager = median * rng.uniform(0.8, 3.0)
 
@@ -40,7 +42,7 @@ def bench_result(rng: random.Random) -> dict:
         return {"median_us": m, "min_us": m * 0.97, "p20_us": m * 0.99, "p80_us": m * 1.02, "mean_us": m * 1.01,
                 "std_us": m * 0.02, "n": 200, "rse": 0.0014}
 
-    return {
+    return BenchResult.from_json({
         "version": 1, "state": "correct",
         "correctness": {"seeds": 5, "cases": 1, "passed": True, "max_abs_err": 1.2e-6, "max_rel_err": 3.4e-6,
                         "mismatch_frac": 0.0, "first_mismatch": None, "message": "", "launches": 5},
@@ -53,7 +55,7 @@ def bench_result(rng: random.Random) -> dict:
                 "sm_count": 132, "l2_bytes": 62914560, "capability": "9.0", "cuda": "12.8", "driver": "570.86.15"},
         "sizes": [{"batch_size": 4096, "dim": 8192}], "dtype": "float16", "message": "",
         "log": ".trialtui/logs/bench-kernel-1795941647414.log",
-    }
+    })
 
 
 def trial_record(number: int, parent: int | None, rng: random.Random) -> dict:
@@ -70,8 +72,8 @@ def trial_record(number: int, parent: int | None, rng: random.Random) -> dict:
         state=state,
         parent=f"t{parent}" if parent else None,
         strategy=f"tile {rng.choice([32, 64, 128])}, {rng.choice([4, 8])} warps",
-        validation={"version": 1, "state": "ok", "findings": [finding],
-                    "compile": {"registers": 64, "spills": 0, "shared_bytes": 16384}},
+        validation=ValidationReport(ok=True, warnings=[finding],
+                                    kernels=[{"registers": 64, "spills": 0, "shared_bytes": 16384}]),
         result=bench_result(rng) if state == "correct" else None,
         verdicts=[{"id": f"V{k}", **verdict} for k in range(3)],
         decision={"action": "continue", "reason": "improved 1.31× over the parent", "evidence": ["1.31×"],

@@ -31,7 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import Trial, TrialState
+from trialtui.core.validation_report import ValidationReport
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import DB_NAME, META, META_ID, STATE_DIR, TRIALS, JournaledStorage
 from trialtui.engine import events as ev
@@ -67,7 +69,7 @@ ROOFLINE = {"flops": 16384 * 8192.0, "min_bytes": 16384 * 8192 * 4.0, "compute_d
             "gpu": "NVIDIA H200", "source": "datasheet"}
 
 
-def result(rng: random.Random, state: str) -> dict:
+def result(rng: random.Random, state: str) -> BenchResult:
     median = rng.uniform(150, 450)
     eager = 412.7
 
@@ -76,7 +78,7 @@ def result(rng: random.Random, state: str) -> dict:
                 "std_us": m * 0.02, "n": 500, "rse": 0.0012}
 
     correct = state == "correct"
-    return {
+    return BenchResult.from_json({
         "version": 1, "state": state,
         "correctness": {"seeds": 5, "cases": 1, "passed": correct, "max_abs_err": 0.0039 if correct else 41.3,
                         "max_rel_err": 0.0078, "mismatch_frac": 0.0 if correct else 0.31, "first_mismatch": None,
@@ -89,7 +91,7 @@ def result(rng: random.Random, state: str) -> dict:
         "roofline": ROOFLINE if correct else None,
         "env": {"device": "cuda", "gpu": "NVIDIA H200", "sm_count": 132, "capability": "9.0", "driver": "580.159.04"},
         "sizes": [{"batch_size": 16384, "dim": 8192}], "dtype": "bfloat16", "message": "",
-    }
+    })
 
 
 def lay_down(root: Path, count: int, rng: random.Random) -> None:
@@ -110,9 +112,9 @@ def lay_down(root: Path, count: int, rng: random.Random) -> None:
         records[str(n)] = Trial(
             id=f"t{n}", file="kernel.py", sha256=sha, created=1.79e9 + n, state=state,
             parent=f"t{parent}" if parent else None, strategy=source.splitlines()[0][12:],
-            validation={"ok": state != "invalid", "errors": [{"severity": "error", "code": "undefined-name",
-                                                               "line": 3, "message": "name 'x' is not defined"}]
-                        if state == "invalid" else [], "warnings": [], "kernels": []},
+            validation=ValidationReport(ok=state != "invalid", kernels=[], errors=[
+                {"severity": "error", "code": "undefined-name", "line": 3, "message": "name 'x' is not defined"}]
+                if state == "invalid" else []),
             result=result(rng, state) if state != "invalid" else None,
             decision={"action": "continue", "reason": "Improved: 1.31× over the parent; continue.",
                       "evidence": ["1.31×"], "hints": ["try BLOCK 256"], "key": ""},
@@ -124,7 +126,7 @@ def lay_down(root: Path, count: int, rng: random.Random) -> None:
 
 
 def stub_validate(problem, path, compile=True, **kw):
-    return {"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0}
+    return ValidationReport(ok=True, kernels=[], elapsed_ms=1.0)
 
 
 def stub_bench(problem, path, **kw):

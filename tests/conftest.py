@@ -12,6 +12,7 @@ import pytest
 from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.profile_result import ProfileResult
+from trialtui.core.validation_report import ValidationReport
 
 # GPU lane locks (engine/gpu_lock.py) of this test process (each xdist worker its own), never the user's
 os.environ["TRIALTUI_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="trialtui-run-")
@@ -80,6 +81,11 @@ def no_analysis(problem, **options) -> AnalysisResult:
 def as_result(data: dict) -> BenchResult:
     """A test's result JSON as the typed result the store and the views take (version 1 unless it says)."""
     return BenchResult.from_json({"version": 1, **data})
+
+
+def as_validation(data: dict | None) -> ValidationReport | None:
+    """A test's validation report (a fake validator's) as the typed report the engine and the store take."""
+    return ValidationReport.from_json(data) if data is not None else None
 
 
 def as_profile(data: dict | None) -> ProfileResult | None:

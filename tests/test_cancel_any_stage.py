@@ -12,7 +12,7 @@ from trialtui.core.problem_dir import load_problem
 from trialtui.engine.lanes import Lane, Lanes
 from trialtui.engine.loop import Engine
 
-from conftest import KB_GOOD, no_analysis, write_problem
+from conftest import KB_GOOD, as_validation, no_analysis, write_problem
 from test_engine import FakeBench, ok_validate, until
 
 
@@ -30,8 +30,8 @@ class HangingCompile:
         while not (handle is not None and handle.cancelled) and time.monotonic() < deadline:
             time.sleep(0.01)
         self.cancelled = handle is not None and handle.cancelled
-        return {"ok": False, "invalid": False, "warnings": [], "kernels": [],
-                "errors": [{"code": "cancelled", "message": "cancelled", "severity": "error", "runtime": True}]}
+        return as_validation({"ok": False, "invalid": False, "warnings": [], "kernels": [],
+                              "errors": [{"code": "cancelled", "message": "cancelled", "severity": "error", "runtime": True}]})
 
 
 def engine_on(tmp_path, lane: Lane, validate, bench=None) -> Engine:

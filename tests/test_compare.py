@@ -5,6 +5,7 @@ import torch
 
 from conftest import as_result
 
+from trialtui.core.validation_report import ValidationReport
 from trialtui.core.config import Config
 from trialtui.core.decide import decide
 from trialtui.core.model import Trial
@@ -44,8 +45,8 @@ def test_a_wrong_shape_says_both_shapes_wherever_the_verdict_is_rendered():
     cli = render_bench(as_result({"state": "incorrect", "correctness": corr, "message": corr["message"], "env": {}}))
     assert "FAIL over 5 seeds × 1 case(s); wrong shape: expected (4, 5), got (4, 3)" in cli
     assert "max abs err 0" not in cli
-    preview = render_validation({"ok": False, "invalid": False, "errors": [], "warnings": [],
-                                 "preview": {"correct": False, "max_abs_err": 0.0, "message": r.message}}, "k.py")
+    preview = render_validation(ValidationReport(ok=False, invalid=False, preview={"correct": False, "max_abs_err": 0.0,
+                                                                                 "message": r.message}), "k.py")
     assert "wrong shape: expected (4, 5), got (4, 3)" in preview and "max abs err" not in preview
     trial = Trial("t1", "k.py", "0" * 64, 0.0, state="incorrect",
                   result=as_result({"state": "incorrect", "correctness": corr, "message": corr["message"]}))

@@ -173,3 +173,32 @@ def test_every_job_the_engine_runs_is_read_into_a_type_where_it_returns():
                 read.add(id(node.args[0]))
     assert len(calls) >= 5  # bench, compile, analyze, profile, calibrate
     assert [where for where, call in calls if call not in read] == []
+
+
+def test_a_validation_is_the_typed_report_from_the_validator_to_the_trial_and_the_views(tmp_path):
+    from trialtui.core.validation_report import ValidationReport
+    from trialtui.engine.validate import validate_file
+
+    for function in (Executor.validate, RemoteExecutor.validate, validate_file):
+        assert typing.get_type_hints(function)["return"] is ValidationReport, function
+    assert typing.get_type_hints(Trial)["validation"] == ValidationReport | None
+    data = {"ok": False, "invalid": True, "file": "k.py", "errors": [{"severity": "error", "code": "syntax",
+            "message": "invalid syntax", "line": 3}], "warnings": [], "kernels": [], "preview": None, "language": "triton"}
+    report = ValidationReport.from_json(data)
+    assert report.to_json() == data and list(report.to_json()) == list(data) and report.errors[0]["line"] == 3
+    with pytest.raises(ResultError):
+        ValidationReport.from_json({"errors": []})  # no `ok`
+    with Store.open(tmp_path, writer=True) as store:
+        made = store.add_trial("k.py", b"x")
+        with pytest.raises(TypeError, match="ValidationReport"):
+            store.update(made.id, validation=data)
+        store.update(made.id, validation=report)
+    with Store.open(tmp_path, writer=False) as store:
+        assert store.get(made.id).validation == report
+
+
+def test_nothing_outside_the_runner_reads_a_trials_validation_by_key():
+    found = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
+             if "runner" not in path.relative_to(PACKAGE).parts
+             for node in ast.walk(ast.parse(path.read_text(), str(path))) if reads_by_key(node, "validation")]
+    assert not found, f"a validation read as a dict: {found}"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import as_profile, as_result
+from conftest import as_profile, as_result, as_validation
 
 from trialtui.core.config import Config
 from trialtui.core.decide import decide, naming_current_best
@@ -61,7 +61,7 @@ def failed(id: str, parent: str | None, state: str, message: str) -> Trial:
 
 
 def invalid(id: str, parent: str | None, *errors: dict[str, Any]) -> Trial:
-    return _trial(id, parent, "invalid", validation={"ok": False, "errors": list(errors), "warnings": []})
+    return _trial(id, parent, "invalid", validation=as_validation({"ok": False, "errors": list(errors), "warnings": []}))
 
 
 def _trial(id: str, parent: str | None, state: str, **fields: Any) -> Trial:
@@ -333,7 +333,7 @@ CASES: dict[str, Case] = {
     ),
     "invalid saves do not spend the budget": Case(
         [ok("t1", us=x(1.2)), invalid("t2", "t1", {"message": "SyntaxError: invalid syntax", "line": 3}),
-         invalid("t3", "t1", "ModelNew is not defined"), ok("t4", "t1", us=x(1.4))],
+         invalid("t3", "t1", {"severity": "error", "code": "no-entry-point", "message": "ModelNew is not defined"}), ok("t4", "t1", us=x(1.4))],
         verdicts=[LOW_BW], config={"max_trials": 3, "target_speedup": 3.0},
         action="continue", says=("Improved",), never=("Budget",),
     ),

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import as_result
+from conftest import as_result, as_validation
 
 from trialtui.core import tree as tree_rules
 from trialtui.core.config import Config
@@ -44,7 +44,7 @@ def make(n: int, parent: str | None, state: str, us: float = 100.0, rse: float =
     elif state == "invalid":
         validation = {"ok": False, "errors": [{"code": "syntax", "message": "invalid syntax", "line": 4}]}
     return Trial(id=f"t{n}", file="k.py", sha256=f"s{n}", created=float(n), state=state, parent=parent,
-                 strategy=strategy, result=as_result(result) if result else None, validation=validation, sol=sol)
+                 strategy=strategy, result=as_result(result) if result else None, validation=as_validation(validation), sol=sol)
 
 
 def verdict(id: str) -> dict[str, str]:

@@ -29,7 +29,7 @@ from trialtui.demo import printer as dp
 from trialtui.demo import replay as dr
 from trialtui.demo import story as ds
 
-from conftest import as_profile, as_result, play_story
+from conftest import as_profile, as_result, as_validation, play_story
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_kernels"
@@ -385,7 +385,7 @@ def test_branch_back_goes_to_the_real_best(tmp_path):
                           "env": {"device": "cuda", "gpu": "fake"}})
 
     def validate(problem, path, compile=True, **kw):
-        return {"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0}
+        return as_validation({"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0})
 
     problem = load_problem(root)
     engine = Engine(problem, device="cuda", lanes=Lanes([Lane("gpu0", "0")]), bench=bench, validate=validate)
@@ -429,7 +429,7 @@ def test_replay_with_one_recording_ranks_no_best_and_says_what_it_could_not_repl
         return as_result(cpu_result("incorrect" if by_sha[sha256_of(Path(path).read_bytes())] == "v2" else "correct"))
 
     def validate(problem, path, compile=True, **kw):
-        return {"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0}
+        return as_validation({"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0})
 
     engine = Engine(load_problem(root), device="cpu", lanes=Lanes([Lane("cpu", None)]),
                     bench=dr.ReplayBench(recordings, cpu_bench), validate=validate)

@@ -19,11 +19,11 @@ from trialtui.engine import events as ev
 from trialtui.engine.lanes import Lane, Lanes
 from trialtui.engine.loop import Engine
 
-from conftest import KB_GOOD, as_result, no_analysis, write_problem
+from conftest import KB_GOOD, as_result, as_validation, no_analysis, write_problem
 
 
 def ok_validate(problem, path, compile=True, **kw):
-    return {"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0}
+    return as_validation({"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0})
 
 
 class FakeBench:
@@ -356,8 +356,8 @@ def test_problem_directory_removed_is_an_event_not_a_crash(root, after_s):
 
 def test_invalid_save_costs_no_budget_and_gets_a_fix_decision(root):
     def validate(problem, path, compile=True, **kw):
-        return {"ok": False, "errors": [{"line": 3, "code": "syntax", "message": "invalid syntax", "severity": "error"}],
-                "warnings": [], "kernels": []}
+        return as_validation({"ok": False, "errors": [{"line": 3, "code": "syntax", "message": "invalid syntax",
+                                                       "severity": "error"}], "warnings": [], "kernels": []})
 
     engine = Engine(load_problem(root), device="cuda", lanes=Lanes([Lane("gpu0", "0")]),
                     bench=FakeBench(), validate=validate)

@@ -13,7 +13,7 @@ from trialtui.core.store import Store
 from trialtui.engine import events as ev
 from trialtui.engine.lanes import Job, Lane, Lanes
 
-from conftest import KB_GOOD, no_analysis, write_problem
+from conftest import KB_GOOD, as_validation, no_analysis, write_problem
 from test_engine import FakeBench, collect, make_engine, ok_validate
 
 
@@ -94,7 +94,7 @@ def interrupted_store(root: Path) -> None:
                                           ("kernel.py", KB_GOOD), ("other.py", "x = 'other'\n")]):
             trial = store.add_trial(file, text)
             store.update(trial.id, state="queued" if n != 1 else "validating",
-                         validation={"ok": True} if n != 1 else None)
+                         validation=as_validation({"ok": True}) if n != 1 else None)
         store._disk.close()  # the process dies: no closing checkpoint, the lock goes with it
         import os
         os.close(store._lock_fd)

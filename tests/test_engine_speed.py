@@ -2,29 +2,31 @@
 
 from __future__ import annotations
 
-import statistics
-
 import asyncio
+import statistics
 import time
+from dataclasses import replace
 
 import pytest
 
+from trialtui.core.analysis_result import AnalysisResult
+from trialtui.core.validation_report import ValidationReport
 from trialtui.core.problem_dir import load_problem
 from trialtui.engine import events as ev
 from trialtui.engine.headless import HeadlessPrinter
 from trialtui.engine.lanes import Lane, Lanes
 from trialtui.engine.loop import Engine
 
-from conftest import KB_GOOD, as_profile, as_result, no_analysis, write_problem
+from conftest import KB_GOOD, as_profile, as_result, as_validation, no_analysis, write_problem
 from test_engine import FakeBench, collect, ok_validate
 
 
 class SlowCompile:
     """The compile stage takes `seconds`; the static stage is instant. Records when the compile ended."""
 
-    def __init__(self, seconds: float, report: dict | None = None):
+    def __init__(self, seconds: float, report: ValidationReport | None = None):
         self.seconds = seconds
-        self.report = report or ok_validate(None, None) | {"kernels": [{"registers": 40, "spills": 0}]}
+        self.report = report or replace(ok_validate(None, None), kernels=[{"registers": 40, "spills": 0}])
         self.ended: float | None = None
 
     def __call__(self, problem, path, compile=True, **kw):
@@ -35,8 +37,8 @@ class SlowCompile:
         return self.report
 
 
-INVALID = {"ok": False, "invalid": True, "warnings": [], "kernels": [],
-           "errors": [{"line": 4, "code": "compile", "message": "ptxas: too many resources", "severity": "error"}]}
+INVALID = as_validation({"ok": False, "invalid": True, "warnings": [], "kernels": [],
+                         "errors": [{"line": 4, "code": "compile", "message": "ptxas: too many resources", "severity": "error"}]})
 
 
 def engine_with(tmp_path, bench, validate, lane: Lane) -> Engine:
@@ -224,7 +226,7 @@ def _profiled(monkeypatch, root, bench_calls):
     from trialtui.engine import profile as profile_module
 
     monkeypatch.setattr(profile_module, "detect_device", lambda: "cuda")
-    monkeypatch.setattr(profile_module, "analyze", lambda problem, **kw: {"state": "error", "message": "not here"})
+    monkeypatch.setattr(profile_module, "analyze", lambda problem, **kw: AnalysisResult.failure("not here"))
     monkeypatch.setattr(profile_module, "profile_file", lambda problem, path, **kw: as_profile(
         {"source": "ncu", "available": False, "reason": "no ncu in this test"}))
 

@@ -11,6 +11,7 @@ import pytest
 
 import torch.utils.cpp_extension as ext
 
+from trialtui.core.validation_report import ValidationReport
 from trialtui.runner.languages import install_launch_counter
 
 
@@ -67,7 +68,7 @@ def test_the_detail_pane_shows_a_cuda_kernel_without_triton_launch_options():
     grid = Table()
     grid.add_column()
     grid.add_column()
-    MetricsGrid(lambda var, **extra: Style(), "eager", Config())._kernel_rows(grid, SimpleNamespace(validation={"kernels": kernels}))
+    MetricsGrid(lambda var, **extra: Style(), "eager", Config())._kernel_rows(grid, SimpleNamespace(validation=ValidationReport(ok=True, kernels=kernels)))
     rows = [str(cell) for cell in grid.columns[1]._cells]
     assert rows == ["add_kernel sm_90: 12 regs · 0 spills · 0 B shared",
                     "rms sm_90: 15 regs · 0 spills · 132 B shared · 8 warps",

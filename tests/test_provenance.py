@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import as_result, play_story
+from conftest import as_result, as_validation, play_story
 from test_demo import SAMPLES, cpu_result, fixture_recordings
 from test_tui_scenarios import FakeEngine, gpu_result
 from trialtui.agent import views
@@ -69,7 +69,7 @@ def replayed(tmp_path_factory):
         return as_result(cpu_result("incorrect" if by_sha[sha256_of(Path(path).read_bytes())] == "v2" else "correct"))
 
     def validate(problem, path, compile=True, **kw):
-        return {"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0}
+        return as_validation({"ok": True, "errors": [], "warnings": [], "kernels": [], "preview": None, "elapsed_ms": 1.0})
 
     engine = Engine(load_problem(root), device="cpu", lanes=Lanes([Lane("cpu", None)]),
                     bench=dr.ReplayBench(dr.load_recordings(base / "recs" / "bias_gelu_residual"), cpu_bench), validate=validate)

@@ -19,6 +19,7 @@ import pytest
 from trialtui.core.decide import decide
 from trialtui.core.gpus import datasheet
 from trialtui.core.model import Trial, TrialState
+from trialtui.core.validation_report import ValidationReport
 from trialtui.core.problem import Problem
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.roofline import roofline
@@ -72,19 +73,19 @@ def cpu_result() -> dict:
             "message": ""}
 
 
-def validation(kernel: str = "rmsnorm_fwd", registers: int = 40, spills: int = 0, shared: int = 0) -> dict:
-    return {"ok": True, "errors": [], "warnings": [], "elapsed_ms": 1694.0,
+def validation(kernel: str = "rmsnorm_fwd", registers: int = 40, spills: int = 0, shared: int = 0) -> ValidationReport:
+    return ValidationReport.from_json({"ok": True, "errors": [], "warnings": [], "elapsed_ms": 1694.0,
             "kernels": [{"name": kernel, "arch": "sm_90", "registers": registers, "spills": spills,
                          "shared_bytes": shared, "num_warps": 8, "num_stages": 3, "tensor_cores": False,
                          "tensor_core_op": None}],
-            "preview": {"correct": True, "max_abs_err": 0.0, "max_rel_err": 0.0, "mismatch_frac": 0.0, "message": ""}}
+            "preview": {"correct": True, "max_abs_err": 0.0, "max_rel_err": 0.0, "mismatch_frac": 0.0, "message": ""}})
 
 
-def invalid_validation() -> dict:
-    return {"ok": False, "elapsed_ms": 2.1, "kernels": [], "warnings": [], "preview": None,
+def invalid_validation() -> ValidationReport:
+    return ValidationReport.from_json({"ok": False, "elapsed_ms": 2.1, "kernels": [], "warnings": [], "preview": None,
             "errors": [{"severity": "error", "code": "undefined-name", "line": 14, "col": 8,
                         "message": "name 'BLOCK_N' is not defined inside the @triton.jit kernel",
-                        "hint": "pass the value in as a tl.constexpr argument"}]}
+                        "hint": "pass the value in as a tl.constexpr argument"}]})
 
 
 ROOF = roofline(flops=16384 * 8192 * 4, min_bytes=16384 * 8192 * 2 * 2 + 8192 * 2, dtype="bfloat16",

@@ -14,6 +14,7 @@ from trialtui.core.gpus import datasheet
 from trialtui.core.model import NEEDS_RUNNER
 from trialtui.core.result import CPU_TIMING_LABEL
 from trialtui.core.text import fmt_us, label, sizes_label, wrong_output
+from trialtui.core.validation_report import ValidationReport
 
 
 def render_bench(result: BenchResult, problem=None) -> str:
@@ -56,28 +57,28 @@ def render_bench(result: BenchResult, problem=None) -> str:
     return "\n".join(lines)
 
 
-def render_validation(report: dict[str, Any], name: str) -> str:
-    if report.get("ok"):
+def render_validation(report: ValidationReport, name: str) -> str:
+    if report.ok:
         verdict = "ok"
-    elif any(f.get("code") == NEEDS_RUNNER for f in report.get("errors", [])):
+    elif any(f.get("code") == NEEDS_RUNNER for f in report.errors):
         verdict = "NOT CHECKED: this machine cannot run jobs (nothing is wrong with the candidate)"
-    elif report.get("invalid", True):
+    elif report.invalid is not False:
         verdict = "INVALID"
     else:  # only errors of running it on the CPU: the benchmark job decides error or timeout
         verdict = "FAILS WHEN RUN on the CPU (not invalid: the benchmark says error or timeout)"
-    lines = [f"{name}: {verdict} ({report.get('elapsed_ms', 0):.0f} ms)"]
-    for finding in report.get("errors", []) + report.get("warnings", []):
+    lines = [f"{name}: {verdict} ({report.elapsed_ms or 0:.0f} ms)"]
+    for finding in report.errors + report.warnings:
         where = f"{name}:{finding['line']}" if finding.get("line") else name
         lines.append(f"  {finding['severity']:<7} {where} [{finding['code']}] {finding['message']}")
         if finding.get("hint"):
             lines.append(f"          hint: {finding['hint']}")
-    for kernel in report.get("kernels", []):
+    for kernel in report.kernels or []:
         lines.append(
             f"  kernel {kernel['name']} ({kernel['arch']}): {kernel['registers']} regs, "
             f"{kernel['spills']} spills, {kernel['shared_bytes']} B shared, "
             f"tensor cores {'yes' if kernel.get('tensor_cores') else 'no'}"
         )
-    preview = report.get("preview")
+    preview = report.preview
     if preview and preview.get("correct") is None:  # not run (a CUDA C++ candidate), or it could not run
         lines.append(f"  CPU preview: none ({preview.get('message', '')})")
     elif preview:

@@ -215,7 +215,7 @@ class AgentSession:
             path = Path(scratch) / name
             path.write_text(source, encoding="utf-8")
             report = await asyncio.to_thread(validate_file, self.problem, path, compile=True, name=name)
-        return report
+        return report.to_json()
 
     async def submit(self, name: str, source: str, strategy: str = "") -> dict[str, Any]:
         """Save the source into the candidate file; the engine's watcher records it. Returns the trial it became."""

@@ -122,7 +122,7 @@ def numbers(trial: Trial, baseline: str) -> dict[str, Any] | None:
 def what_happened(trial: Trial) -> str:
     """The result's message, else the first validation error with its line: a failure as the harness said it."""
     message = (trial.result.message if trial.result else None) or ""
-    errors = (trial.validation or {}).get("errors") or []
+    errors = trial.validation.errors if trial.validation else []
     if not message and errors:
         first = errors[0]
         message = f"line {first.get('line')}: {first.get('message')}" if first.get("line") else first.get("message", "")
@@ -133,7 +133,6 @@ def result_view(problem: Problem, trial: Trial, trials: list[Trial], machine: di
                 done: bool) -> dict[str, Any]:
     baseline = problem.config.primary_baseline
     decision = trial.decision or {}
-    validation = trial.validation or {}
     message = what_happened(trial)
     return {
         "trial_id": trial.id,
@@ -150,7 +149,7 @@ def result_view(problem: Problem, trial: Trial, trials: list[Trial], machine: di
         "verdicts": [{k: v.get(k) for k in ("id", "severity", "title", "evidence", "hint", "source")}
                      for v in trial.verdicts],
         "validation_errors": [{k: e.get(k) for k in ("code", "message", "line", "hint")}
-                              for e in validation.get("errors") or []],
+                              for e in (trial.validation.errors if trial.validation else [])],
         "next_action": ({"action": decision.get("action"), "reason": decision.get("reason"),
                          "evidence": decision.get("evidence") or [], "hints": decision.get("hints") or []}
                         if decision else None),

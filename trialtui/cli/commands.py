@@ -84,8 +84,8 @@ def validate(file: Path, as_json: bool, arch: str | None, no_compile: bool, exec
         report = run(problem, file.resolve(), arch=archs, compile=not no_compile)
     finally:
         executor.close()
-    click.echo(json.dumps(report, indent=2) if as_json else render_validation(report, file.name))
-    sys.exit(0 if report["ok"] else 1)
+    click.echo(json.dumps(report.to_json(), indent=2) if as_json else render_validation(report, file.name))
+    sys.exit(0 if report.ok else 1)
 
 
 @cli.command()

@@ -150,7 +150,7 @@ def _missing_runner(trial: Trial) -> str | None:
     result = trial.result
     if result and result.needs_runner:
         return result.message or "jobs cannot run on this machine"
-    errors = (trial.validation or {}).get("errors") or []
+    errors = trial.validation.errors if trial.validation else []
     return next((e.get("message") for e in errors if isinstance(e, dict) and e.get("code") == NEEDS_RUNNER), None)
 
 
@@ -286,7 +286,7 @@ def _fix(tree: Tree, trial: Trial, best: Trial | None, used: int, config: Config
     where = f"on this branch (from {parent.id})" if parent else "in place"
     hints: list[str] = []
     if state is TrialState.INVALID:
-        errors = (trial.validation or {}).get("errors") or []
+        errors = trial.validation.errors if trial.validation else []
         first = finding(errors[0]) if errors else "no error was recorded"
         if errors and isinstance(errors[0], dict) and errors[0].get("hint"):
             hints.append(errors[0]["hint"])

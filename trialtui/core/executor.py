@@ -22,6 +22,7 @@ from trialtui.core.bench_result import BenchResult
 from trialtui.core.config import ExecutorSettings
 from trialtui.core.problem import Problem
 from trialtui.core.profile_result import ProfileResult
+from trialtui.core.validation_report import ValidationReport
 
 GROUP = "trialtui.executors"
 JOB_VERSION = 1
@@ -109,7 +110,7 @@ class Executor(ABC):
         """Check and time one candidate (`engine.bench.bench_file`'s options)."""
 
     @abstractmethod
-    def validate(self, problem: Problem, path: Path | str, **options: Any) -> dict[str, Any]:
+    def validate(self, problem: Problem, path: Path | str, **options: Any) -> ValidationReport:
         """Static checks, then the compile stage (`engine.validate.validate_file`'s options)."""
 
     @abstractmethod

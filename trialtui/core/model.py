@@ -13,6 +13,7 @@ from typing import Any
 
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.profile_result import ProfileResult
+from trialtui.core.validation_report import ValidationReport
 
 
 class TrialState(str, enum.Enum):
@@ -165,7 +166,7 @@ class Trial:
     parent: str | None = None
     strategy: str | None = None
     note: str | None = None
-    validation: dict[str, Any] | None = None
+    validation: ValidationReport | None = None
     result: BenchResult | None = None
     profile: ProfileResult | None = None
     verdicts: list[dict[str, Any]] = field(default_factory=list)
@@ -176,20 +177,22 @@ class Trial:
     schema: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
-        """The trial as JSON, as the store writes it: its result as that result's JSON."""
-        data = asdict(replace(self, result=None, profile=None))  # copies, as the records' JSON is copied
-        data["result"] = copy.deepcopy(self.result.to_json()) if self.result is not None else None
-        data["profile"] = copy.deepcopy(self.profile.to_json()) if self.profile is not None else None
-        return data  # each key where asdict put it: the store's order
+        """The trial as JSON, as the store writes it: its validation, result and profile as their JSON."""
+        data = asdict(replace(self, result=None, profile=None, validation=None))  # copies, as the records' are
+        for name in ("validation", "result", "profile"):  # each where asdict put it: the store's key order
+            record = getattr(self, name)
+            data[name] = copy.deepcopy(record.to_json()) if record is not None else None
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trial:
         """A trial from its JSON; a result that does not follow the schema is a ResultError."""
         known = {f for f in cls.__dataclass_fields__}
-        trial = cls(**{k: v for k, v in data.items() if k in known and k not in ("result", "profile")})
-        result, profile = data.get("result"), data.get("profile")
+        trial = cls(**{k: v for k, v in data.items() if k in known and k not in ("result", "profile", "validation")})
+        result, profile, validation = data.get("result"), data.get("profile"), data.get("validation")
         return replace(trial, result=BenchResult.from_json(result) if result is not None else None,
-                       profile=ProfileResult.from_json(profile) if profile is not None else None)
+                       profile=ProfileResult.from_json(profile) if profile is not None else None,
+                       validation=ValidationReport.from_json(validation) if validation is not None else None)
 
     @property
     def state_enum(self) -> TrialState:

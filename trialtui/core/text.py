@@ -12,6 +12,7 @@ from typing import Any
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.provenance import of_result, short
 from trialtui.core.result import CPU_TIMING_LABEL
+from trialtui.core.validation_report import ValidationReport
 
 
 def fmt_us(us: float | None) -> str:
@@ -78,16 +79,16 @@ def wrong_output(correctness: dict[str, Any], message: str | None = None) -> str
     return "wrong: " + (_WHERE.sub("", text) or "outputs differ")
 
 
-def compile_summary(report: dict[str, Any]) -> str:
+def compile_summary(report: ValidationReport) -> str:
     """The compile stage's facts in one line: kernels, registers, spills, warnings."""
-    kernels = report.get("kernels") or []
+    kernels = report.kernels or []
     parts = [f"{len(kernels)} kernel(s)" if kernels else "no kernel compiled"]
     if kernels:
         regs = max(int(k.get("registers") or 0) for k in kernels)
         spills = sum(int(k.get("spills") or 0) for k in kernels)
         parts.append(f"≤{regs} registers")
         parts.append(f"{spills} spills" if spills else "no spills")
-    warnings = len(report.get("warnings") or [])
+    warnings = len(report.warnings)
     if warnings:
         parts.append(f"{warnings} warning(s)")
     return ", ".join(parts)

@@ -3,8 +3,7 @@
 A kernel that raises, hangs or crashes its child becomes a trial with a state; the loop goes on.
 So does a bug of trialtui's own: every lane job and engine task has a top-level handler that turns an
 exception into an `engine_error` event and (if it was in flight) an errored trial, never a silent end.
-Blocking work (child processes) runs in threads; the loop itself stays responsive.
-"""
+Blocking work (child processes) runs in threads; the loop itself stays responsive."""
 
 from __future__ import annotations
 
@@ -25,6 +24,7 @@ from trialtui.core.model import Decision, Trial, TrialState
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store
+from trialtui.core.validation_report import ValidationReport
 from trialtui.engine import control
 from trialtui.engine import events as ev
 from trialtui.engine.background import in_background
@@ -301,7 +301,7 @@ class Engine(TrialJobs):
         loop = asyncio.get_running_loop()
         static = await loop.run_in_executor(
             None, lambda: self._validate_file(self.problem, source, compile=False, name=trial.file))
-        if stage.cancelled or not static["ok"]:
+        if stage.cancelled or not static.ok:
             self._stages.pop(trial.id, None)
             if stage.cancelled:
                 self._set_state(trial.id, TrialState.CANCELLED, "cancelled while validating")
@@ -316,8 +316,8 @@ class Engine(TrialJobs):
         self._set_state(trial.id, TrialState.QUEUED, validation=static)
         self._enqueue(trial, front=front)
 
-    def _invalid(self, trial_id: str, report: dict[str, Any]) -> None:
-        trial = self._set_state(trial_id, TrialState.INVALID, finding_message(report["errors"][0]), validation=report)
+    def _invalid(self, trial_id: str, report: ValidationReport) -> None:
+        trial = self._set_state(trial_id, TrialState.INVALID, finding_message(report.errors[0]), validation=report)
         self._decide(trial)
 
     def _enqueue(self, trial: Trial, lane: str | None = None, *, front: bool | None = None) -> None:
@@ -367,7 +367,7 @@ class Engine(TrialJobs):
         if trial.state_enum == TrialState.INVALID:
             self.emit(ev.Notice(f"{trial_id} is invalid: fix the file and save again", "warning"))
             return f"{trial_id} is invalid: fix the file and save again"
-        if not (trial.validation or {}).get("ok"):
+        if trial.validation is None or not trial.validation.ok:
             self._track(self._validate(trial), trial.id)
             return None
         self._set_state(trial_id, TrialState.QUEUED, "queued again", stale=False)  # measured anew
@@ -403,7 +403,7 @@ class Engine(TrialJobs):
         self.emit(ev.Notice(f"{len(again)} trial(s) interrupted by a previous session run again, "
                             "newest save first", "warning"))
         for trial in again:
-            if (trial.validation or {}).get("ok"):
+            if trial.validation is not None and trial.validation.ok:
                 self.rerun(trial.id, front=False)
             else:
                 await self._validate(trial, front=False)

@@ -118,7 +118,7 @@ def trial_verdicts(problem: Problem, trial: Trial, analysis: AnalysisResult | No
     ceilings = ceilings_for(name, env.get("driver")) if name else None
     context = context_for(analysis, ceilings, trial.median_us, allow_tf32=problem.config.allow_tf32,
                           sol_target=problem.config.sol_target)
-    kernels = (trial.validation or {}).get("kernels") or []
+    kernels = (trial.validation.kernels if trial.validation else None) or []
     facts = next((k for k in kernels if k.get("arch") == "sm_90"), kernels[0] if kernels else None)
     verdicts = verdicts_for_profile(profile, context, facts)
     roof = context.roofline.to_dict() if context.roofline is not None else None
@@ -162,7 +162,7 @@ def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200")
         target = env.get("gpu")
     else:
         trial.validation = validate_file(problem, path)
-        arch = ", ".join(trial.validation.get("arch") or problem.config.arch)
+        arch = ", ".join(trial.validation.arch or problem.config.arch)
         analysis = analyze(problem, gpu=gpu)
         label = (f"analytic, no GPU on this machine: {gpu}'s roofline and the compile for {arch}; "
                  "not timed, so no speed-of-light")

@@ -22,6 +22,7 @@ from trialtui.core.model import NEEDS_RUNNER, Finding, Severity
 from trialtui.core.problem import Problem, ProblemError
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.static_checks import check_source
+from trialtui.core.validation_report import ValidationReport
 from trialtui.engine.jobs import ChildHandle, WarmChildren, run_child
 
 COMPILE_JOB = job_kinds.TRITON_COMPILE.module
@@ -73,7 +74,7 @@ def validate_file(
     name: str | None = None,
     warm: WarmChildren | None = None,
     handle: ChildHandle | None = None,
-) -> dict[str, Any]:
+) -> ValidationReport:
     """Validate one candidate: static findings, then (unless they hold an error) the compile stage.
 
     `name` is what messages call the file (the engine validates a snapshot named by its hash, and
@@ -84,8 +85,9 @@ def validate_file(
     hangs or exits all become findings. `arch` defaults to the problem's `arch` setting,
     `timeout_s` to its `validate_timeout_s`; `handle` cancels the compile stage from another thread.
 
-    Returns `ok` (no error), `errors` and `warnings` (Finding dicts: severity, code, message, line,
-    col, hint), `kernels` (per traced launch and arch: name, arch, line, registers, spills in 4-byte
+    Returns a ValidationReport (core/validation_report.py): `ok` (no error), `errors` and `warnings`
+    (Finding dicts: severity, code, message, line, col, hint), `kernels` (per traced launch and arch:
+    name, arch, line, registers, spills in 4-byte
     words of local memory per thread as Triton's n_spills, local_bytes, shared_bytes, tensor_cores,
     tensor_core_op, vector_width = the widest global load per thread in bits, widest_load,
     num_warps, num_stages, constexprs, signature, tuning, grid), `preview` (correct,
@@ -283,7 +285,7 @@ def _preview(trace: dict[str, Any]) -> dict[str, Any]:
 
 
 def _finish(report: dict[str, Any], findings: list[dict[str, Any]], started: float, path: Path,
-            name: str | None) -> dict[str, Any]:
+            name: str | None) -> ValidationReport:
     findings.sort(key=lambda f: (f["line"] or 0, f["code"]))
     for f in findings:
         if name and name != path.name:
@@ -293,7 +295,7 @@ def _finish(report: dict[str, Any], findings: list[dict[str, Any]], started: flo
     report["ok"] = not report["errors"]
     report["invalid"] = any(not f.get("runtime") for f in report["errors"])
     report["elapsed_ms"] = _ms(started)
-    return report
+    return ValidationReport.from_json(report)
 
 
 def _ms(started: float) -> float:

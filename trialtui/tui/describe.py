@@ -81,7 +81,7 @@ def failing_check(trial: Trial) -> str:
     state = trial.state_enum
     message = trial.result.message if trial.result else None
     if state is TrialState.INVALID:
-        errors = (trial.validation or {}).get("errors") or []
+        errors = trial.validation.errors if trial.validation else []
         if not errors:
             return "invalid"
         first = errors[0]

@@ -122,7 +122,7 @@ def run_job(job: JobData, workspace: Workspace, *, on_progress: Callable[[dict[s
             result = replace(bench, env={**(bench.env or {}), "host": socket.gethostname()}).to_json()  # travels as JSON
         elif job.kind == "validate":
             result = validate_file(problem, candidate, arch=o.get("arch"), compile=True, timeout_s=o.get("timeout_s"),
-                                   name=o.get("name"), warm=warm)
+                                   name=o.get("name"), warm=warm).to_json()
         elif job.kind == "profile":
             result = profile_file(problem, candidate, name=o["name"], env=o.get("env") or {}, handle=handle,
                                   device=o.get("device") or "cuda").to_json()  # travels as JSON

@@ -28,6 +28,7 @@ from trialtui.core.profile_result import ProfileResult
 from trialtui.core.result import RESULT_VERSION, ResultError
 from trialtui.core.state_dir import make_dirs
 from trialtui.core.store import atomic_write
+from trialtui.core.validation_report import ValidationReport
 from trialtui.engine import guard
 from trialtui.engine.bench import baseline_key
 from trialtui.engine.jobs import SANDBOX_ENV
@@ -89,7 +90,7 @@ class RemoteExecutor(Executor):
 
     def validate(self, problem: Problem, path: Path | str, *, compile: bool = True, name: str | None = None,
                  arch: str | list[str] | None = None, timeout_s: float | None = None, warm: Any = None,
-                 handle: Any = None) -> dict[str, Any]:
+                 handle: Any = None) -> ValidationReport:
         """The static stage here (pure Python, milliseconds); the compile stage there (`handle` cancels it)."""
         if not compile:
             return validate_file(problem, path, compile=False, name=name, arch=arch)
@@ -97,15 +98,22 @@ class RemoteExecutor(Executor):
         try:
             outcome = self.run(pack(problem, "validate", path, options), on_progress=None, handle=handle)
         except Interrupted as exc:
-            report = validate_file(problem, path, compile=False, name=name, arch=arch)
-            report["errors"].append({**finding("error", "interrupted", f"the compile stage did not finish: {exc}; "
-                                               "the benchmark job runs the candidate again"), "runtime": True})
-            return {**report, "ok": False, "invalid": False}
+            return self._not_compiled(problem, path, name, arch, finding(
+                "error", "interrupted", f"the compile stage did not finish: {exc}; the benchmark job runs the candidate again"))
         if "error" in outcome:
-            report = validate_file(problem, path, compile=False, name=name, arch=arch)
-            report["errors"].append({**finding("error", "executor", outcome["error"]), "runtime": True})
-            return {**report, "ok": False, "invalid": False}
-        return self._relocated(problem, outcome)
+            return self._not_compiled(problem, path, name, arch, finding("error", "executor", outcome["error"]))
+        try:
+            return ValidationReport.from_json(self._relocated(problem, outcome))
+        except ResultError as exc:
+            return self._not_compiled(problem, path, name, arch, finding(
+                "error", "executor", f"malformed validation from {self.describe()}: {exc}"))
+
+    @staticmethod
+    def _not_compiled(problem: Problem, path: Path | str, name: str | None, arch: Any,
+                      why: dict[str, Any]) -> ValidationReport:
+        """The static stage's report, with why the compile stage gave nothing: an error of running, not of the file."""
+        report = validate_file(problem, path, compile=False, name=name, arch=arch)
+        return replace(report, errors=[*report.errors, {**why, "runtime": True}], ok=False, invalid=False)
 
     def profile(self, problem: Problem, path: Path | str, *, name: str, env: dict[str, str] | None = None,
                 handle: Any = None, device: str = "cuda") -> ProfileResult:

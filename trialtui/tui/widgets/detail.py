@@ -281,7 +281,7 @@ class TrialDetail(Themed, Vertical):
             return Text(f"The snapshot of {trial.id} is missing: {exc}", self.color("trial-failure"))
         if self.diff:
             return self._diff(trial, text)
-        lines = {f["line"] for f in (trial.validation or {}).get("errors") or [] if f.get("line")}
+        lines = {f["line"] for f in (trial.validation.errors if trial.validation else []) if f.get("line")}
         title = Text(f"{trial.file} @ {trial.id}", Style(bold=True))
         title.append(f"  sha {trial.sha256[:12]}   d: diff vs {trial.parent or 'nothing (a root)'}",
                      self.color("trial-muted"))
@@ -325,7 +325,7 @@ class TrialDetail(Themed, Vertical):
         rel = trial.log or (f"logs/{trial.id}.log" if trial.state_enum.reached_gpu else None)
         if rel:
             return self.store.state_dir / rel
-        validation_log = (trial.validation or {}).get("log")
+        validation_log = trial.validation.log if trial.validation else None
         return Path(validation_log) if validation_log else None
 
     def log(self, trial: Trial) -> RenderableType:

@@ -148,7 +148,7 @@ class MetricsGrid:
     def _correctness_rows(self, grid: Table, trial: Trial) -> None:
         corr = (trial.result.correctness if trial.result else None) or {}
         if not corr:
-            preview = (trial.validation or {}).get("preview")
+            preview = trial.validation.preview if trial.validation else None
             if preview:
                 ok = preview.get("correct")
                 text = "correct" if ok else f"INCORRECT: {describe.first_line(preview.get('message'), 200)}"
@@ -177,20 +177,22 @@ class MetricsGrid:
             grid.add_row("check", Text(corr["message"], self.color("trial-failure")))
 
     def _validation_rows(self, grid: Table, trial: Trial) -> None:
-        report = trial.validation or {}
-        for finding in report.get("errors") or []:
+        report = trial.validation
+        if report is None:
+            return
+        for finding in report.errors:
             where = f"line {finding['line']}: " if finding.get("line") else ""
             text = Text(f"{where}{finding.get('message')}", self.color("trial-invalid"))
             text.append(f"  [{finding.get('code')}]", self.color("trial-muted"))
             if finding.get("hint"):
                 text.append(f"\n→ {finding['hint']}")
             grid.add_row("invalid", text)
-        for finding in (report.get("warnings") or [])[:5]:
+        for finding in report.warnings[:5]:
             where = f"line {finding['line']}: " if finding.get("line") else ""
             grid.add_row("warning", Text(f"{where}{finding.get('message')}", self.color("warning")))
 
     def _kernel_rows(self, grid: Table, trial: Trial) -> None:
-        for kernel in (trial.validation or {}).get("kernels") or []:
+        for kernel in (trial.validation.kernels if trial.validation else None) or []:
             line = Text()
             line.append(kernel.get("name", "?"), Style(bold=True))
             line.append(f" {kernel.get('arch', '')}: ", self.color("trial-muted"))

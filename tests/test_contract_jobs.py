@@ -188,6 +188,8 @@ def test_a_validation_is_the_typed_report_from_the_validator_to_the_trial_and_th
     assert report.to_json() == data and list(report.to_json()) == list(data) and report.errors[0]["line"] == 3
     with pytest.raises(ResultError):
         ValidationReport.from_json({"errors": []})  # no `ok`
+    assert report.rejects_file and not ValidationReport(ok=False, invalid=False).rejects_file  # ran, raised on the CPU
+    assert ValidationReport(ok=False).rejects_file and not ValidationReport(ok=True).rejects_file  # said nothing: its ok
     with Store.open(tmp_path, writer=True) as store:
         made = store.add_trial("k.py", b"x")
         with pytest.raises(TypeError, match="ValidationReport"):

@@ -62,7 +62,7 @@ def render_validation(report: ValidationReport, name: str) -> str:
         verdict = "ok"
     elif any(f.get("code") == NEEDS_RUNNER for f in report.errors):
         verdict = "NOT CHECKED: this machine cannot run jobs (nothing is wrong with the candidate)"
-    elif report.invalid is not False:
+    elif report.rejects_file:
         verdict = "INVALID"
     else:  # only errors of running it on the CPU: the benchmark job decides error or timeout
         verdict = "FAILS WHEN RUN on the CPU (not invalid: the benchmark says error or timeout)"

@@ -31,6 +31,12 @@ class ValidationReport(JsonRecord):
     extra: dict[str, Any] = field(default_factory=dict)  # keys this type does not name, kept whole
     _keys: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
+    @property
+    def rejects_file(self) -> bool:
+        """An error says the file itself is malformed: invalid, no benchmark job (a report that does not say,
+        a fake's, is taken at its `ok`). An error of running it on the CPU leaves that to the bench job."""
+        return self.invalid if self.invalid is not None else not self.ok
+
     @classmethod
     def from_json(cls, data: Any) -> ValidationReport:
         """A report read from JSON (validate_file's, a far side's, the store's); ResultError says what is wrong."""

@@ -157,7 +157,7 @@ class TrialJobs:
                 running.cancel()
             self._set_state(trial.id, TrialState.CANCELLED, "cancelled while compiling")
             return None
-        if report.invalid if report.invalid is not None else not report.ok:  # a CPU run that raised or hung: the bench job decides
+        if report.rejects_file:  # a CPU run that raised or hung is not: the bench job decides
             if running is not None:
                 running.cancel()
             self._invalid(trial.id, report)

@@ -276,15 +276,22 @@ def test_lanes_serialize_per_gpu_and_run_in_parallel_across_gpus(root):
 
 
 def test_file_deleted_while_queued_is_cancelled_with_a_notice(root):
-    engine = make_engine(root, bench=FakeBench(seconds=1.0), config="[watch]\nquiet_ms = 50\n")
+    # the first trial's bench holds the one lane until cancelled, so other.py's trial is queued however slow
+    # the machine (a fixed 1 s bench and 0.3 s sleep let it run first on a loaded CI machine)
+    engine = make_engine(root, bench=FakeBench(seconds=600.0), config="[watch]\nquiet_ms = 50\n")
     seen = collect(engine)
+
+    def other():
+        return next((t for t in engine.store.trials() if t.file == "other.py"), None)
 
     async def body():
         write_atomic(root / "other.py", KB_GOOD + "\n# other\n")
-        await asyncio.sleep(0.3)
+        await until(lambda: other() is not None and other().state == "queued", "other.py's trial queued")
         (root / "other.py").unlink()
+        await until(lambda: other().state_enum.is_final, "other.py's trial to end")
+        engine.cancel("t1")  # the lane's long bench: the test is done with it
 
-    asyncio.run(run_for(engine, body, settle=1.5))
+    asyncio.run(run_for(engine, body, settle=0.2))
     other = [t for t in engine.store.trials() if t.file == "other.py"]
     assert other and other[0].state == "cancelled"
     assert any(isinstance(e, ev.Notice) and "other.py was deleted" in e.message for e in seen)

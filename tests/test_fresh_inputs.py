@@ -124,7 +124,7 @@ class FakeEvent:
 class FakeBencher:
     """time_round as runner/timing.Bencher does it, without CUDA events (the calls run on the CPU)."""
 
-    def time_round(self, calls, outputs=None):
+    def time_round(self, calls, outputs=None, flush=True):
         pairs = []
         for fn in calls:
             out = fn()
@@ -229,7 +229,11 @@ class MemoOnPointer:
         return self.memo[key]
 
 
-def timed(monkeypatch, forward, n=10, batches=3):
+FLUSH_WORDS = torch.randint(-2**31, 2**31, (40_000,), dtype=torch.int32)  # the checker's keyed flush (three programs)
+
+
+def timed(monkeypatch, forward, n=10, batches=3, candidate_flush=FLUSH_WORDS):
+    """`candidate_flush`: the words the candidate's loop flushes through (None: it skips the flush)."""
     from trialtui.runner.candidate import Session
 
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
@@ -241,14 +245,15 @@ def timed(monkeypatch, forward, n=10, batches=3):
     session.bencher = FakeBencher()
     session.layout = layout
     session.ring = torch.empty(n * layout.slot_bytes, dtype=torch.uint8)
-    session.refresher = fresh_inputs.Refresher(session.input_sets)
+    session.refresher = fresh_inputs.Refresher(session.input_sets, flush_words=candidate_flush)
     monkeypatch.setattr(session, "facts", lambda scan=False: {})
 
     def judge(expected, output, inputs, where):
         if not close_at_once(expected, output, 1e-5, 1e-5):
             raise CandidateFailed(f"{where} differs", state="incorrect")
 
-    calls = TimedCalls(Link(session), Deadline(60), sets, lambda inputs: honest(inputs[0]), layout, judge, see=lambda r: None)
+    calls = TimedCalls(Link(session), Deadline(60), sets, lambda inputs: honest(inputs[0]), layout, judge, see=lambda r: None,
+                       flush_words=FLUSH_WORDS)
     for b in range(batches):
         batch = calls.batch(b * n, n)
         assert len(batch.samples) == n
@@ -282,6 +287,18 @@ def test_a_candidate_that_skips_or_keeps_the_work_of_any_timed_call_is_incorrect
     with pytest.raises(CandidateFailed) as caught:
         timed(monkeypatch, cheat())
     assert caught.value.state == "incorrect" and "timed call" in str(caught.value)
+
+
+@pytest.mark.parametrize("flush", [None, torch.zeros_like(FLUSH_WORDS), FLUSH_WORDS[:FLUSH_WORDS.numel() // 2].clone()],
+                         ids=["skips-the-flush", "flushes-words-it-can-compute", "reads-half-the-words"])
+def test_a_loop_that_skips_or_shortens_the_keyed_flush_draws_inputs_the_checker_does_not(monkeypatch, flush):
+    """Issue 33, the flush class: the L2 flush before each call is the harness's time, taken off the checker's
+    clock. A loop rewritten to skip it (and work in its place), to flush through words it could compute
+    without reading them, or through fewer of them, gets from the second call on an input the checker did
+    not draw, and a wrong answer for the one it did."""
+    with pytest.raises(CandidateFailed) as caught:
+        timed(monkeypatch, honest, candidate_flush=flush)
+    assert caught.value.state == "incorrect" and "timed call 2 (" in str(caught.value)
 
 
 def test_a_candidate_that_diffs_its_inputs_recomputes_every_row(monkeypatch):
@@ -354,7 +371,7 @@ def test_library_work_is_weighed_without_cupti(monkeypatch, decoy):
     """A call whose torch function does the work and whose own kernel is a token is mostly library (a
     decoy, flagged `fallback` below LIBRARY_SHARE); a kernel that does the work with one small torch
     op beside it is its own."""
-    from trialtui.runner import timing
+    from trialtui.runner import library_split
     from trialtui.runner.timed_phase import LIBRARY_SHARE
 
     monkeypatch.setattr(torch.cuda, "Event", HostClockEvent)
@@ -365,10 +382,10 @@ def test_library_work_is_weighed_without_cupti(monkeypatch, decoy):
         spin(0.0002 if decoy else 0.01)  # the candidate's own kernel
         return torch.matmul(big, big) if decoy else torch.matmul(small, small)
 
-    with timing.LibraryOps() as seen:
+    with library_split.LibraryOps() as seen:
         call()
     assert seen.ops == {"matmul"}
-    split = timing.library_split([call], runs=3)
+    split = library_split.library_split([call], runs=3)
     assert split["library_top"][0][0] == "torch.matmul"
     assert (split["own_share"] < LIBRARY_SHARE) is decoy
     if not decoy:
@@ -417,8 +434,8 @@ def test_an_output_hash_takes_every_byte_and_its_place():
 
 
 def test_the_triton_kernels_compute_what_the_torch_arithmetic_does():
-    """On a GPU the chain runs as two Triton kernels; on the CPU, under Triton's interpreter, they must give
-    the torch path's bits (float32, float64, float16; the hash of any bytes)."""
+    """On a GPU the chain runs as Triton kernels; on the CPU, under Triton's interpreter, they must give the
+    torch path's bits (float32, float64, float16; the hash of any bytes; the keyed flush)."""
     import subprocess
     import sys
 
@@ -426,7 +443,7 @@ def test_the_triton_kernels_compute_what_the_torch_arithmetic_does():
     script = """
 import torch
 from trialtui.runner import fresh_inputs as chain
-refresh, fold = chain._kernels()
+refresh, fold, flush = chain._kernels()
 hashes = torch.tensor([[123456789, -5], [7, 2**31 - 1], [0, 0]], dtype=torch.int32)
 seed = torch.tensor([2**61 + 12345])
 salt = chain.call_salt(1, 2)
@@ -455,6 +472,20 @@ for n in (5000, 3 * chain.CHUNK * chain.BLOCK + 77):
                    SALT_A=chain.ROOT_SALTS[0], SALT_B=chain.ROOT_SALTS[1], ABSORB=True, **shape)
     assert programs == (1 if n == 5000 else 4)
     assert torch.equal(ours, theirs) and not torch.equal(ours[1], hashes[1]), n
+    # the keyed flush over the same words: a batch's first call (keyed by the seed) and a later one
+    for call in (0, 2):
+        ours, theirs = hashes.clone(), hashes.clone()
+        kernels, chain._kernels = chain._kernels, lambda: None
+        try:
+            chain.flush(words, seed, ours, call)
+        finally:
+            chain._kernels = kernels
+        salt, states = chain.flush_salt(call), torch.empty(2 * programs, dtype=torch.int32)
+        flush[(programs,)](words, n, states, theirs, seed, salt >> 1, salt & 1, max(call - 1, 0), 1 if call else 0,
+                           CHUNK=chain.CHUNK, **shape)
+        fold[(1,)](states, 2 * programs, chain.triton_cdiv(2 * programs, chain.BLOCK), states, theirs, call,
+                   SALT_A=chain.ROOT_SALTS[0], SALT_B=chain.ROOT_SALTS[1], ABSORB=True, **shape)
+        assert torch.equal(ours, theirs) and not torch.equal(ours[call], hashes[call]), (n, call)
 print("same")
 """
     import os

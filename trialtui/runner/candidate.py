@@ -240,15 +240,15 @@ class Session:
     def op_prepare_timing(self, msg: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         import torch
 
-        from trialtui.runner import timing
+        from trialtui.runner import library_split, timing
         from trialtui.runner.fresh_inputs import Refresher
         from trialtui.runner.timed_batch import Layout, capture, run_batch
 
         steps = Steps()
+        self.bencher = timing.Bencher.of_words(payload.pop("flush_words", None))  # the checker's: the chain goes through them
         fn = self._build(payload)
         self.input_sets = payload["input_sets"]
         self.calls = [(lambda inputs=inputs: fn(inputs)) for inputs in self.input_sets]
-        self.bencher = timing.Bencher.for_device(self.device)
         self.layout = Layout.from_wire(msg["layout"])
         size = int(msg["keep"]) * self.layout.slot_bytes
         if self.mapped is not None:
@@ -262,12 +262,12 @@ class Session:
         else:
             self.ring = torch.empty(size, dtype=torch.uint8, device=self.device)
         steps.mark("ring")
-        self.refresher = Refresher(self.input_sets)
+        self.refresher = Refresher(self.input_sets, flush_words=self.bencher.flush)
         steps.mark("refresher")
         before = self.counter.count
         with torch.no_grad():
             try:
-                with timing.LibraryOps() as seen:  # torch's own compute ops in a call: its kernels get weighed
+                with library_split.LibraryOps() as seen:  # torch's own compute ops in a call: its kernels get weighed
                     self.calls[0]()
                 self.library_ops = seen.ops
             except Exception:  # noqa: BLE001 - e.g. torch.compile under a function mode: CUPTI weighs it then
@@ -315,18 +315,18 @@ class Session:
 
     def op_kernel_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         """The host's wall clock around a call (side streams), the peak memory and the library's share of
-        the GPU time: weighed by events around each torch compute function (timing.library_split), or by
+        the GPU time: weighed by events around each torch compute function (runner/library_split.py), or by
         CUPTI where those functions could not be recorded (its start then costs this job 3.7-5.3 s)."""
         import torch
 
-        from trialtui.runner import timing
+        from trialtui.runner import library_split, timing
 
         with torch.no_grad():
             host_us = timing.host_wall_us(self.calls[0])
             if RAISED_UNDER_RECORDER in self.library_ops:
-                split = timing.kernel_split(self.calls, self.counter.own_names)
+                split = library_split.kernel_split(self.calls, self.counter.own_names)
             else:
-                split = timing.library_split(self.eager_calls) if self.library_ops else None
+                split = library_split.library_split(self.eager_calls) if self.library_ops else None
         peak = torch.cuda.max_memory_allocated(self.device)
         return {"host_wall_us": host_us, "peak_mem_bytes": peak, "kernels": split,
                 "library_ops": sorted(self.library_ops)[:20], **self.facts(scan=True)}, None
@@ -393,7 +393,7 @@ def preload() -> None:
     import triton.language  # noqa: F401
     import triton.runtime.jit  # noqa: F401
 
-    from trialtui.runner import compare, loader, timing  # noqa: F401
+    from trialtui.runner import compare, library_split, loader, timing  # noqa: F401
 
 
 def main() -> None:

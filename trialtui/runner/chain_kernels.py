@@ -92,3 +92,35 @@ def fold_kernel(words_ptr, n, chunk, out_ptr, hashes_ptr, call, SALT_A: tl.const
     else:
         tl.store(out_ptr + 2 * p + one, a.to(tl.int32))
         tl.store(out_ptr + 2 * p + 1 + one, b.to(tl.int32))
+
+
+@triton.jit
+def _fmix32(x):
+    """fresh_inputs._fmix_t on uint32 lanes (their products wrap at 2**32)."""
+    x = x ^ (x >> 16)
+    x = x * 0x85EBCA6B
+    x = x ^ (x >> 13)
+    x = x * 0xC2B2AE35
+    return x ^ (x >> 16)
+
+
+@triton.jit(do_not_specialize=["n", "salt_hi", "salt_lo", "prev", "has_prev"])
+def flush_kernel(words_ptr, n, out_ptr, hashes_ptr, seed_ptr, salt_hi, salt_lo, prev, has_prev, CHUNK: tl.constexpr,
+                 BLOCK: tl.constexpr, LOG_BLOCK: tl.constexpr):
+    """fresh_inputs.flush's first pass: program p's state to out[2p:2p+2]. Each lane's CHUNK words are loaded
+    before its chain of mixes takes them, so the pass waits on memory, not on its arithmetic."""
+    p = tl.program_id(0).to(tl.int64)
+    lanes = p * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    k1, k2 = _key(seed_ptr, hashes_ptr, salt_hi.to(tl.int64) * 2 + salt_lo.to(tl.int64), prev, has_prev.to(tl.int64))
+    a = _mix(lanes ^ k1).to(tl.uint32)
+    for c in tl.static_range(CHUNK):
+        idx = (p * CHUNK + c) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+        w = tl.load(words_ptr + idx, mask=idx < n, other=0).to(tl.uint32, bitcast=True)
+        a = _fmix32(a ^ w)
+    a64 = a.to(tl.int64)
+    b = _mix(lanes ^ k2)
+    for level in tl.static_range(LOG_BLOCK):
+        a64, b = _halve(a64, b, BLOCK >> level)
+    one = tl.arange(0, 1)
+    tl.store(out_ptr + 2 * p + one, a64.to(tl.int32))
+    tl.store(out_ptr + 2 * p + 1 + one, b.to(tl.int32))

@@ -34,9 +34,20 @@ tolerance can make a sum come to any value it likes (subset sums are easy to sol
 call's input from a few it has answers for ready; here it can only search, one hash per try, for a key
 among 2**64 (docs/SECURITY.md).
 
-On a GPU the refresh and the hash are Triton kernels (a pass each, two for a hash of over 64 KiB; no host
-sync); elsewhere the same arithmetic in torch (tests, and a GPU where Triton cannot be imported:
-runner/chain_kernels.py).
+The L2 flush before each call is a link of the chain too (`flush`). A flush that only reads is time the
+checker takes off its clock as the harness's, and a loop rewritten in the candidate's process could skip it
+and work in its place (issue 33: a third of a 60 µs kernel's time). This one reads every word of a buffer of
+L2's size that the checker drew from the system's entropy and sent (random words have no shorter
+description: they can only be read, not computed), each lane's words through a 32-bit mix started from a
+key of the previous call's hash (nothing of it can be done before that output is whole), and folds the
+lanes into hashes[call] before the call's output is, so the next call's input depends on it. A loop that
+skips it, or reads fewer words, draws the next input from a hash the checker does not compute, and that
+call's answer is wrong for the input the checker draws. It can still run beside the call on another
+stream (docs/SECURITY.md): the call then shares the memory bus with its reads.
+
+On a GPU the refresh, the hash and the flush are Triton kernels (a pass each, two for a hash of over 64 KiB
+and for the flush; no host sync); elsewhere the same arithmetic in torch (tests, and a GPU where Triton
+cannot be imported: runner/chain_kernels.py).
 """
 
 from __future__ import annotations
@@ -96,8 +107,9 @@ class Refresher:
     own copies to rebuild each call's input. The batch's seed lies in device memory (`seed`), where the
     refresh reads it, so that a call captured once in a CUDA graph draws new values at every replay."""
 
-    def __init__(self, sets: list[Any]) -> None:
+    def __init__(self, sets: list[Any], flush_words: torch.Tensor | None = None) -> None:
         self.sets = sets
+        self.flush_words = flush_words  # the keyed flush's buffer (`flush`): the candidate's loop flushes through it
         self.targets = [[tensors_of(s)[i] for i in refreshed(s)] for s in sets]
         self.pristine = [[(t.clone(), partner(t)) for t in ts] for ts in self.targets]
         found = [t for s in sets for t in tensors_of(s)]
@@ -109,9 +121,12 @@ class Refresher:
 
     def before(self, call: int, set_index: int, hashes: torch.Tensor) -> None:
         """Call `call` of the batch (on input set `set_index`): its tensors as drawn for it, from the batch's
-        seed and the hash of the previous call's output (below)."""
+        seed and the hash of the previous call's output (below); then, with `flush_words`, L2 flushed through
+        them into hashes[call] (`flush`)."""
         for j, (tensor, (base, other)) in enumerate(zip(self.targets[set_index], self.pristine[set_index])):
             refresh(tensor, base, other, self.seed, call, j, hashes)
+        if self.flush_words is not None:
+            flush(self.flush_words, self.seed, hashes, call)
 
     @staticmethod
     def new_hashes(n: int, device: Any) -> torch.Tensor:
@@ -145,6 +160,8 @@ CHUNK = 16  # the words each lane of a fold's first pass takes in turn
 LEAF_SALTS = (0x243F6A88, 0x85A308D3)  # a first pass's lanes start from these; a second pass's from ROOT_SALTS
 ROOT_SALTS = (0x13198A2E, 0x03707344)
 KEY_ROUNDS = (0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB)
+FLUSH_SALT = 0x6A09E667  # a flush's key salt, with its call's index (`flush_salt`)
+FMIX = (0x85EBCA6B, 0xC2B2AE35)  # murmur3's 32-bit finalizer: a flush lane's step per word
 
 
 def call_salt(call: int, tensor: int) -> int:
@@ -219,12 +236,59 @@ def digest(slot: torch.Tensor, hashes: torch.Tensor, call: int) -> None:
         return
     a, b = fold(words, CHUNK, LEAF_SALTS)
     if programs > 1:
-        both = torch.stack((a, b), 1).reshape(-1)
-        a, b = fold(both, triton_cdiv(both.numel(), BLOCK), ROOT_SALTS)
+        a, b = _root(a, b)
+    _absorb(hashes, call, a[0], b[0])
+
+
+def _root(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A second pass: the first pass's program states, folded as one program's words."""
+    both = torch.stack((a, b), 1).reshape(-1)
+    return fold(both, triton_cdiv(both.numel(), BLOCK), ROOT_SALTS)
+
+
+def _absorb(hashes: torch.Tensor, call: int, a: torch.Tensor, b: torch.Tensor) -> None:
+    """hashes[call] takes a fold's state (a, b) through two rounds, as the kernels' ABSORB does."""
     h = hashes[call].to(torch.int64) & M32
-    ha, hb = step(h[0], h[1], a[0])
-    ha, hb = step(ha, hb, b[0])
+    ha, hb = step(h[0], h[1], a)
+    ha, hb = step(ha, hb, b)
     hashes[call] = (((torch.stack((ha, hb)) + 2**31) & M32) - 2**31).to(torch.int32)  # the same bits, as int32 holds them
+
+
+def flush_salt(call: int) -> int:
+    return (call * GOLDEN + FLUSH_SALT) & M32
+
+
+def flush(words: torch.Tensor, seed: torch.Tensor, hashes: torch.Tensor, call: int) -> None:
+    """L2 flushed by reading every one of `words` (int32, L2's size), their fold absorbed into hashes[call]:
+    lane i of program p starts from the call's key (`key`: the seed and hashes[call - 1]) mixed with
+    p·BLOCK + i and takes words (p·CHUNK + c)·BLOCK + i in turn through murmur3's finalizer (a 32-bit state:
+    the pass stays bound by memory, not by its arithmetic); the lanes meet in a tree as `fold`'s do, each
+    with a second word of the key, and a root pass folds the programs' states into hashes[call]."""
+    n, prev, salt = words.numel(), max(call - 1, 0), flush_salt(call)
+    programs = triton_cdiv(n, CHUNK * BLOCK)
+    kernels = _kernels() if words.is_cuda else None
+    if kernels is not None:
+        states = torch.empty(2 * programs, dtype=torch.int32, device=words.device)
+        kernels[2][(programs,)](words, n, states, hashes, seed, salt >> 1, salt & 1, prev, 1 if call > 0 else 0,
+                                CHUNK=CHUNK, BLOCK=BLOCK, LOG_BLOCK=LOG_BLOCK)
+        kernels[1][(1,)](states, 2 * programs, triton_cdiv(2 * programs, BLOCK), states, hashes, call,
+                         SALT_A=ROOT_SALTS[0], SALT_B=ROOT_SALTS[1], ABSORB=True, BLOCK=BLOCK, LOG_BLOCK=LOG_BLOCK)
+        return
+    k1, k2 = key(seed, salt, hashes[prev] if call > 0 else None)
+    flat = torch.zeros(programs * CHUNK * BLOCK, dtype=torch.int64, device=words.device)
+    flat[:n] = words.reshape(-1).to(torch.int64) & M32
+    w = flat.view(programs, CHUNK, BLOCK)
+    lane = torch.arange(programs * BLOCK, dtype=torch.int64, device=words.device).view(programs, BLOCK)
+    a = _mix_t(lane ^ k1)
+    for c in range(CHUNK):
+        a = _fmix_t(a ^ w[:, c])
+    b = _mix_t(lane ^ k2)
+    while a.shape[1] > 1:
+        pa, pb = a.view(programs, -1, 2), b.view(programs, -1, 2)
+        a, b = step(pa[..., 0], pb[..., 0], pa[..., 1])
+        a, b = step(a, b, pb[..., 1])
+    a, b = _root(a[:, 0], b[:, 0])
+    _absorb(hashes, call, a[0], b[0])
 
 
 def fold(words: torch.Tensor, chunk: int, salts: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -266,15 +330,24 @@ def _mix_t(x: torch.Tensor) -> torch.Tensor:
     return x ^ (x >> 16)
 
 
+def _fmix_t(x: torch.Tensor) -> torch.Tensor:
+    """murmur3's 32-bit finalizer on an int64 tensor of 32-bit values (chain_kernels._fmix32)."""
+    x = x ^ (x >> 16)
+    x = (x * FMIX[0]) & M32
+    x = x ^ (x >> 13)
+    x = (x * FMIX[1]) & M32
+    return x ^ (x >> 16)
+
+
 def triton_cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
 @functools.cache
 def _kernels():
-    """The refresh and hash kernels (runner/chain_kernels.py), or None where Triton cannot be imported."""
+    """The refresh, hash and flush kernels (runner/chain_kernels.py), or None where Triton cannot be imported."""
     try:
         from trialtui.runner import chain_kernels
     except Exception:  # noqa: BLE001 - no Triton: torch's arithmetic
         return None
-    return chain_kernels.refresh_kernel, chain_kernels.fold_kernel
+    return chain_kernels.refresh_kernel, chain_kernels.fold_kernel, chain_kernels.flush_kernel

@@ -123,8 +123,9 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
               seed: int, n: int, captured: Captured | None = None) -> tuple[list, str | None]:
     """The timed loop itself, the same code in the candidate's process and in the checker's measure of what
     it costs besides the calls: per call, its inputs made new from the batch's seed and the hash of the
-    previous call's output (runner/fresh_inputs.py), an L2 flush and the call between two events, its
-    output copied into its slot and hashed for the next call's inputs.
+    previous call's output (runner/fresh_inputs.py), an L2 flush (keyed, where the refresher has the
+    checker's words: its fold enters the chain) and the call between two events, its output copied into its
+    slot and hashed for the next call's inputs.
 
     Nothing in the loop waits on the host, and nothing waits for a fixed time: a wait the checker took off
     its clock would be time a rewritten loop could fill with work outside its events (issue 33: a
@@ -147,7 +148,7 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
         for i in range(n):
             refresher.before(i, i % m, hashes)
             out: list = []
-            pending.append(bencher.time_round([calls[i % m]], out))
+            pending.append(bencher.time_round([calls[i % m]], out, flush=refresher.flush_words is None))
             place = ring[i * slot:(i + 1) * slot]
             mismatch = mismatch or layout.pack(out[0], place)
             layout.hash_into(place, hashes, i, refresher.digest)
@@ -187,8 +188,9 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
             place = ring[i * slot:(i + 1) * slot]
             graph.capture_begin(pool=pool)
             try:
-                refresher.before(i, i % m, hashes)
-                bencher.flush_l2()
+                refresher.before(i, i % m, hashes)  # its keyed flush too, where it has one
+                if refresher.flush_words is None:
+                    bencher.flush_l2()
                 start.record()
                 out = calls[i % m]()
                 end.record()

@@ -64,6 +64,7 @@ class TimedCalls:
     judge: Judge
     see: Callable[[dict[str, Any]], None]  # side facts of every reply (patched timers...)
     keep: int = 1  # calls of the largest batch: the ring holds their outputs
+    flush_words: torch.Tensor | None = None  # the keyed flush's words (timing.Bencher.flush): each call's flush is in its hash
     draws: random.Random = field(default_factory=random.SystemRandom)
     rebuilt: fresh_inputs.Refresher = field(init=False)  # the checker's own copies, made new call by call
     shared: cuda_ipc.Isolated | None = field(init=False, default=None)  # the ring, where it can be shared
@@ -113,9 +114,11 @@ class TimedCalls:
             raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
         hashes = fresh_inputs.new_hashes(n, ring.device)  # each call's input follows from the output before it
         slot = self.layout.slot_bytes
-        for call in range(n):
-            self.layout.hash_into(ring[call * slot:(call + 1) * slot], hashes, call, fresh_inputs.digest)
         self.rebuilt.begin(seed)
+        for call in range(n):  # its flush's fold, then its output's, as the candidate's loop took them
+            if self.flush_words is not None:
+                fresh_inputs.flush(self.flush_words, self.rebuilt.seed, hashes, call)
+            self.layout.hash_into(ring[call * slot:(call + 1) * slot], hashes, call, fresh_inputs.digest)
         for call in range(n):
             self.check(start, call, seed, ring, hashes)
         del ring
@@ -174,7 +177,7 @@ def harness_overhead_us(sets: list[Any], reference: Callable[[Any], Any], layout
     `graphed`: through the loop's CUDA graphs (timed_batch.capture), as the candidate's process runs it
     wherever its call can be captured; else eagerly."""
     copies = [clone(s) for s in sets]
-    refresher = fresh_inputs.Refresher(copies)
+    refresher = fresh_inputs.Refresher(copies, flush_words=bencher.flush)
     with torch.no_grad():
         held = reference(clone(sets[0]))
     calls = [lambda: held] * len(copies)
@@ -224,8 +227,12 @@ def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, prog
     ref_fn = ref_call.fn
     use_graph = spec.cuda_graph
     splits.mark("timing.work")
-    timed = TimedCalls(link, deadline, sets, ref_fn, layout, see=facts.see, keep=batches[-1], judge=lambda expected, output, inputs, where: check_timed(
-        spec, reference, expected, output, inputs, lambda: timing_truth(reference, ref_call, inputs), where))
+    bencher = bencher or timing.Bencher.for_device(device)
+    payload["flush_words"] = bencher.flush  # a copy crosses: the candidate's loop flushes through it (fresh_inputs.flush)
+    splits.mark("timing.bencher")
+    timed = TimedCalls(link, deadline, sets, ref_fn, layout, see=facts.see, keep=batches[-1], flush_words=bencher.flush,
+                       judge=lambda expected, output, inputs, where: check_timed(
+                           spec, reference, expected, output, inputs, lambda: timing_truth(reference, ref_call, inputs), where))
     with timed:  # the ring of timed outputs is freed however timing ends
         reply, _ = link.request("prepare_timing", payload, timeout_s=deadline.left(), into="cuda", cuda_graph=use_graph,
                                 layout=layout.to_wire(), keep=batches[-1], ring=timed.ring_wire)
@@ -244,8 +251,6 @@ def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, prog
                 continue
             fn = (warm_baselines or {}).get(kind) or (torch.compile(ref_fn) if kind == "compile" else ref_fn)
             fns[kind] = [_bind(fn, s) for s in sets]
-        bencher = bencher or timing.Bencher.for_device(device)
-        splits.mark("timing.bencher")
         with torch.no_grad():
             for calls in fns.values():  # warm-up: torch.compile and cuDNN autotuning outside the numbers
                 for call in calls:
@@ -347,7 +352,7 @@ def _graphed_pair_us(bencher: Any) -> float:
 
 
 def _kernel_split(value: Any) -> dict[str, Any] | None:
-    """The candidate's process's kernel split (timing.kernel_split), checked as data."""
+    """The candidate's process's kernel split (library_split.kernel_split), checked as data."""
     if not isinstance(value, dict):
         return None
     own, library, share = (number(value.get(k)) for k in ("own_us", "library_us", "own_share"))

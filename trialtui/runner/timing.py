@@ -7,6 +7,7 @@ in a process the candidate does not control.
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from dataclasses import dataclass
@@ -49,16 +50,27 @@ SHORT_TOL, SHORT_SLACK_US = 0.1, 10.0  # a loop this far under the harness's own
 class Bencher:
     """Shared timing state: the L2 flush buffer and the input sets to rotate among."""
 
-    flush: torch.Tensor  # L2's size, zeroed once, then only read (flush_l2)
-    sink: torch.Tensor  # where the flush's read lands
+    flush: torch.Tensor  # L2's size of random int32 words, only read: by flush_l2, and by the timed loop's keyed flush
+    sink: torch.Tensor  # where flush_l2's read lands
     waiter: Any = None  # made on the first `wait`
 
     @classmethod
     def for_device(cls, device: torch.device) -> Bencher:
+        """The checker's: its words drawn from the system's entropy (the candidate's process gets a copy,
+        `of_words`, and its timed loop flushes through them: runner/fresh_inputs.flush)."""
         props = torch.cuda.get_device_properties(device)
         l2 = getattr(props, "L2_cache_size", 0) or 50 * 2**20
-        return cls(flush=torch.zeros(l2 // 4, dtype=torch.int32, device=device),
-                   sink=torch.zeros((), dtype=torch.int32, device=device))
+        draw = torch.Generator(device=device)
+        draw.manual_seed(random.SystemRandom().getrandbits(63))
+        return cls.of_words(torch.randint(-2**31, 2**31, (l2 // 4,), dtype=torch.int32, device=device, generator=draw))
+
+    @classmethod
+    def of_words(cls, words: torch.Tensor) -> Bencher:
+        """A bencher over words the checker drew; anything but a flat int32 tensor on a GPU is refused."""
+        if not (isinstance(words, torch.Tensor) and words.dtype == torch.int32 and words.dim() == 1 and words.is_cuda
+                and words.numel() >= 2**16):
+            raise ValueError("the flush's words are not the checker's (a flat int32 tensor on the GPU of L2's size)")
+        return cls(flush=words, sink=torch.zeros((), dtype=torch.int32, device=words.device))
 
     def wait(self) -> None:
         """The GPU busy for a fixed time while the host queues what follows (runner/gpu_wait.py): for the
@@ -121,18 +133,21 @@ class Bencher:
         seen = sorted(start.elapsed_time(end) * 1000.0 for start, end in pairs)
         return min(EMPTY_PAIR_CAP_US, seen[len(seen) // 5])
 
-    def time_round(self, calls: list[Callable[[], Any]], outputs: list | None = None) -> list[tuple[Any, Any]]:
+    def time_round(self, calls: list[Callable[[], Any]], outputs: list | None = None,
+                   flush: bool = True) -> list[tuple[Any, Any]]:
         """Enqueue one cold-L2, event-bracketed call of each function; read the events after a sync.
 
         Nothing synchronizes between calls, so the GPU never idles waiting for the host to launch
         (as in do_bench): the events measure GPU time, not Python's launch latency. With `outputs`,
-        what each call returned is kept there (timed calls are checked like the others).
+        what each call returned is kept there (timed calls are checked like the others). `flush`: False
+        where the caller flushed L2 itself (the candidate's timed loop, through the keyed flush).
         """
         pairs = []
         for fn in calls:
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
-            self.flush_l2()
+            if flush:
+                self.flush_l2()
             start.record()
             out = fn()
             end.record()
@@ -393,108 +408,3 @@ def cuda_graph_call(fn: Callable[[], Any]) -> Callable[[], Any]:
         return static  # the captured output, which each replay writes again: timed calls are checked
 
     return replay
-
-
-# torch functions that allocate, reshape or only look at tensors: anything else a candidate's call runs
-# through torch is library work (ATen's kernels, cuBLAS, cuDNN) whose share of the GPU time gets weighed
-SHAPE_FUNCTIONS = frozenset({
-    "__get__", "__getitem__", "__len__", "__iter__", "__format__", "__repr__", "__bool__", "__index__", "__int__",
-    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "zero_",
-    "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill_", "detach", "clone",
-    "contiguous", "copy_", "to", "cuda", "float", "half", "bfloat16", "view", "view_as", "reshape", "reshape_as",
-    "t", "transpose", "permute", "expand", "expand_as", "squeeze", "unsqueeze", "flatten", "unflatten", "narrow",
-    "select", "split", "chunk", "size", "stride", "dim", "numel", "element_size", "data_ptr", "is_contiguous",
-    "storage_offset", "untyped_storage", "get_device", "type", "arange", "as_strided", "unbind", "item",
-})
-
-
-class LibraryOps:
-    """The torch functions a call runs besides allocation and shape handling (a TorchFunctionMode around one
-    call: no dispatch mode, whose first use imports torch._dynamo, 2.3 s). With `timed`, each one also
-    between two CUDA events on the current stream: its GPU time, for `library_split`."""
-
-    def __init__(self, timed: bool = False):
-        self.timed = timed
-        self.ops: set[str] = set()
-        self.spans: list[tuple[str, Any, Any]] = []
-
-    def __enter__(self) -> LibraryOps:
-        from torch.overrides import TorchFunctionMode
-
-        seen, spans, timed = self.ops, self.spans, self.timed
-
-        class Mode(TorchFunctionMode):
-            def __torch_function__(self, func, types, args=(), kwargs=None):
-                name = getattr(func, "__name__", None) or str(func)
-                if name in SHAPE_FUNCTIONS:
-                    return func(*args, **(kwargs or {}))
-                seen.add(name[:60])
-                if not timed:
-                    return func(*args, **(kwargs or {}))
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                out = func(*args, **(kwargs or {}))
-                end.record()
-                spans.append((name[:60], start, end))
-                return out
-
-        self._mode = Mode()
-        self._mode.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._mode.__exit__(*exc)
-
-
-def library_split(calls: list[Callable[[], Any]], runs: int = 5) -> dict[str, Any] | None:
-    """`kernel_split`'s answer without CUPTI (whose first start costs 3.7-5.3 s a process on the H200):
-    the GPU time of each torch compute function a call runs, between events around it on the current
-    stream, against the whole call's. What is not torch's counts as the candidate's own (launch gaps
-    too: the split errs towards the candidate). A candidate's process could lie here as in CUPTI's
-    records (docs/SECURITY.md): this weighs an honest decoy, it is no defence."""
-    total, library = 0.0, {}
-    for i in range(runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        with LibraryOps(timed=True) as seen:
-            start.record()
-            calls[i % len(calls)]()
-            end.record()
-        torch.cuda.synchronize()
-        total += start.elapsed_time(end) * 1000.0
-        for name, a, b in seen.spans:
-            library[name] = library.get(name, 0.0) + a.elapsed_time(b) * 1000.0
-    spent = sum(library.values())
-    if total <= 0:
-        return None
-    own = max(0.0, total - spent)
-    top = sorted(library.items(), key=lambda kv: -kv[1])[:5]
-    return {"own_us": own / runs, "library_us": spent / runs, "own_share": own / (own + spent),
-            "library_top": [[f"torch.{name}", us / runs] for name, us in top]}
-
-
-def kernel_split(calls: list[Callable[[], Any]], own_names: set[str], runs: int = 5) -> dict[str, Any] | None:
-    """GPU time of a few calls, from CUPTI's kernel records, split into the candidate's own kernels (the
-    Triton and CUDA C++ kernels it defines) and everything else (ATen, cuBLAS, cuDNN, torch.compile's)."""
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for i in range(runs):
-            calls[i % len(calls)]()
-        torch.cuda.synchronize()
-    own, other = 0.0, {}
-    for evt in prof.events():
-        if evt.device_type != DeviceType.CUDA:
-            continue
-        us = float(evt.time_range.elapsed_us())
-        if any(name and name in evt.name for name in own_names):
-            own += us
-        else:
-            other[evt.name] = other.get(evt.name, 0.0) + us
-    library = sum(other.values())
-    if own + library <= 0:
-        return None
-    top = sorted(other.items(), key=lambda kv: -kv[1])[:5]
-    return {"own_us": own / runs, "library_us": library / runs, "own_share": own / (own + library),
-            "library_top": [[name[:120], us / runs] for name, us in top]}

@@ -19,6 +19,7 @@ from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.baselines import reference_hash
 from trialtui.core.calibration_result import CalibrationResult
 from trialtui.core.gpus import ceilings_for
+from trialtui.core.job_spec import AnalyzeSpec, CalibrateSpec
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
 from trialtui.core.profile_result import ProfileResult
@@ -43,7 +44,7 @@ def analyze(problem: Problem, *, gpu: str | None = None, driver: str | None = No
     cached = cached_analysis(problem) if use_cache else None
     if cached is not None:
         return cached
-    spec = problem.job_spec(gpu=gpu, driver=driver, case=0)
+    spec = AnalyzeSpec(**problem.job_spec(), gpu=gpu, driver=driver)
     log = problem.state_dir / "logs" / "analyze.log"
     result = AnalysisResult.read(run_child(job_kinds.ANALYZE.module, spec, timeout_s=ANALYZE_TIMEOUT_S, log_path=log,
                                            env={"CUDA_VISIBLE_DEVICES": ""}, warm=warm))
@@ -84,7 +85,7 @@ def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str]
         if not profiler.job:  # nothing to run: its verdicts come from what the trial already has
             return ProfileResult(source=profiler.name, label=profiler.label, available=True, skipped=skipped,
                                  _keys=("source", "label", "available", "skipped"))
-        spec = problem.job_spec(candidate=str(Path(path).resolve()), case=0, **profiler.spec(str(report)))
+        spec = profiler.spec(problem, str(Path(path).resolve()), str(report))
         log = problem.state_dir / "logs" / f"profile-{name}-{profiler.name}.log"
         started = time.monotonic()
         body = ProfileResult.read(run_child(profiler.job, spec, timeout_s=profiler.timeout_s, log_path=log,
@@ -104,7 +105,7 @@ def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str]
 def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> CalibrationResult:
     """Measure this GPU's copy bandwidth and matmul rates once; cached per GPU name and driver."""
     log = log_path or Path.home() / ".cache" / "trialtui" / "calibrate.log"
-    return CalibrationResult.read(run_child(job_kinds.CALIBRATE.module, {"version": 1}, timeout_s=timeout_s,
+    return CalibrationResult.read(run_child(job_kinds.CALIBRATE.module, CalibrateSpec(), timeout_s=timeout_s,
                                             log_path=log, env=child_env("cuda")))
 
 

@@ -20,6 +20,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.job_spec import TraceSpec
 from trialtui.core.result import RESULT_VERSION
 from trialtui.runner.candidate_errors import candidate_line, describe_capped
 from trialtui.runner.job_progress import Progress
@@ -269,11 +270,11 @@ def publish(path: str | None, launches: list[dict[str, Any]], skipped: list[str]
     os.replace(tmp, path)
 
 
-def preview(spec: dict[str, Any], reference, case: dict[str, Any], expected: Any, output: Any, inputs: Any) -> dict[str, Any]:
+def preview(spec: TraceSpec, reference, case: dict[str, Any], expected: Any, output: Any, inputs: Any) -> dict[str, Any]:
     from trialtui.runner.compare import compare
     from trialtui.runner.tensors import clone
 
-    result = compare(expected, output, spec["atol"], spec["rtol"])
+    result = compare(expected, output, spec.atol, spec.rtol)
     own = reference.check(clone(inputs), output) if result.passed else None
     if own is not None and not own[0]:
         result.fail(f"check_implementation: {own[1]}")
@@ -292,10 +293,10 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
+def run(spec: TraceSpec) -> dict[str, Any]:
     """The trace result: launches, preview, or the stage that failed and why."""
     os.environ["TRITON_INTERPRET"] = "1"  # read when @triton.jit decorates, i.e. at candidate import
-    progress = Progress(spec.get("progress"))
+    progress = Progress(spec.progress)
     import torch
 
     from trialtui.runner.loader import Candidate, Reference, build_pair
@@ -304,16 +305,17 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     recorder = LaunchRecorder()
     recorder.install()
     result: dict[str, Any] = {"version": RESULT_VERSION, "state": "error", "launches": [], "preview": None, "message": ""}
-    case = spec["test_cases"][0] if spec.get("test_cases") else {}
+    case = spec.test_cases[0] if spec.test_cases else {}
+    wire = spec.to_wire()  # what the loader reads
     stage = "reference"
     published = False
     try:
         progress(job="trace", phase="reference")
-        reference = Reference(spec, "cpu")
+        reference = Reference(wire, "cpu")
         recorder.bf16_as_fp32 = bool(getattr(reference, "emulated", False))
         stage = "import"
         progress(job="trace", phase="import")
-        candidate = Candidate(spec, spec["candidate"], reference)
+        candidate = Candidate(wire, spec.candidate, reference)
         recorder.module = candidate.module
         stage = "build"
         ref_fn, cand_fn = build_pair(reference, candidate, case, 0)
@@ -324,7 +326,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         with torch.no_grad(), poisoned_allocations():
             output = cand_fn(clone(inputs))
         result["launches"] = list(recorder.launches.values())
-        publish(spec.get("launches"), result["launches"], recorder.skipped)
+        publish(spec.launches, result["launches"], recorder.skipped)
         published = True
         stage = "compare"
         progress(job="trace", phase="compare")
@@ -340,18 +342,18 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         result["stage"] = stage
         result["message"] = describe_capped(exc)
         result["exception"] = type(exc).__name__
-        result["line"] = candidate_line(exc, spec["candidate"])
+        result["line"] = candidate_line(exc, spec.candidate)
         result["in_kernel"] = recorder.failed_kernel(exc)
         result["cpu_only"] = any(sign in str(exc) for sign in CPU_ONLY_SIGNS)
         result["traceback"] = traceback.format_exc()[-4000:]
         print(result["traceback"], file=sys.stderr)
     finally:
         if not published:
-            publish(spec.get("launches"), list(recorder.launches.values()), recorder.skipped)
+            publish(spec.launches, list(recorder.launches.values()), recorder.skipped)
     result["skipped"] = recorder.skipped
     result["case"] = case
     return result
 
 
 if __name__ == "__main__":
-    serve(run, sys.argv)
+    serve(run, sys.argv, spec_type=TraceSpec)

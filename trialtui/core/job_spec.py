@@ -130,7 +130,7 @@ def _default(f: dataclasses.Field) -> Any:
 
 @dataclass(frozen=True, kw_only=True)
 class TraceSpec(ProblemSpec):
-    """What the Triton trace (runner/trace_job.py) is told: run the candidate once under the interpreter."""
+    """What the Triton trace (runner/triton_trace.py) is told: run the candidate once under the interpreter."""
 
     candidate: str  # the candidate's file
     launches: str | None = None  # where the launches are published as soon as the candidate returns (the compile job's file)

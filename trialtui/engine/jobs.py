@@ -380,18 +380,10 @@ def _waiting(on_progress: Callable[[dict[str, Any]], None] | None) -> gpu_lock.W
     return lambda text: print(f"trialtui: {text}", file=sys.stderr, flush=True)
 
 
-def _run_held(
-    module: str,
-    spec: dict[str, Any],
-    *,
-    timeout_s: float,
-    log_path: Path,
-    env: dict[str, str] | None,
-    handle: ChildHandle,
-    on_progress: Callable[[dict[str, Any]], None] | None,
-    warm: WarmChildren | None,
-    limits: Limits | None,
-) -> dict[str, Any]:
+def _run_held(module: str, spec: dict[str, Any], *, timeout_s: float, log_path: Path, env: dict[str, str] | None,
+              handle: ChildHandle, on_progress: Callable[[dict[str, Any]], None] | None, warm: WarmChildren | None,
+              limits: Limits | None) -> dict[str, Any]:
+    """run_child's job, its spec the wire (JSON) by now, once the job's GPU, if it sees one, is held."""
     seal()  # a job's processes cannot open this process's pipes or memory through /proc
     if missing_runner():  # a laptop install: say so, rather than a job that dies importing torch
         return failure("error", missing_runner(), needs_runner=True)

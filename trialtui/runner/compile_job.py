@@ -2,7 +2,7 @@
 (`Triton.compile_job`; CUDA C++ candidates have trialtui.runner.cuda_compile_job).
 
 `python -m trialtui.runner.compile_job SPEC.json RESULT.json`, without TRITON_INTERPRET. It imports
-torch once, forks the trace (trace_job, under the interpreter, whose patching would break
+torch once, forks the trace (triton_trace, under the interpreter, whose patching would break
 compilation in this process), imports the candidate while the trace runs, then builds every
 launch the trace published with `triton.compile(ASTSource(...), target=GPUTarget("cuda", cc, 32))`
 and reads from the cubin and PTX what a kernel engineer checks first: registers, spills, shared
@@ -34,7 +34,7 @@ from trialtui.core.prctl import drop_ptrace_now
 from trialtui.core.result import RESULT_VERSION
 from trialtui.runner.job_progress import Progress
 from trialtui.runner.ptx import ptx_facts
-from trialtui.runner.trace_job import def_line
+from trialtui.runner.triton_trace import def_line
 from trialtui.runner.child import serve
 
 CANDIDATE_MODULE = "trialtui_candidate"
@@ -296,9 +296,9 @@ class Trace:
         code = 0
         gc.freeze()  # the compile job's objects are never walked here: a collection would copy every page it touches
         try:
-            from trialtui.runner import trace_job
+            from trialtui.runner import triton_trace
 
-            result = trace_job.run(spec)
+            result = triton_trace.run(spec)
             tmp = self.result_path.with_suffix(".tmp")
             tmp.write_text(json.dumps(result, default=str))
             os.replace(tmp, self.result_path)

@@ -218,7 +218,7 @@ def _problem_spec(tmp_path):
 def test_every_job_spec_is_the_dict_the_engine_built_before_it_and_reads_back_as_written(tmp_path):
     """Each kind's wire, key for key and in order, as the engine's dicts were (`Problem.job_spec(...)` plus
     the kind's keys) before the types; then read back through JSON into the very spec."""
-    from trialtui.core.job_spec import ActivitySpec, AnalyzeSpec, CalibrateSpec, CompileSpec, NcuSpec, TraceSpec
+    from trialtui.core.job_spec import AnalyzeSpec, CalibrateSpec, CompileSpec
     from trialtui.core.profilers import get_profiler
 
     problem, keys, candidate = _problem_spec(tmp_path)
@@ -278,3 +278,24 @@ def test_every_job_module_reads_its_spec_through_its_type():
         source = path.read_text()
         assert not re.search(r"\bspec\.get\(|\bspec\[", source), f"{path.name} reads its spec as a dict"
         assert "__main__" not in source or "spec_type=" in source or "from_wire(" in source, path.name
+
+
+def test_profile_candidate_answers_a_typed_report_whose_json_is_the_dicts(tmp_path):
+    """`trialtui profile`'s answer crosses from the engine to the CLI as a ProfileReport; `--json` prints what
+    the dict before it printed, key for key and in order."""
+    from trialtui.core.profile_report import ProfileReport
+    from trialtui.render import render_verdicts
+
+    assert typing.get_type_hints(profile.profile_candidate)["return"] is ProfileReport
+    assert ProfileReport(state="incorrect", message="0.4% differ", env=None).to_json() == {
+        "state": "incorrect", "message": "0.4% differ", "env": None}
+    body = ProfileResult.from_json({"source": "ncu", "label": "Nsight Compute counters", "available": True,
+                                    "report": "/p/.trialtui/profiles/t1.ncu-rep"})
+    report = ProfileReport(state="correct", env={"device": "cuda", "gpu": "NVIDIA H200"}, label="Nsight Compute counters",
+                           profile=body, sol=0.5, median_us=12.0, gpu="NVIDIA H200", phases_s={"bench": 1.0})
+    assert list(report.to_json()) == ["state", "analytic", "label", "profile", "verdicts", "sol", "roofline", "median_us",
+                                      "env", "gpu", "reused_from", "phases_s"]
+    assert report.to_json()["profile"] == body.to_json()
+    text = render_verdicts(report)
+    assert text.startswith("NVIDIA H200: median 12.00 µs, 50% of speed-of-light; verdicts from Nsight Compute counters")
+    assert "report: /p/.trialtui/profiles/t1.ncu-rep" in text

@@ -22,6 +22,7 @@ from trialtui.core.gpus import ceilings_for
 from trialtui.core.job_spec import AnalyzeSpec, CalibrateSpec
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
+from trialtui.core.profile_report import ProfileReport
 from trialtui.core.profile_result import ProfileResult
 from trialtui.core.profilers import ANALYTIC, candidates, get_profiler, source_of, verdicts_for_profile
 from trialtui.core.state_dir import make_dirs
@@ -126,13 +127,11 @@ def trial_verdicts(problem: Problem, trial: Trial, analysis: AnalysisResult | No
     return [v.to_dict() for v in verdicts], context.sol(), roof
 
 
-def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200") -> dict[str, Any]:
+def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200") -> ProfileReport:
     """`trialtui profile`: check the candidate, then counters on a GPU, or analytic verdicts without one.
 
     Without a GPU the verdicts come from `gpu`'s roofline (datasheet or calibrated ceilings) and the
     candidate's compile for the problem's arch; nothing is timed, so there is no speed-of-light.
-    Returns `state` (the check's; only `correct` carries verdicts), `analytic`, `label`, `profile`,
-    `verdicts`, `sol`, `median_us`, `env` and `gpu`.
     """
     device = detect_device()
     started = time.monotonic()
@@ -151,7 +150,7 @@ def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200")
     else:
         result = reused.result
     if result.state != "correct":
-        return {"state": result.state, "message": result.message, "env": result.env}
+        return ProfileReport(state=result.state, message=result.message, env=result.env)
     trial = Trial(id=path.stem, file=path.name, sha256="", created=0.0, state="correct", result=result)
     env = result.env or {}
     if device == "cuda":
@@ -172,10 +171,9 @@ def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200")
         target = gpu
     verdicts, sol, roof = trial_verdicts(problem, trial, analysis, body, gpu=target)
     analytic = source_of(body) == ANALYTIC or not body.available
-    return {"state": "correct", "analytic": analytic, "label": label,
-            "profile": body.without("log_tail").to_json(), "verdicts": verdicts, "sol": sol,
-            "roofline": roof, "median_us": trial.median_us, "env": env, "gpu": target,
-            "reused_from": reused.id if reused else None, "phases_s": phases}
+    return ProfileReport(state="correct", analytic=analytic, label=label, profile=body.without("log_tail"),
+                         verdicts=verdicts, sol=sol, roofline=roof, median_us=trial.median_us, env=env, gpu=target,
+                         reused_from=reused.id if reused else None, phases_s=phases)
 
 
 def established(problem: Problem, path: Path) -> Trial | None:

@@ -9,6 +9,7 @@ from conftest import KB_REFERENCE, write_problem
 from test_bench_job import GM_REFERENCE, GM_TASK
 
 from trialtui.core.problem_dir import load_problem
+from trialtui.core.job_spec import AnalyzeSpec
 from trialtui.engine.jobs import run_child
 from trialtui.runner.analyze_job import run
 
@@ -44,7 +45,7 @@ MASKED = KB_REFERENCE.replace("return torch.relu(x + self.bias)", "y = x + self.
 
 
 def analyze(root, **extra):
-    return run(load_problem(root).job_spec(**extra))
+    return run(AnalyzeSpec(**load_problem(root).job_spec(), **extra))
 
 
 def test_linear_softmax_at_bench_sizes_runs_on_meta(tmp_path):
@@ -114,7 +115,7 @@ def test_every_sample_problem_analyzes_at_bench_sizes_on_cpu(root):
 @pytest.mark.slow
 def test_analyze_job_runs_as_a_child_process(tmp_path):
     root = write_problem(tmp_path / "p", LINEAR_SOFTMAX, config=BIG)
-    r = run_child("trialtui.runner.analyze_job", load_problem(root).job_spec(gpu="NVIDIA H200"), timeout_s=120,
+    r = run_child("trialtui.runner.analyze_job", AnalyzeSpec(**load_problem(root).job_spec(), gpu="NVIDIA H200"), timeout_s=120,
                   log_path=tmp_path / "analyze.log")
     assert r["version"] == 1 and r["state"] == "ok" and r["flops"] == 2 * 16384 * 8192 * 8192
 

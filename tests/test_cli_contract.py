@@ -15,6 +15,7 @@ from conftest import as_result
 from trialtui.cli import cli
 from trialtui.cli.trials import trials
 from trialtui.core.store import Store
+from trialtui.core.profile_report import ProfileReport
 
 PROBLEMS = Path(__file__).parent / "problems"
 SIDE_STREAM = json.loads((Path(__file__).parent / "fixtures" / "gpu" / "bad_side_stream.json").read_text())
@@ -107,7 +108,7 @@ def test_calibrate_refuses_without_a_gpu_as_one_json_object(monkeypatch):
 
 def test_profile_of_an_incorrect_kernel_refuses_as_one_json_object(kb, monkeypatch):
     monkeypatch.setattr("trialtui.engine.profile.profile_candidate",
-                        lambda *a, **k: {"state": "incorrect", "message": "0.4% of values differ"})
+                        lambda *a, **k: ProfileReport(state="incorrect", message="0.4% of values differ", env=None))
     run = CliRunner().invoke(cli, ["profile", str(kb / "add.py"), "--json"])
     assert run.exit_code == 1 and "only a correct kernel is profiled" in one_json(run.output)["message"]
 

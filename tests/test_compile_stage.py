@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from trialtui.core.problem_dir import load_problem
+from trialtui.core.job_spec import TraceSpec
 from trialtui.engine.jobs import run_child
 from trialtui.engine.validate import validate_file
 
@@ -159,7 +160,7 @@ def test_trace_runs_as_a_child_job_of_its_own(tmp_path):
     root = copy_problem("kb_add", tmp_path)
     problem = load_problem(root)
     launches = tmp_path / "launches.json"
-    spec = problem.job_spec(candidate=str(root / "autotuned.py"), launches=str(launches))
+    spec = TraceSpec(**problem.job_spec(), candidate=str(root / "autotuned.py"), launches=str(launches))
     result = run_child("trialtui.runner.trace_job", spec, timeout_s=60, log_path=tmp_path / "trace.log")
     assert result["state"] == "ok", result["message"]
     [launch] = result["launches"]

@@ -15,16 +15,30 @@ import textwrap
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from trialtui.core.config import ConfigError, Limits, parse_config
+from trialtui.core.job_spec import JobSpec
 from trialtui.engine.jobs import ChildHandle, run_child
 from trialtui.runner.job_log import LOG_KEEP
 
 HERE = Path(__file__).resolve().parent
 JOB = "containment_job"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodeSpec(JobSpec):
+    """containment_job's spec: the lines to run, and the problem files the engine's guard covers while they run."""
+
+    code: str  # Python source, run with `spec` (the JSON received) and `out` (the result's keys) in scope
+    reference: str | None = None  # a file the guard snapshots and restores, as a problem's reference
+    candidate: str | None = None  # the same, as a candidate
+
+    sent_when_set: ClassVar[tuple[str, ...]] = (*JobSpec.sent_when_set, "reference", "candidate")
 SLEEPER = f"{sys.executable!r}, '-c', 'import time; time.sleep(300)'"
 
 
@@ -48,7 +62,7 @@ def job(tmp_path: Path, code: str, *, timeout_s: float = 10.0, limits: Limits | 
         spec: dict | None = None) -> tuple[dict, str]:
     marker = uuid.uuid4().hex
     result = run_child(
-        JOB, {"code": textwrap.dedent(code), **(spec or {})}, timeout_s=timeout_s, log_path=tmp_path / "job.log",
+        JOB, CodeSpec(code=textwrap.dedent(code), **(spec or {})), timeout_s=timeout_s, log_path=tmp_path / "job.log",
         env={"PYTHONPATH": str(HERE), "CONTAINMENT_MARK": marker}, limits=limits or Limits(), handle=handle,
     )
     return result, marker
@@ -149,9 +163,12 @@ def test_when_the_engine_dies_the_supervisor_sweeps_the_job(tmp_path):
     marker = uuid.uuid4().hex
     engine = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         from trialtui.core.config import Limits
+        import sys
+        sys.path.insert(0, {str(HERE)!r})
+        from test_containment import CodeSpec
         from trialtui.engine.jobs import run_child
         code = "import subprocess, time\\nsubprocess.Popen([{SLEEPER}], start_new_session=True)\\ntime.sleep(60)"
-        run_child({JOB!r}, {{"code": code}}, timeout_s=60, log_path={str(tmp_path / 'e.log')!r},
+        run_child({JOB!r}, CodeSpec(code=code), timeout_s=60, log_path={str(tmp_path / 'e.log')!r},
                   env={{"PYTHONPATH": {str(HERE)!r}, "CONTAINMENT_MARK": {marker!r}}}, limits=Limits())
     """)])
     deadline = time.monotonic() + 10

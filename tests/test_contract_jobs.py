@@ -7,6 +7,7 @@ reference's analysis is an `AnalysisResult` from the job, the cache and every ex
 from __future__ import annotations
 
 import ast
+import re
 import json
 import typing
 from pathlib import Path
@@ -204,3 +205,97 @@ def test_nothing_outside_the_runner_reads_a_trials_validation_by_key():
              if "runner" not in path.relative_to(PACKAGE).parts
              for node in ast.walk(ast.parse(path.read_text(), str(path))) if reads_by_key(node, "validation")]
     assert not found, f"a validation read as a dict: {found}"
+
+
+def _problem_spec(tmp_path):
+    from conftest import KB_GOOD, write_problem
+    from trialtui.core.problem_dir import load_problem
+
+    problem = load_problem(write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD}))
+    return problem, problem.job_spec(), str(problem.root / "kernel.py")
+
+
+def test_every_job_spec_is_the_dict_the_engine_built_before_it_and_reads_back_as_written(tmp_path):
+    """Each kind's wire, key for key and in order, as the engine's dicts were (`Problem.job_spec(...)` plus
+    the kind's keys) before the types; then read back through JSON into the very spec."""
+    from trialtui.core.job_spec import AnalyzeSpec, CalibrateSpec, CompileSpec
+    from trialtui.core.profilers import get_profiler
+
+    problem, keys, candidate = _problem_spec(tmp_path)
+    report = str(problem.state_dir / "profiles" / "t1")
+    before = [  # (the type as the engine builds it, the dict it built at 40b5fd8)
+        (CompileSpec(**keys, candidate=candidate, arch=["sm_90", "sm_80"]), {**keys, "candidate": candidate, "arch": ["sm_90", "sm_80"]}),
+        (AnalyzeSpec(**keys, gpu="NVIDIA H200", driver=None), {**keys, "gpu": "NVIDIA H200", "driver": None, "case": 0}),
+        (get_profiler("ncu").spec(problem, candidate, report),
+         {**keys, "candidate": candidate, "case": 0, "report": report, "ncu_timeout_s": 300.0}),
+        (get_profiler("activity").spec(problem, candidate, report), {**keys, "candidate": candidate, "case": 0, "calls": 20}),
+        (CalibrateSpec(), {"version": 1}),
+        (CompileSpec(**keys, candidate=candidate, arch=["sm_90"]).trace("/tmp/l.json"),
+         {**keys, "candidate": candidate, "launches": "/tmp/l.json"}),
+    ]
+    for spec, wire in before:
+        assert json.dumps(spec.to_wire()) == json.dumps(wire), type(spec).__name__
+        assert type(spec).from_wire(json.loads(json.dumps(spec.to_wire()))) == spec
+        received = {**spec.to_wire(), "progress": "/dev/fd/5", "spec_path": "/s/job-spec.json"}  # what the run adds
+        assert type(spec).from_wire(received).to_wire() == received
+
+
+@pytest.mark.parametrize("change, named", [({"arch": "sm_90"}, "arch"), ({"candidate": None}, "candidate"),
+                                           ({"launches": "x"}, "launches"), ({"atol": "1e-4"}, "atol")])
+def test_a_compile_spec_with_a_wrong_or_unknown_key_is_refused_by_name(tmp_path, change, named):
+    from trialtui.core.job_spec import CompileSpec
+
+    _, keys, candidate = _problem_spec(tmp_path)
+    with pytest.raises(ValueError, match=named):
+        CompileSpec.from_wire({**CompileSpec(**keys, candidate=candidate, arch=["sm_90"]).to_wire(), **change})
+
+
+def test_a_job_served_a_spec_it_cannot_read_answers_an_error_naming_the_key():
+    from trialtui.core.job_spec import CalibrateSpec
+    from trialtui.runner.child import typed
+
+    result = typed(lambda spec: {"state": "ok"}, CalibrateSpec, {"version": 1, "copy_bytes": 4})
+    assert result["state"] == "error" and "copy_bytes" in result["message"]
+
+
+def test_run_child_and_a_warm_prepare_refuse_a_plain_dict(tmp_path):
+    """A dict's keys and defaults would be the engine's own guess at what a job reads: only a spec type goes."""
+    from trialtui.core.job_spec import BenchSpec, JobSpec
+    from trialtui.engine.jobs import WarmChildren, run_child
+
+    assert typing.get_type_hints(run_child)["spec"] is JobSpec
+    assert typing.get_type_hints(WarmChildren.prepare)["problem"] is BenchSpec
+    with pytest.raises(TypeError, match="dict"):
+        run_child("trialtui.runner.calibrate_job", {"version": 1}, timeout_s=5, log_path=tmp_path / "log")
+    assert not (tmp_path / "log").exists()  # refused before anything ran
+
+
+def test_every_job_module_reads_its_spec_through_its_type():
+    """`spec.get("calls", 20)` wrote a default again where it was read: the spec types hold them all, and
+    every job of trialtui's is served its spec read into its type."""
+    jobs = sorted((PACKAGE / "runner").glob("*_job.py")) + [PACKAGE / "runner" / "profile_target.py"]
+    for path in jobs:
+        source = path.read_text()
+        assert not re.search(r"\bspec\.get\(|\bspec\[", source), f"{path.name} reads its spec as a dict"
+        assert "__main__" not in source or "spec_type=" in source or "from_wire(" in source, path.name
+
+
+def test_profile_candidate_answers_a_typed_report_whose_json_is_the_dicts(tmp_path):
+    """`trialtui profile`'s answer crosses from the engine to the CLI as a ProfileReport; `--json` prints what
+    the dict before it printed, key for key and in order."""
+    from trialtui.core.profile_report import ProfileReport
+    from trialtui.render import render_verdicts
+
+    assert typing.get_type_hints(profile.profile_candidate)["return"] is ProfileReport
+    assert ProfileReport(state="incorrect", message="0.4% differ", env=None).to_json() == {
+        "state": "incorrect", "message": "0.4% differ", "env": None}
+    body = ProfileResult.from_json({"source": "ncu", "label": "Nsight Compute counters", "available": True,
+                                    "report": "/p/.trialtui/profiles/t1.ncu-rep"})
+    report = ProfileReport(state="correct", env={"device": "cuda", "gpu": "NVIDIA H200"}, label="Nsight Compute counters",
+                           profile=body, sol=0.5, median_us=12.0, gpu="NVIDIA H200", phases_s={"bench": 1.0})
+    assert list(report.to_json()) == ["state", "analytic", "label", "profile", "verdicts", "sol", "roofline", "median_us",
+                                      "env", "gpu", "reused_from", "phases_s"]
+    assert report.to_json()["profile"] == body.to_json()
+    text = render_verdicts(report)
+    assert text.startswith("NVIDIA H200: median 12.00 µs, 50% of speed-of-light; verdicts from Nsight Compute counters")
+    assert "report: /p/.trialtui/profiles/t1.ncu-rep" in text

@@ -253,14 +253,14 @@ def test_profile_reuses_the_verdict_of_the_same_source_against_the_same_referenc
         store.update(trial.id, state=TrialState.CORRECT, result=as_result(result))
     calls: list = []
     out = _profiled(monkeypatch, root, calls)
-    assert calls == [] and out["state"] == "correct" and out["median_us"] == 120.0  # no second benchmark
+    assert calls == [] and out.state == "correct" and out.median_us == 120.0  # no second benchmark
 
     (root / "kernel.py").write_text(KB_GOOD + "\n# another version\n")
-    assert _profiled(monkeypatch, root, calls)["state"] == "incorrect" and len(calls) == 1  # new source: checked
+    assert _profiled(monkeypatch, root, calls).state == "incorrect" and len(calls) == 1  # new source: checked
 
     (root / "kernel.py").write_text(KB_GOOD)
     (root / "reference.py").write_text((root / "reference.py").read_text() + "\n# edited\n")
-    assert _profiled(monkeypatch, root, calls)["state"] == "incorrect" and len(calls) == 2  # new reference: checked
+    assert _profiled(monkeypatch, root, calls).state == "incorrect" and len(calls) == 2  # new reference: checked
 
 
 def test_a_compile_stage_that_raises_cancels_the_gpu_job_before_the_lane_takes_another(tmp_path):

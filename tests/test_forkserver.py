@@ -17,6 +17,7 @@ import pytest
 from procs import children, cmdline, wait_for
 from trialtui.core.config import Limits
 from trialtui.engine import forkservers
+from test_containment import CodeSpec
 from trialtui.engine.jobs import WarmChildren, run_child
 
 pytestmark = pytest.mark.slow
@@ -45,7 +46,7 @@ out["token"] = getattr(sys.modules.get("trialtui.runner.supervisor"), "TOKEN", "
 
 
 def facts(tmp_path: Path, warm: WarmChildren | None, env: dict[str, str] = ENV) -> dict:
-    result = run_child(JOB, {"code": textwrap.dedent(FACTS)}, timeout_s=60, log_path=tmp_path / "job.log",
+    result = run_child(JOB, CodeSpec(code=textwrap.dedent(FACTS)), timeout_s=60, log_path=tmp_path / "job.log",
                        env=env, limits=Limits(), warm=warm)
     assert result.get("state") == "ok", result
     return result

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from trialtui.core.job_kinds import CALIBRATE
+from trialtui.core.job_spec import CalibrateSpec
 from trialtui.engine import events as ev
 from trialtui.engine import gpu_lock, jobs
 from trialtui.engine.gpu_lock import GpuLock, process_name
@@ -170,7 +172,7 @@ def test_trialtui_bench_says_on_stderr_what_it_waits_for_and_a_cancel_ends_the_w
     monkeypatch.setattr(gpu_lock, "first_visible", lambda env: "0")  # as on a GPU machine
     handle = jobs.ChildHandle()
     threading.Timer(1.5, handle.cancel).start()
-    result = jobs.run_child("trialtui.runner.bench_job", {}, timeout_s=5, log_path=tmp_path / "log", handle=handle)
+    result = jobs.run_child(CALIBRATE.module, CalibrateSpec(), timeout_s=5, log_path=tmp_path / "log", handle=handle)
     assert result["state"] == "cancelled"
     assert f"trialtui: waiting for gpu0: held by trialtui watch, pid {holder.pid}" in capsys.readouterr().err
 

@@ -177,6 +177,14 @@ def test_the_runner_is_at_most_four_floors_deep():
     assert max(floors(graph).values()) <= MAX_FLOORS, describe_floors(graph)
 
 
+def test_no_job_module_imports_or_starts_another():
+    """A `*_job.py` is run, never imported: what two jobs share lives in a helper module of the runner."""
+    graph = runner_graph()
+    jobs = {name for name in graph if name.endswith("_job")}
+    assert [f"{name} -> {other} (line {line})" for name in sorted(jobs)
+            for other, line in graph[name].items() if other in jobs] == []
+
+
 def long_modules(package: Path) -> dict[str, int]:
     found = {}
     for path in sorted(package.rglob("*.py")):

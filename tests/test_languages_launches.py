@@ -98,7 +98,7 @@ def test_sources_of_calls_the_import_does_not_reach_are_read_from_the_syntax_tre
     monkeypatch.delitem(sys.modules, "trialtui_candidate", raising=False)
     recorder = Recorder(candidate, tmp_path)
     recorder.install()
-    assert import_candidate({"root": str(tmp_path)}, recorder)["state"] == "ok"
+    assert import_candidate(recorder)["state"] == "ok"
     sources, unreadable = gather(recorder)
     assert [(s.origin, s.line, s.call, s.file) for s in sources] == [
         ("cuda_sources of load_inline at line 4", 4, 4, None),  # recorded at import

@@ -44,7 +44,7 @@ def test_the_problem_key_follows_the_reference_bytes_and_ignores_the_candidate(t
 def _bench_warm(problem, path, warm, prepare: bool):
     env = child_env("cpu")
     if prepare:
-        done = warm.prepare(BENCH_MODULE, env, problem_spec(problem, "cpu").to_wire(), 120)
+        done = warm.prepare(BENCH_MODULE, env, problem_spec(problem, "cpu"), 120)
         assert done is not None and done["phase"] == "prepared"
         assert done["cases"] == len(problem.test_cases) * problem.config.seeds
     return bench_file(problem, path, device="cpu", warm=warm).to_json()
@@ -75,7 +75,7 @@ def test_a_reference_edited_after_preparing_is_not_judged_by_the_prepared_output
     warm = WarmChildren()
     try:
         warm.prime(BENCH_MODULE, child_env("cpu"))
-        assert warm.prepare(BENCH_MODULE, child_env("cpu"), problem_spec(problem, "cpu").to_wire(), 120) is not None
+        assert warm.prepare(BENCH_MODULE, child_env("cpu"), problem_spec(problem, "cpu"), 120) is not None
         # the reference now subtracts the bias: the prepared outputs are stale and must not be used
         (root / "reference.py").write_text((root / "reference.py").read_text().replace("x + self.bias", "x - self.bias"))
         result = bench_file(load_problem(root), root / "kernel.py", device="cpu", warm=warm).to_json()

@@ -68,10 +68,12 @@ def test_ncu_switched_off_or_missing_leaves_the_counter_free_profiler_first(monk
 
 class FakeProblem:
     def __init__(self, root: Path):
-        self.state_dir = root / ".trialtui"
+        self.root, self.state_dir = root, root / ".trialtui"
 
-    def job_spec(self, **extra):
-        return {"version": 1, **extra}
+    def job_spec(self):
+        return {"root": str(self.root), "reference": str(self.root / "reference.py"), "form": "kernelbench",
+                "entry_point": "ModelNew", "dtype": "float32", "atol": 1e-4, "rtol": 1e-4, "allow_tf32": False,
+                "explicit_tolerance": False, "test_cases": [{}], "bench_cases": [{}], "support_files": []}
 
 
 def test_blocked_ncu_falls_back_to_kernel_records_and_is_not_tried_again(tmp_path, monkeypatch):
@@ -83,7 +85,7 @@ def test_blocked_ncu_falls_back_to_kernel_records_and_is_not_tried_again(tmp_pat
         ran.append(module)
         if module == "trialtui.runner.profile_job":
             return {"version": 1, "state": "ok", "available": False, "reason": ERR, "blocked": True}
-        assert spec["calls"] > 0 and spec["candidate"].endswith("k.py")
+        assert spec.calls > 0 and spec.candidate.endswith("k.py")
         return {"version": 1, "state": "ok", **records(("k", 1, 600.0))}
 
     monkeypatch.setattr(engine_profile, "run_child", fake_run_child)

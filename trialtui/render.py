@@ -5,13 +5,13 @@ Every speed figure names its GPU, dtype, shapes and baseline kind, so a pasted l
 
 from __future__ import annotations
 
-from typing import Any
 
 from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.calibration_result import CalibrationResult
 from trialtui.core.gpus import datasheet
 from trialtui.core.model import NEEDS_RUNNER
+from trialtui.core.profile_report import ProfileReport
 from trialtui.core.result import CPU_TIMING_LABEL
 from trialtui.core.text import fmt_us, label, sizes_label, wrong_output
 from trialtui.core.validation_report import ValidationReport
@@ -124,22 +124,22 @@ def render_analysis(result: AnalysisResult, problem=None) -> str:
     return "\n".join(lines)
 
 
-def render_verdicts(out: dict[str, Any]) -> str:
-    env = out.get("env") or {}
-    profile = out.get("profile") or {}
-    source = out.get("label") or profile.get("label") or "the roofline and compile facts"
-    if out.get("median_us") is None:  # a CPU run: no speed, and the label says whose roofline
-        lines = [f"ANALYTIC VERDICTS for {out.get('gpu')} — {source}"]
-        roof = out.get("roofline")
+def render_verdicts(out: ProfileReport) -> str:
+    env = out.env or {}
+    profile = out.profile
+    source = out.label or (profile.label if profile is not None else None) or "the roofline and compile facts"
+    if out.median_us is None:  # a CPU run: no speed, and the label says whose roofline
+        lines = [f"ANALYTIC VERDICTS for {out.gpu} — {source}"]
+        roof = out.roofline
         if roof:
             lines.append(f"  roofline: {roof['bound']}-bound at bench sizes; a kernel at the roof would take "
                          f"{fmt_us(roof['floor_us'])} on {roof['gpu']} ({roof['source']})")
     else:
-        sol = f", {out['sol']:.0%} of speed-of-light" if out.get("sol") else ""
-        lines = [f"{env.get('gpu')}: median {fmt_us(out.get('median_us'))}{sol}; verdicts from {source}"]
-    if profile.get("report"):
-        lines.append(f"  report: {profile['report']}")
-    for v in out.get("verdicts", []):
+        sol = f", {out.sol:.0%} of speed-of-light" if out.sol else ""
+        lines = [f"{env.get('gpu')}: median {fmt_us(out.median_us)}{sol}; verdicts from {source}"]
+    if profile is not None and profile.report:
+        lines.append(f"  report: {profile.report}")
+    for v in out.verdicts:
         lines.append(f"  [{v['severity']}] {v['title']} — {v['evidence']}")
         lines.append(f"      → {v['hint']}")
     return "\n".join(lines)

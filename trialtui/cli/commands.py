@@ -307,9 +307,9 @@ def profile(file: Path, as_json: bool, gpu: str) -> None:
 
     problem = problem_for(file.resolve())
     out = profile_candidate(problem, file.resolve(), gpu=gpu)
-    if out["state"] != "correct":
-        fail(f"{file.name} is {out['state']}: {out.get('message')} — only a correct kernel is profiled", 1)
-    click.echo(json.dumps(out, indent=2, default=str) if as_json else render_verdicts(out))
+    if not out.correct:
+        fail(f"{file.name} is {out.state}: {out.message} — only a correct kernel is profiled", 1)
+    click.echo(json.dumps(out.to_json(), indent=2, default=str) if as_json else render_verdicts(out))
 
 
 @cli.command()

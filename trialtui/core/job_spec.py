@@ -1,12 +1,16 @@
-"""A bench job's spec as a type: the engine builds it, the child reads it back from JSON, and every
-default of an optional key is written here once (issue #35), never again as `spec.get(key, default)`."""
+"""Every job's spec as a type: the engine builds it, the child reads it back from JSON, and every
+default of an optional key is written here once (issue #35), never again as `spec.get(key, default)`.
+
+`to_wire()` is the JSON the child receives, key for key as the dicts before these types were; `from_wire()`
+refuses an unknown key, a missing one or a value of the wrong type by name."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from trialtui.core.json_types import fits
 
@@ -14,11 +18,59 @@ from trialtui.core.json_types import fits
 # everything but these (runner/prepared.py), and a job whose other keys match uses what it prepared.
 CANDIDATE_KEYS = frozenset({"candidate", "candidate_as", "given_baselines", "timeout_s", "correctness_only",
                             "progress", "spec_path", "reference_source", "support_sources"})
+NCU_TIMEOUT_S = 300.0  # ncu's own limit inside the profile job (the job's is this plus its set-up)
 
 
-@dataclass(frozen=True)
-class BenchSpec:
-    """What a bench job (runner/bench_job.py) is told: the problem, the run's settings, the candidate."""
+@dataclass(frozen=True, kw_only=True)
+class JobSpec:
+    """What every job is told beside its own keys: the channels its run adds on the way to it."""
+
+    progress: str | None = None  # where the job writes progress lines (the supervisor adds it)
+    spec_path: str | None = None  # the spec's copy on disk (runner/child.py adds it)
+
+    what: ClassVar[str] = "job spec"  # how a refusal names the spec
+    sent_when_set: ClassVar[tuple[str, ...]] = ("progress", "spec_path")  # on the wire only when not None or False
+
+    def unsent(self) -> set[str]:
+        """The fields the wire leaves out: before these types, the dicts had no key for them."""
+        return {name for name in self.sent_when_set if getattr(self, name) is None or getattr(self, name) is False}
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON the child receives."""
+        unsent = self.unsent()
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in unsent}
+
+    @classmethod
+    def from_wire(cls, data: Any) -> typing.Self:
+        """The spec a child received; an unknown key or a value of the wrong type is a ValueError naming it."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a {cls.what} is a JSON object, not {type(data).__name__}")
+        types, required = _wire_types(cls)
+        unknown = sorted(set(data) - set(types))
+        if unknown:
+            raise ValueError(f"unknown key(s) in the {cls.what}: {', '.join(unknown)}")
+        missing = sorted(name for name in required if name not in data)
+        if missing:
+            raise ValueError(f"the {cls.what} lacks {', '.join(missing)}")
+        for name, value in data.items():
+            if not fits(value, types[name]):
+                raise ValueError(f"{cls.what} key {name!r}: {repr(value)[:80]} is not {types[name]}")
+        return cls(**data)
+
+
+@functools.cache
+def _wire_types(cls: type[JobSpec]) -> tuple[dict[str, Any], frozenset[str]]:
+    """Each field's declared type, and the fields without a default (the keys every wire has)."""
+    hints = typing.get_type_hints(cls)
+    fields = dataclasses.fields(cls)
+    return ({f.name: hints[f.name] for f in fields},
+            frozenset(f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProblemSpec(JobSpec):
+    """What a job that loads the problem is told of it (`Problem.job_spec`), and the known-good texts
+    the engine adds (engine/guard.py)."""
 
     root: str  # the problem directory
     reference: str  # the reference file
@@ -32,6 +84,16 @@ class BenchSpec:
     test_cases: list[dict[str, Any]]  # sizes checked on every device (small, odd shapes)
     bench_cases: list[dict[str, Any]]  # sizes checked and timed on a GPU; the first is the timed one
     support_files: list[str]  # the reference's own modules (GPU MODE's files:, siblings it imports)
+    reference_source: str | None = None  # the engine's known-good text of the reference (engine/guard.py)
+    support_sources: dict[str, str] | None = None  # the same for the support files, by path
+
+    sent_when_set: ClassVar[tuple[str, ...]] = (*JobSpec.sent_when_set, "reference_source", "support_sources")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchSpec(ProblemSpec):
+    """What a bench job (runner/bench_job.py) is told: the problem, the run's settings, the candidate."""
+
     device: str  # "cuda" or "cpu"
     seeds: int = 5  # every case is checked under seeds 0 .. seeds-1
     baselines: list[str] = field(default_factory=lambda: ["eager"])  # what the candidate is timed against
@@ -43,41 +105,18 @@ class BenchSpec:
     heldout: list[dict[str, Any]] | None = None  # held-out cases (core/heldout.py), checked each on its own
     heldout_budget_s: float = 30.0  # the held-out check's time budget
     correctness_only: bool = False  # check, time nothing (a held-out check, a replay)
-    reference_source: str | None = None  # the engine's known-good text of the reference (engine/guard.py)
-    support_sources: dict[str, str] | None = None  # the same for the support files, by path
-    progress: str | None = None  # where the job writes progress lines (the supervisor adds it)
-    spec_path: str | None = None  # the spec's copy on disk (runner/child.py adds it)
 
-    def to_wire(self) -> dict[str, Any]:
-        """The JSON the child receives, key for key as the dicts before this type were: the candidate's
-        three keys only with a candidate, the optional ones only when set."""
-        wire = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name in _WITH_CANDIDATE and self.candidate is None:
-                continue
-            if f.name == "heldout_budget_s" and self.heldout is None:
-                continue
-            if f.name in _WHEN_SET and (value is None or value is False):
-                continue
-            wire[f.name] = value
-        return wire
+    what: ClassVar[str] = "bench spec"
+    sent_when_set: ClassVar[tuple[str, ...]] = (*ProblemSpec.sent_when_set, "heldout", "correctness_only")
 
-    @classmethod
-    def from_wire(cls, data: dict[str, Any]) -> BenchSpec:
-        """The spec a child received; an unknown key or a value of the wrong type is a ValueError naming it."""
-        if not isinstance(data, dict):
-            raise ValueError(f"a bench spec is a JSON object, not {type(data).__name__}")
-        unknown = sorted(set(data) - set(_TYPES))
-        if unknown:
-            raise ValueError(f"unknown key(s) in the bench spec: {', '.join(unknown)}")
-        missing = sorted(name for name in _REQUIRED if name not in data)
-        if missing:
-            raise ValueError(f"the bench spec lacks {', '.join(missing)}")
-        for name, value in data.items():
-            if not fits(value, _TYPES[name]):
-                raise ValueError(f"bench spec key {name!r}: {repr(value)[:80]} is not {_TYPES[name]}")
-        return cls(**data)
+    def unsent(self) -> set[str]:
+        """As every spec's, and the candidate's three keys only with a candidate, the budget only with held-out cases."""
+        unsent = super().unsent()
+        if self.candidate is None:
+            unsent |= {"candidate", "given_baselines", "candidate_as"}
+        if self.heldout is None:
+            unsent.add("heldout_budget_s")
+        return unsent
 
     def problem_part(self) -> BenchSpec:
         """Without the candidate's keys: what a warm checker prepares, and what a job must match to use it."""
@@ -85,12 +124,79 @@ class BenchSpec:
         return dataclasses.replace(self, **{f.name: _default(f) for f in fields if f.name in CANDIDATE_KEYS})
 
 
-_WITH_CANDIDATE = ("candidate", "given_baselines", "candidate_as")
-_WHEN_SET = ("heldout", "correctness_only", "reference_source", "support_sources", "progress", "spec_path")
-_TYPES = typing.get_type_hints(BenchSpec)
-_REQUIRED = [f.name for f in dataclasses.fields(BenchSpec)
-             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-
-
 def _default(f: dataclasses.Field) -> Any:
     return f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+
+
+@dataclass(frozen=True, kw_only=True)
+class TraceSpec(ProblemSpec):
+    """What the Triton trace (runner/triton_trace.py) is told: run the candidate once under the interpreter."""
+
+    candidate: str  # the candidate's file
+    launches: str | None = None  # where the launches are published as soon as the candidate returns (the compile job's file)
+
+    what: ClassVar[str] = "trace spec"
+    sent_when_set: ClassVar[tuple[str, ...]] = (*ProblemSpec.sent_when_set, "launches")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompileSpec(ProblemSpec):
+    """What a language's compile job (Triton's runner/compile_job.py, CUDA C++'s cuda_compile_job.py, a
+    plug-in's) is told: the candidate and the archs to build it for."""
+
+    candidate: str  # the candidate's file
+    arch: list[str]  # the target archs (the config's, or the candidate's own), e.g. ["sm_90"]
+
+    what: ClassVar[str] = "compile spec"
+
+    def trace(self, launches: str) -> TraceSpec:
+        """The trace the Triton compile job forks, publishing its launches to `launches`."""
+        shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(TraceSpec) if hasattr(self, f.name)}
+        return TraceSpec(**shared, launches=launches)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileSpec(ProblemSpec):
+    """What a profiler's job is told: the candidate and the bench case it runs (runner/profile_target.py)."""
+
+    candidate: str  # the candidate's file
+    case: int = 0  # the bench case's index
+
+
+@dataclass(frozen=True, kw_only=True)
+class NcuSpec(ProfileSpec):
+    """Nsight Compute's profile job (runner/profile_job.py)."""
+
+    report: str  # the path stem of the .ncu-rep kept for the Nsight Compute GUI
+    ncu_timeout_s: float = NCU_TIMEOUT_S  # ncu's own limit
+
+    what: ClassVar[str] = "ncu profile spec"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActivitySpec(ProfileSpec):
+    """The CUPTI kernel records job (runner/activity_job.py)."""
+
+    calls: int = 20  # the candidate's calls recorded (and timed back to back, unprofiled)
+
+    what: ClassVar[str] = "activity spec"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnalyzeSpec(ProblemSpec):
+    """The analyze job (runner/analyze_job.py): the reference's FLOPs and bytes, and a roofline at a GPU's ceilings."""
+
+    gpu: str | None = None  # the GPU whose ceilings the roofline uses; None: no roofline
+    driver: str | None = None  # its driver, for calibrated ceilings
+    case: int = 0  # the bench case's index
+
+    what: ClassVar[str] = "analyze spec"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibrateSpec(JobSpec):
+    """The calibrate job (runner/calibrate_job.py): this GPU's ceilings, measured; it loads no problem."""
+
+    version: int = 1  # the spec's format, as the engine has always sent it
+
+    what: ClassVar[str] = "calibrate spec"

@@ -82,7 +82,7 @@ def bench_file(
     if log_path is None:
         log_path = problem.state_dir / "logs" / f"bench-{Path(path).stem}-{int(time.time() * 1000)}.log"
     result = _read(run_child(
-        BENCH_MODULE, spec.to_wire(), timeout_s=spec.timeout_s, log_path=log_path,
+        BENCH_MODULE, spec, timeout_s=spec.timeout_s, log_path=log_path,
         env={**child_env(device), **(env or {})}, handle=handle, on_progress=on_progress, warm=warm,
     ))
     env = {"device": device, **(result.env or {})}  # a killed child's result too: budget counts GPU runs

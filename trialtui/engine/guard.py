@@ -164,7 +164,10 @@ def with_sibling_modules(spec: dict[str, Any]) -> dict[str, Any]:
 
 def with_reference_source(spec: dict[str, Any], snapshot: Snapshot) -> dict[str, Any]:
     """The known-good text of the reference and its support files in the spec: the job loads them from
-    there, not from files a job running beside it (or this job's candidate) may have changed."""
+    there, not from files a job running beside it (or this job's candidate) may have changed. A job that
+    loads no problem (calibrate) gets none."""
+    if not spec.get("reference"):
+        return spec
     texts = {}
     for path in [spec.get("reference"), *spec.get("support_files", [])]:
         data = snapshot.saved.get(Path(path)) if path else None

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator
 from trialtui.core import job_kinds
 from trialtui.core.prctl import seal, start_ticks
 from trialtui.core.config import ConfigError, Limits, load_config
+from trialtui.core.job_spec import BenchSpec, JobSpec
 from trialtui.core.result import RESULT_VERSION, ResultError, check_result
 from trialtui.engine import gpu_lock, guard
 from trialtui.engine import forkservers
@@ -277,7 +278,7 @@ class WarmChildren:
             while len(waiting) < self._depth.get(key, 1):
                 waiting.append(self.started(module, env))
 
-    def prepare(self, module: str, env: dict[str, str], problem: dict[str, Any], timeout_s: float,
+    def prepare(self, module: str, env: dict[str, str], problem: BenchSpec, timeout_s: float,
                 give_up: Callable[[], bool] | None = None) -> dict[str, Any] | None:
         """Hand the first waiting job the problem part of the next one and wait until it is made ready.
 
@@ -293,7 +294,7 @@ class WarmChildren:
             if not waiting:
                 return None
             supervised = waiting[0]
-            supervised.send({"prepare": problem})
+            supervised.send({"prepare": guard.with_sibling_modules(problem.to_wire())})  # as run_child's
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if give_up is not None and give_up():
@@ -344,7 +345,7 @@ def rlimit_message(limits: Limits, timeout_s: float, env: dict[str, str]) -> dic
 
 def run_child(
     module: str,
-    spec: dict[str, Any],
+    spec: JobSpec,
     *,
     timeout_s: float,
     log_path: Path,
@@ -362,11 +363,13 @@ def run_child(
     A job that sees a GPU holds that GPU's host-wide lane (engine/gpu_lock.py) unless the lane job it
     runs in holds it already; while another process holds it, it says so (`waiting` progress, or stderr).
     """
+    if not isinstance(spec, JobSpec):  # a dict's keys and defaults would be the engine's guess at what the job reads
+        raise TypeError(f"run_child takes a job's spec type (core/job_spec.py), not {type(spec).__name__}")
     handle = handle or ChildHandle()
     with gpu_lock.held_for(env, _waiting(on_progress), lambda: handle.cancelled) as took:
         if not took:
             return failure("cancelled", "cancelled while waiting for the GPU")
-        return _run_held(module, spec, timeout_s=timeout_s, log_path=log_path, env=env, handle=handle,
+        return _run_held(module, spec.to_wire(), timeout_s=timeout_s, log_path=log_path, env=env, handle=handle,
                          on_progress=on_progress, warm=warm, limits=limits)
 
 
@@ -377,18 +380,10 @@ def _waiting(on_progress: Callable[[dict[str, Any]], None] | None) -> gpu_lock.W
     return lambda text: print(f"trialtui: {text}", file=sys.stderr, flush=True)
 
 
-def _run_held(
-    module: str,
-    spec: dict[str, Any],
-    *,
-    timeout_s: float,
-    log_path: Path,
-    env: dict[str, str] | None,
-    handle: ChildHandle,
-    on_progress: Callable[[dict[str, Any]], None] | None,
-    warm: WarmChildren | None,
-    limits: Limits | None,
-) -> dict[str, Any]:
+def _run_held(module: str, spec: dict[str, Any], *, timeout_s: float, log_path: Path, env: dict[str, str] | None,
+              handle: ChildHandle, on_progress: Callable[[dict[str, Any]], None] | None, warm: WarmChildren | None,
+              limits: Limits | None) -> dict[str, Any]:
+    """run_child's job, its spec the wire (JSON) by now, once the job's GPU, if it sees one, is held."""
     seal()  # a job's processes cannot open this process's pipes or memory through /proc
     if missing_runner():  # a laptop install: say so, rather than a job that dies importing torch
         return failure("error", missing_runner(), needs_runner=True)

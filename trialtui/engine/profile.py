@@ -19,8 +19,10 @@ from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.baselines import reference_hash
 from trialtui.core.calibration_result import CalibrationResult
 from trialtui.core.gpus import ceilings_for
+from trialtui.core.job_spec import AnalyzeSpec, CalibrateSpec
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
+from trialtui.core.profile_report import ProfileReport
 from trialtui.core.profile_result import ProfileResult
 from trialtui.core.profilers import ANALYTIC, candidates, get_profiler, source_of, verdicts_for_profile
 from trialtui.core.state_dir import make_dirs
@@ -43,7 +45,7 @@ def analyze(problem: Problem, *, gpu: str | None = None, driver: str | None = No
     cached = cached_analysis(problem) if use_cache else None
     if cached is not None:
         return cached
-    spec = problem.job_spec(gpu=gpu, driver=driver, case=0)
+    spec = AnalyzeSpec(**problem.job_spec(), gpu=gpu, driver=driver)
     log = problem.state_dir / "logs" / "analyze.log"
     result = AnalysisResult.read(run_child(job_kinds.ANALYZE.module, spec, timeout_s=ANALYZE_TIMEOUT_S, log_path=log,
                                            env={"CUDA_VISIBLE_DEVICES": ""}, warm=warm))
@@ -84,7 +86,7 @@ def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str]
         if not profiler.job:  # nothing to run: its verdicts come from what the trial already has
             return ProfileResult(source=profiler.name, label=profiler.label, available=True, skipped=skipped,
                                  _keys=("source", "label", "available", "skipped"))
-        spec = problem.job_spec(candidate=str(Path(path).resolve()), case=0, **profiler.spec(str(report)))
+        spec = profiler.spec(problem, str(Path(path).resolve()), str(report))
         log = problem.state_dir / "logs" / f"profile-{name}-{profiler.name}.log"
         started = time.monotonic()
         body = ProfileResult.read(run_child(profiler.job, spec, timeout_s=profiler.timeout_s, log_path=log,
@@ -104,7 +106,7 @@ def profile_file(problem: Problem, path: Path, *, name: str, env: dict[str, str]
 def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> CalibrationResult:
     """Measure this GPU's copy bandwidth and matmul rates once; cached per GPU name and driver."""
     log = log_path or Path.home() / ".cache" / "trialtui" / "calibrate.log"
-    return CalibrationResult.read(run_child(job_kinds.CALIBRATE.module, {"version": 1}, timeout_s=timeout_s,
+    return CalibrationResult.read(run_child(job_kinds.CALIBRATE.module, CalibrateSpec(), timeout_s=timeout_s,
                                             log_path=log, env=child_env("cuda")))
 
 
@@ -125,13 +127,11 @@ def trial_verdicts(problem: Problem, trial: Trial, analysis: AnalysisResult | No
     return [v.to_dict() for v in verdicts], context.sol(), roof
 
 
-def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200") -> dict[str, Any]:
+def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200") -> ProfileReport:
     """`trialtui profile`: check the candidate, then counters on a GPU, or analytic verdicts without one.
 
     Without a GPU the verdicts come from `gpu`'s roofline (datasheet or calibrated ceilings) and the
     candidate's compile for the problem's arch; nothing is timed, so there is no speed-of-light.
-    Returns `state` (the check's; only `correct` carries verdicts), `analytic`, `label`, `profile`,
-    `verdicts`, `sol`, `median_us`, `env` and `gpu`.
     """
     device = detect_device()
     started = time.monotonic()
@@ -150,7 +150,7 @@ def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200")
     else:
         result = reused.result
     if result.state != "correct":
-        return {"state": result.state, "message": result.message, "env": result.env}
+        return ProfileReport(state=result.state, message=result.message, env=result.env)
     trial = Trial(id=path.stem, file=path.name, sha256="", created=0.0, state="correct", result=result)
     env = result.env or {}
     if device == "cuda":
@@ -171,10 +171,9 @@ def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200")
         target = gpu
     verdicts, sol, roof = trial_verdicts(problem, trial, analysis, body, gpu=target)
     analytic = source_of(body) == ANALYTIC or not body.available
-    return {"state": "correct", "analytic": analytic, "label": label,
-            "profile": body.without("log_tail").to_json(), "verdicts": verdicts, "sol": sol,
-            "roofline": roof, "median_us": trial.median_us, "env": env, "gpu": target,
-            "reused_from": reused.id if reused else None, "phases_s": phases}
+    return ProfileReport(state="correct", analytic=analytic, label=label, profile=body.without("log_tail"),
+                         verdicts=verdicts, sol=sol, roofline=roof, median_us=trial.median_us, env=env, gpu=target,
+                         reused_from=reused.id if reused else None, phases_s=phases)
 
 
 def established(problem: Problem, path: Path) -> Trial | None:

@@ -20,7 +20,6 @@ from trialtui.core.profilers import source_of
 from trialtui.core.text import compile_summary, trial_summary
 from trialtui.core.verdicts import profile_policy
 from trialtui.engine import events as ev
-from trialtui.engine import guard
 from trialtui.engine.bench import BENCH_MODULE, child_env, problem_spec
 from trialtui.engine.executors.local import LocalExecutor
 from trialtui.engine.gpu_lock import Wait
@@ -137,7 +136,7 @@ class TrialJobs:
         async def run(_: Lane) -> None:
             if let_others_first():
                 return
-            spec = guard.with_sibling_modules(problem_spec(self.problem, self.device).to_wire())  # as run_child's
+            spec = problem_spec(self.problem, self.device)
             async with lane.held(give_up=let_others_first) as took:
                 if took:
                     done = await asyncio.to_thread(self._warm.prepare, BENCH_MODULE, env, spec,

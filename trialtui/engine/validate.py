@@ -23,6 +23,7 @@ from trialtui.core.problem import Problem, ProblemError
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.static_checks import check_source
 from trialtui.core.validation_report import ValidationReport
+from trialtui.core.job_spec import CompileSpec
 from trialtui.engine.jobs import ChildHandle, WarmChildren, run_child
 
 COMPILE_JOB = job_kinds.TRITON_COMPILE.module
@@ -158,7 +159,7 @@ def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: flo
             phases[event["job"]] = event["phase"]
 
     language = language_of_file(path)
-    spec = problem.job_spec(candidate=str(path.resolve()), arch=archs)
+    spec = CompileSpec(**problem.job_spec(), candidate=str(path.resolve()), arch=archs)
     result = CompileResult.from_json(run_child(language.compile_job, spec, timeout_s=timeout_s, log_path=log,
                                                env=compile_env(language), on_progress=on_progress, warm=warm,
                                                handle=handle))

@@ -1,8 +1,8 @@
 """Child job: the candidate's GPU kernels from CUPTI activity records (torch.profiler), which need
 no hardware-counter permission.
 
-`python -m trialtui.runner.activity_job` (served like every job). Spec: `Problem.job_spec(...)` plus
-`candidate`, optional `case`, `calls` (default 20) and `warmup`. After warm-up (JIT compiles and
+`python -m trialtui.runner.activity_job` (served like every job), its spec an `ActivitySpec` (the
+problem, the candidate, the bench case, the calls recorded). After warm-up (JIT compiles and
 autotuning stay outside the records) the candidate's calls are recorded, then one call of the
 reference, whose kernel names tell the candidate's own kernels from library ones. Body:
 `available`, `calls`, `wall_us` (host wall clock per call of back-to-back unprofiled calls),
@@ -24,9 +24,10 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
+from trialtui.core.job_spec import ActivitySpec
 from trialtui.core.result import RESULT_VERSION
 from trialtui.runner.child import serve
-from trialtui.runner.profile_target import prepared
+from trialtui.runner.profile_target import WARMUP, prepared
 
 
 def device_kernels(events) -> dict[str, dict[str, float]]:
@@ -63,12 +64,12 @@ def wall_per_call_us(call: Callable[[], Any], calls: int, repeats: int = 3) -> f
     return statistics.median(samples)
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
+def run(spec: ActivitySpec) -> dict[str, Any]:
     body: dict[str, Any] = {"version": RESULT_VERSION, "state": "ok", "available": False, "reason": None}
     reference_run, candidate_run, inputs = prepared(spec)
-    calls = max(int(spec.get("calls", 20)), 1)
+    calls = max(spec.calls, 1)
     with torch.no_grad():
-        for _ in range(int(spec.get("warmup", 3))):
+        for _ in range(WARMUP):
             candidate_run(inputs)
             reference_run(inputs)
         wall_us = wall_per_call_us(lambda: candidate_run(inputs), calls)
@@ -88,4 +89,4 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    serve(run, sys.argv)
+    serve(run, sys.argv, spec_type=ActivitySpec)

@@ -1,8 +1,8 @@
 """Child job: what the reference computes at bench sizes, with no GPU: its aten ops with shapes,
 FLOPs, the minimum bytes, and where fusion would save traffic.
 
-`python -m trialtui.runner.analyze_job SPEC.json RESULT.json`; spec = `Problem.job_spec(...)` plus
-optional `case` (bench case index) and `gpu`/`driver` (ceilings for the roofline). The reference runs
+`python -m trialtui.runner.analyze_job`, its spec an `AnalyzeSpec` (the problem, the bench case, the
+GPU and driver whose ceilings the roofline uses). The reference runs
 on the meta device, so a 16k × 16k problem costs nothing; if meta fails (data-dependent ops), it
 runs on CPU at bench sizes when they are small enough, else at test sizes scaled up.
 """
@@ -19,6 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from trialtui.core.gpus import ceilings_for
+from trialtui.core.job_spec import AnalyzeSpec
 from trialtui.core.result import RESULT_VERSION
 from trialtui.core.roofline import roofline
 from trialtui.runner.loader import Reference
@@ -183,15 +184,15 @@ def _size_ratio(reference: Reference, bench: dict[str, Any], test: dict[str, Any
     return volume(bench) / volume(test) if bench or test else 1.0
 
 
-def analyze(spec: dict[str, Any]) -> dict[str, Any]:
+def analyze(spec: AnalyzeSpec) -> dict[str, Any]:
     """Meta at bench sizes; else CPU at bench sizes if small; else CPU at test sizes, scaled."""
-    bench, test = spec["bench_cases"][int(spec.get("case", 0))], spec["test_cases"][0]
-    reference = Reference(spec, "meta")
+    bench, test = spec.bench_cases[spec.case], spec.test_cases[0]
+    reference = Reference(spec.to_wire(), "meta")
     try:
         return {**trace(reference, bench, "meta"), "case": bench, "scaled": None}
     except Exception as exc:  # noqa: BLE001 - user code may raise anything on meta tensors
         failures = [f"meta: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"]
-    cpu = Reference(spec, "cpu")
+    cpu = Reference(spec.to_wire(), "cpu")
     result = trace(cpu, test, "cpu")
     factor = _size_ratio(reference, bench, test)
     if result["input_bytes"] * factor <= CPU_BYTES_LIMIT:
@@ -203,18 +204,18 @@ def analyze(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
+def run(spec: AnalyzeSpec) -> dict[str, Any]:
     try:
         result = analyze(spec)
     except Exception as exc:  # noqa: BLE001 - the reference may raise anything
         traceback.print_exc()
         return {"version": RESULT_VERSION, "state": "error", "message": f"{type(exc).__name__}: {exc}"}
-    result.update(version=RESULT_VERSION, state="ok", dtype=spec["dtype"])
-    ceilings = ceilings_for(spec["gpu"], spec.get("driver")) if spec.get("gpu") else None
-    result["roofline"] = (roofline(result["flops"], result["min_bytes"], spec["dtype"], ceilings,
-                                   bool(spec.get("allow_tf32"))).to_dict() if ceilings else None)
+    result.update(version=RESULT_VERSION, state="ok", dtype=spec.dtype)
+    ceilings = ceilings_for(spec.gpu, spec.driver) if spec.gpu else None
+    result["roofline"] = (roofline(result["flops"], result["min_bytes"], spec.dtype, ceilings,
+                                   spec.allow_tf32).to_dict() if ceilings else None)
     return result
 
 
 if __name__ == "__main__":
-    serve(run, sys.argv)
+    serve(run, sys.argv, spec_type=AnalyzeSpec)

@@ -1,7 +1,6 @@
 """Child job: measure this GPU's ceilings once and cache them, so floors use what the card reaches.
 
-`python -m trialtui.runner.calibrate_job SPEC.json RESULT.json`; spec keys (optional): `cache`
-(ceilings JSON path), `copy_bytes`, `matmul_n`. Bandwidth is a large device-to-device copy counting
+`python -m trialtui.runner.calibrate_job`, its spec a `CalibrateSpec`. Bandwidth is a large device-to-device copy counting
 bytes read plus written; throughput is a large cuBLAS matrix product per dtype on random data
 (zeros run faster and would flatter the ceiling).
 """
@@ -11,12 +10,12 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
 from trialtui.core.gpus import CALIBRATED, Ceilings, save_calibrated
+from trialtui.core.job_spec import CalibrateSpec
 from trialtui.core.result import RESULT_VERSION
 from trialtui.runner.environment import environment
 from trialtui.runner.child import serve
@@ -93,14 +92,13 @@ def calibrate(copy_bytes: int = COPY_BYTES, matmul_n: int = MATMUL_N) -> Ceiling
     )
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
+def run(spec: CalibrateSpec) -> dict[str, Any]:
     if not torch.cuda.is_available():
         return {"version": RESULT_VERSION, "state": "error", "message": "calibrate needs a CUDA GPU"}
-    ceilings = calibrate(int(spec.get("copy_bytes", COPY_BYTES)), int(spec.get("matmul_n", MATMUL_N)))
-    cache = Path(spec["cache"]) if spec.get("cache") else None
-    path = save_calibrated(ceilings, cache)
+    ceilings = calibrate()
+    path = save_calibrated(ceilings)
     return {"version": RESULT_VERSION, "state": "ok", "ceilings": ceilings.to_dict(), "cache": str(path)}
 
 
 if __name__ == "__main__":
-    serve(run, sys.argv)
+    serve(run, sys.argv, spec_type=CalibrateSpec)

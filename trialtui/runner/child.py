@@ -15,11 +15,23 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from trialtui.core.job_spec import JobSpec
+from trialtui.core.result import RESULT_VERSION
+
 WARM_FLAG = "--warm"  # the supervisor starts a warm process with it (runner/supervisor.py)
 SPEC_COPY = "job-spec.json"
 
 
 WARM_IMPORTS = ("torch", "triton", "triton.language")
+
+
+def typed(run: Callable[[Any], dict[str, Any]], spec_type: type[JobSpec], data: dict[str, Any]) -> dict[str, Any]:
+    """The job on its spec read once into its type; a spec it cannot read is an error result that names the key."""
+    try:
+        spec = spec_type.from_wire(data)
+    except ValueError as exc:  # the engine and this runner disagree on the spec: say so, rather than guess
+        return {"version": RESULT_VERSION, "state": "error", "message": f"the job's spec: {exc}"}
+    return run(spec)
 
 
 def read_spec(argv: list[str], prewarm: Callable[[], None] | None = None,
@@ -58,12 +70,14 @@ def read_spec(argv: list[str], prewarm: Callable[[], None] | None = None,
     return spec, result_fd
 
 
-def serve(run: Callable[[dict[str, Any]], dict[str, Any]], argv: list[str],
+def serve(run: Callable[[Any], dict[str, Any]], argv: list[str],
           prewarm: Callable[[], None] | None = None,
           prepare: Callable[[dict[str, Any]], None] | None = None,
-          warm_imports: tuple[str, ...] = WARM_IMPORTS) -> None:
-    spec, result_fd = read_spec(argv, prewarm, prepare, warm_imports)
-    result = run(spec)
+          warm_imports: tuple[str, ...] = WARM_IMPORTS, spec_type: type[JobSpec] | None = None) -> None:
+    """Run the job on its spec, read into `spec_type` where it has one (every job of trialtui's; a
+    plug-in's may read the JSON itself), and write its result."""
+    data, result_fd = read_spec(argv, prewarm, prepare, warm_imports)
+    result = run(data) if spec_type is None else typed(run, spec_type, data)
     data = json.dumps(result, default=str).encode()
     while data:
         data = data[os.write(result_fd, data):]

@@ -2,7 +2,7 @@
 (`Triton.compile_job`; CUDA C++ candidates have trialtui.runner.cuda_compile_job).
 
 `python -m trialtui.runner.compile_job SPEC.json RESULT.json`, without TRITON_INTERPRET. It imports
-torch once, forks the trace (trace_job, under the interpreter, whose patching would break
+torch once, forks the trace (triton_trace, under the interpreter, whose patching would break
 compilation in this process), imports the candidate while the trace runs, then builds every
 launch the trace published with `triton.compile(ASTSource(...), target=GPUTarget("cuda", cc, 32))`
 and reads from the cubin and PTX what a kernel engineer checks first: registers, spills, shared
@@ -29,11 +29,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.job_spec import CompileSpec, TraceSpec
 from trialtui.core.prctl import drop_ptrace_now
 from trialtui.core.result import RESULT_VERSION
 from trialtui.runner.job_progress import Progress
 from trialtui.runner.ptx import ptx_facts
-from trialtui.runner.trace_job import def_line
+from trialtui.runner.triton_trace import def_line
 from trialtui.runner.child import serve
 
 CANDIDATE_MODULE = "trialtui_candidate"
@@ -283,21 +284,21 @@ def warm_compiler(archs: list[str]) -> None:
 class Trace:
     """The forked trace process: its launches file and its result, whatever way it ends."""
 
-    def __init__(self, spec: dict[str, Any], workdir: Path):
+    def __init__(self, spec: CompileSpec, workdir: Path):
         self.launches = workdir / "launches.json"
         self.result_path = workdir / "trace.json"
         self.status: int | None = None
         self.pid = os.fork()
         if self.pid == 0:
-            self._child({**spec, "launches": str(self.launches)})
+            self._child(spec.trace(str(self.launches)))
 
-    def _child(self, spec: dict[str, Any]) -> None:
+    def _child(self, spec: TraceSpec) -> None:
         code = 0
         gc.freeze()  # the compile job's objects are never walked here: a collection would copy every page it touches
         try:
-            from trialtui.runner import trace_job
+            from trialtui.runner import triton_trace
 
-            result = trace_job.run(spec)
+            result = triton_trace.run(spec)
             tmp = self.result_path.with_suffix(".tmp")
             tmp.write_text(json.dumps(result, default=str))
             os.replace(tmp, self.result_path)
@@ -337,13 +338,13 @@ class Trace:
             return {"state": "error", "message": f"the trace process {why}", "launches": []}
 
 
-def compile_all(spec: dict[str, Any], trace: Trace, progress: Progress) -> dict[str, Any]:
+def compile_all(spec: CompileSpec, trace: Trace, progress: Progress) -> dict[str, Any]:
     """Wait for the trace's launches, import the candidate (interpreter off), compile each launch for each arch.
 
     The candidate is imported here only once the trace has run it: a file that hangs (or spins) at import
     keeps one process busy until the timeout, not two, and one that launches nothing is not imported twice.
     The compiler's one-time costs are paid meanwhile."""
-    archs = list(spec.get("arch") or ["sm_90"])
+    archs = spec.arch
     result: dict[str, Any] = {"state": "error", "kernels": [], "errors": [], "skipped": [], "message": ""}
     stage = "wait"
     try:
@@ -357,8 +358,8 @@ def compile_all(spec: dict[str, Any], trace: Trace, progress: Progress) -> dict[
             progress(job="compile", phase="import")
             from trialtui.runner.loader import Reference, load_module
 
-            Reference.importable(spec["reference"], spec.get("support_files", []))  # `from task import ...`
-            module = load_module(spec["candidate"], CANDIDATE_MODULE)
+            Reference.importable(spec.reference, spec.support_files)  # `from task import ...`
+            module = load_module(spec.candidate, CANDIDATE_MODULE)
         stage = "compile"
         progress(job="compile", phase="compile", n=len(traced["launches"]) * len(archs))
         warmer.join()
@@ -389,9 +390,9 @@ def compile_all(spec: dict[str, Any], trace: Trace, progress: Progress) -> dict[
 WARM_IMPORTS = ("torch", "trialtui.runner.compare", "trialtui.runner.loader")  # never triton (see run)
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
+def run(spec: CompileSpec) -> dict[str, Any]:
     """Trace (forked, interpreted) and compile (here) side by side, after one shared torch import."""
-    progress = Progress(spec.get("progress"))
+    progress = Progress(spec.progress)
     progress(job="trace", phase="starting")
     drop_ptrace_now()  # the candidate's own code runs here and in the trace: where it runs as root, no way past every seal
     # torch is the one import both processes share. triton is imported after the fork, once per
@@ -412,4 +413,4 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    serve(run, sys.argv, warm_imports=WARM_IMPORTS)
+    serve(run, sys.argv, warm_imports=WARM_IMPORTS, spec_type=CompileSpec)

@@ -23,6 +23,7 @@ from typing import Any
 
 from trialtui.core.languages.cuda import CUDA_SUFFIXES, CudaSource, loader_calls, static_sources
 from trialtui.core.languages.cuda_text import device_code
+from trialtui.core.job_spec import CompileSpec
 from trialtui.core.model import Finding, Severity
 from trialtui.core.prctl import drop_ptrace_now
 from trialtui.core.result import RESULT_VERSION
@@ -33,6 +34,7 @@ CANDIDATE_MODULE = "trialtui_candidate"
 NOT_RUN = "not run on the CPU: CUDA C++ kernels run only on a GPU, where correctness is checked"
 INSTALL_HINT = "pip install 'trialtui[cuda]' (NVIDIA's nvidia-cuda-nvcc wheel), or put a CUDA toolkit's nvcc on PATH"
 WARNING = Severity.WARNING.value
+NVCC_TIMEOUT_S = 600.0  # one nvcc run's limit; the job's own timeout (the config's validate_timeout_s) ends it sooner
 
 
 class NotBuilt:
@@ -135,12 +137,12 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def import_candidate(spec: dict[str, Any], recorder: Recorder) -> dict[str, Any]:
+def import_candidate(recorder: Recorder) -> dict[str, Any]:
     """Import the candidate with the recorders in place; the trace part of the result."""
     from trialtui.runner.loader import load_module
     from trialtui.runner.candidate_errors import candidate_line, describe_capped
 
-    for folder in (str(Path(spec["root"])), str(recorder.candidate.parent)):
+    for folder in (str(recorder.root), str(recorder.candidate.parent)):
         if folder not in sys.path:
             sys.path.insert(0, folder)
     try:
@@ -260,23 +262,23 @@ def _once(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return unique
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
+def run(spec: CompileSpec) -> dict[str, Any]:
     """Import (recorded, nothing built), gather sources, compile their device code for each arch."""
-    progress = Progress(spec.get("progress"))
-    archs = list(spec.get("arch") or ["sm_90"])
-    candidate = Path(spec["candidate"])
+    progress = Progress(spec.progress)
+    archs = spec.arch
+    candidate = Path(spec.candidate)
     progress(job="trace", phase="import")
     drop_ptrace_now()  # the candidate's module code runs here: where it runs as root, no way past every seal
-    recorder = Recorder(candidate, Path(spec["root"]))
+    recorder = Recorder(candidate, Path(spec.root))
     recorder.install()
-    trace = import_candidate(spec, recorder)
+    trace = import_candidate(recorder)
     sources, unreadable = gather(recorder)
     kernels = [{"kernel": name, "line": s.file_line(line)}
                for s in sources for name, line in device_code(s.text).kernels.items()]
     trace["launches"] = kernels
     trace["preview"] = {"correct": None, "max_abs_err": None, "message": NOT_RUN}
     progress(job="compile", phase="compile", n=len(sources) * len(archs))
-    built = compile_all(sources, archs, candidate, Path(spec["root"]), float(spec.get("timeout_s") or 600)) if sources else \
+    built = compile_all(sources, archs, candidate, Path(spec.root), NVCC_TIMEOUT_S) if sources else \
         {"compile": {"state": "ok", "kernels": [], "errors": [], "skipped": [], "message": ""}, "findings": []}
     for where in unreadable:
         built["findings"].append(Finding(WARNING, "cuda-source-unread", f"the CUDA source of {where} could not be "
@@ -289,4 +291,4 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    serve(run, sys.argv)
+    serve(run, sys.argv, spec_type=CompileSpec)

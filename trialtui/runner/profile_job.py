@@ -1,8 +1,7 @@
 """Child job: run the candidate under Nsight Compute and hand back its counters and NVIDIA's rules.
 
-`python -m trialtui.runner.profile_job SPEC.json RESULT.json`. Spec: `Problem.job_spec(...)` plus
-`candidate`, `report` (path stem; `<stem>.ncu-rep` stays for the Nsight Compute GUI), optional
-`case` (bench case index), `ncu` (binary), `ncu_timeout_s`, `warmup`. Only the launches inside the
+`python -m trialtui.runner.profile_job`, its spec an `NcuSpec`: the problem, the candidate, the bench
+case, `report` (path stem; `<stem>.ncu-rep` stays for the Nsight Compute GUI), `ncu_timeout_s`. Only the launches inside the
 NVTX range that profile_target pushes after warm-up are profiled, with clocks left alone. When ncu
 cannot read counters the result says why (`available: false`, `reason`, and `blocked` when that
 holds for the whole machine), and the engine falls back to the next profiler. ncu stays in this job's process group so the parent's kill reaches it.
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core import ncu
+from trialtui.core.job_spec import NCU_TIMEOUT_S, NcuSpec
 from trialtui.core.ncu import find_ncu
 from trialtui.core.result import RESULT_VERSION
 from trialtui.core.state_dir import make_dirs
@@ -39,7 +39,6 @@ METRICS = (
     "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct",
 )
 MAX_KERNELS = 64  # launches profiled inside the range: a candidate that launches thousands is not replayed thousands of times
-DEFAULT_TIMEOUT_S = 300.0
 EXPORT_TIMEOUT_S = 120.0
 def ncu_command(ncu_bin: str, report: str | Path, target: list[str], range_name: str = RANGE) -> list[str]:
     """The profiling command: one NVTX push/pop range (named without, included with, the slash), at most
@@ -78,7 +77,7 @@ def _export(ncu_bin: str, report_file: Path, stem: Path, env: dict[str, str]) ->
 
 
 def profile(target: list[str], report: str | Path, *, ncu_bin: str | None = None,
-            timeout_s: float = DEFAULT_TIMEOUT_S, range_name: str = RANGE) -> dict[str, Any]:
+            timeout_s: float = NCU_TIMEOUT_S, range_name: str = RANGE) -> dict[str, Any]:
     """Profile `target` (an argv that pushes `range_name`) and parse both pages: the result's body."""
     stem = Path(report)
     make_dirs(stem.parent)
@@ -139,12 +138,11 @@ def _kernel(kernel: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run(spec: dict[str, Any], spec_path: str) -> dict[str, Any]:
-    target = [sys.executable, "-m", "trialtui.runner.profile_target", spec_path]
-    body = profile(target, spec["report"], ncu_bin=spec.get("ncu"),
-                   timeout_s=float(spec.get("ncu_timeout_s", DEFAULT_TIMEOUT_S)))
+def run(spec: NcuSpec) -> dict[str, Any]:
+    target = [sys.executable, "-m", "trialtui.runner.profile_target", str(spec.spec_path)]
+    body = profile(target, spec.report, timeout_s=spec.ncu_timeout_s)
     return {"version": RESULT_VERSION, "state": "ok", **body}
 
 
 if __name__ == "__main__":
-    serve(lambda spec: run(spec, spec["spec_path"]), sys.argv)
+    serve(run, sys.argv, spec_type=NcuSpec)

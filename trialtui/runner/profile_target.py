@@ -1,7 +1,7 @@
 """The program ncu profiles: warm the candidate up, then run it once inside the NVTX range.
 
-`python -m trialtui.runner.profile_target SPEC.json` (started by profile_job under ncu). Warm-up
-runs outside the range so JIT compilation and autotuning never reach the counters.
+`python -m trialtui.runner.profile_target SPEC.json` (started by profile_job under ncu, the spec its
+`NcuSpec`'s copy). Warm-up runs outside the range so JIT compilation and autotuning never reach the counters.
 """
 
 from __future__ import annotations
@@ -13,27 +13,29 @@ from typing import Any, Callable
 
 import torch
 
+from trialtui.core.job_spec import NcuSpec, ProfileSpec
 from trialtui.runner.loader import Candidate, Reference, build_pair
 from trialtui.runner.profile_range import RANGE
 
+WARMUP = 3  # calls before the measured ones: JIT compiles and autotuning stay outside
 
-def prepared(spec: dict[str, Any]) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Any]:
+
+def prepared(spec: ProfileSpec) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Any]:
     """The reference's and the candidate's calls on the GPU at the spec's bench case, and its inputs
     (seed 0): what every profiler job runs."""
-    torch.backends.cuda.matmul.allow_tf32 = bool(spec.get("allow_tf32"))
-    torch.backends.cudnn.allow_tf32 = bool(spec.get("allow_tf32"))
-    reference = Reference(spec, "cuda")
-    candidate = Candidate(spec, spec["candidate"], reference)
-    case = spec["bench_cases"][int(spec.get("case", 0))]
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = spec.allow_tf32
+    wire = spec.to_wire()
+    reference = Reference(wire, "cuda")
+    candidate = Candidate(wire, spec.candidate, reference)
+    case = spec.bench_cases[spec.case]
     reference_run, run = build_pair(reference, candidate, case, 0)
     return reference_run, run, reference.make_inputs(case, 0)
 
 
 def main(argv: list[str]) -> int:
-    spec = json.loads(Path(argv[1]).read_text())
-    _, run, inputs = prepared(spec)
+    _, run, inputs = prepared(NcuSpec.from_wire(json.loads(Path(argv[1]).read_text())))
     with torch.no_grad():
-        for _ in range(int(spec.get("warmup", 3))):
+        for _ in range(WARMUP):
             run(inputs)
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_push(RANGE)

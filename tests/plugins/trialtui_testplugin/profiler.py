@@ -14,8 +14,8 @@ class TestProfiler:
     def unavailable(self, device):
         return None
 
-    def spec(self, report):
-        return {}
+    def spec(self, problem, candidate, report):
+        raise AssertionError("a profiler without a job is never asked for its spec")
 
     def verdicts(self, body, context, facts):
         return verdicts_from_analytic(context, facts, source=self.name)

@@ -2,7 +2,7 @@
 
 Validation traces the candidate under Triton's interpreter on CPU tensors (the launches and a
 correctness preview) and compiles each traced launch with `triton.compile` for the target
-architecture: `trialtui.runner.compile_job`, with `trialtui.runner.trace_job` forked inside it.
+architecture: `trialtui.runner.compile_job`, with its trace (`trialtui.runner.triton_trace`) forked inside it.
 """
 
 from __future__ import annotations

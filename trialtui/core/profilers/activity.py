@@ -13,17 +13,20 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trialtui.core import job_kinds, plugins
+from trialtui.core.job_spec import ActivitySpec
 from trialtui.core.model import Severity, Verdict
 from trialtui.core.verdict_registry import VerdictId as V
 from trialtui.core.verdict_registry import threshold
 from trialtui.core.verdicts import Context, fmt_us, make_verdict, ordered, verdicts_from_analytic
 
+if TYPE_CHECKING:
+    from trialtui.core.problem import Problem
+
 TINY_US, MANY_LAUNCHES, GPU_BUSY = threshold("TINY_US"), threshold("MANY_LAUNCHES"), threshold("GPU_BUSY")
 DOMINANT, OWN_TIME = threshold("DOMINANT"), threshold("OWN_TIME")
-CALLS = 20
 # ATen's own kernels are library code whatever the reference happens to launch.
 _LIBRARY_MARKS = ("at::native::", "at::cuda::")
 
@@ -120,8 +123,8 @@ class ActivityProfiler:
     def unavailable(self, device: str) -> str | None:
         return None if device == "cuda" else "CUPTI kernel records need a GPU"
 
-    def spec(self, report: str) -> dict[str, Any]:
-        return {"calls": CALLS}
+    def spec(self, problem: Problem, candidate: str, report: str) -> ActivitySpec:
+        return ActivitySpec(**problem.job_spec(), candidate=candidate)
 
     def verdicts(self, body: Mapping[str, Any], context: Context, facts: dict[str, Any] | None) -> list[Verdict]:
         return verdicts_from_records(body, context, facts)

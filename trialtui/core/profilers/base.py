@@ -12,10 +12,14 @@ the reason holds for the whole machine (the engine then skips this profiler for 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from trialtui.core.model import Verdict
 from trialtui.core.verdicts import Context
+
+if TYPE_CHECKING:
+    from trialtui.core.job_spec import ProfileSpec
+    from trialtui.core.problem import Problem
 
 GROUP = "trialtui.profilers"
 
@@ -31,9 +35,9 @@ class Profiler(Protocol):
     def unavailable(self, device: str) -> str | None:
         """Why it cannot run on this machine ("cuda" or "cpu"), or None when it can."""
 
-    def spec(self, report: str) -> dict[str, Any]:
-        """Keys its job needs beyond the problem's job spec and the candidate (`report`: a path
-        stem under .trialtui/profiles/ for files worth keeping)."""
+    def spec(self, problem: Problem, candidate: str, report: str) -> ProfileSpec:
+        """Its job's spec for the candidate's file (`report`: a path stem under .trialtui/profiles/ for
+        files worth keeping); a third party's job subclasses ProfileSpec for keys of its own."""
 
     def verdicts(self, body: Mapping[str, Any], context: Context, facts: dict[str, Any] | None) -> list[Verdict]:
         """Verdicts from an available body; `facts` is the compile job's entry for the kernel."""

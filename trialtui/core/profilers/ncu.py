@@ -13,9 +13,10 @@ import math
 import os
 from dataclasses import dataclass, field
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from trialtui.core import job_kinds, ncu, plugins
+from trialtui.core.job_spec import NCU_TIMEOUT_S, NcuSpec
 from trialtui.core.model import Severity, Verdict
 from trialtui.core.verdict_registry import VerdictId as V
 from trialtui.core.verdict_registry import kind, threshold
@@ -30,13 +31,15 @@ from trialtui.core.verdicts import (
     useful_bandwidth,
 )
 
+if TYPE_CHECKING:
+    from trialtui.core.problem import Problem
+
 HIGH_THROUGHPUT, LATENCY, BALANCED = threshold("HIGH_THROUGHPUT"), threshold("LATENCY"), threshold("BALANCED")
 THEORETICAL_OCCUPANCY, ACHIEVED_GAP = threshold("THEORETICAL_OCCUPANCY"), threshold("ACHIEVED_GAP")
 ISSUE_LOW, TAIL = threshold("ISSUE_LOW"), threshold("TAIL")
 PIPE_HIGH, PIPE_BOTTLENECK = threshold("PIPE_HIGH"), threshold("PIPE_BOTTLENECK")
 EXTRA_BYTES, SECTOR_USE = threshold("EXTRA_BYTES"), threshold("SECTOR_USE")
 TENSOR_IDLE, TINY_US = threshold("TENSOR_IDLE"), threshold("TINY_US")
-NCU_TIMEOUT_S = 300.0
 
 _PIPE_NAMES = {"alu": "ALU", "fma": "FMA", "fmaheavy": "FMA (heavy)", "fmalite": "FMA (lite)", "fp64": "FP64",
                "fp16": "FP16", "lsu": "LSU", "xu": "XU", "adu": "ADU", "cbu": "CBU", "uniform": "Uniform",
@@ -432,8 +435,8 @@ class NcuProfiler:
             return "ncu disabled: TRIALTUI_NO_NCU is set"
         return None if ncu.find_ncu() else ncu.counters_unavailable(127, "")
 
-    def spec(self, report: str) -> dict[str, Any]:
-        return {"report": report, "ncu_timeout_s": NCU_TIMEOUT_S}
+    def spec(self, problem: Problem, candidate: str, report: str) -> NcuSpec:
+        return NcuSpec(**problem.job_spec(), candidate=candidate, report=report)
 
     def verdicts(self, body: Mapping[str, Any], context: Context, facts: dict[str, Any] | None) -> list[Verdict]:
         main = self.dominant(body)

@@ -299,3 +299,35 @@ def test_profile_candidate_answers_a_typed_report_whose_json_is_the_dicts(tmp_pa
     text = render_verdicts(report)
     assert text.startswith("NVIDIA H200: median 12.00 µs, 50% of speed-of-light; verdicts from Nsight Compute counters")
     assert "report: /p/.trialtui/profiles/t1.ncu-rep" in text
+
+
+def test_finalize_answers_a_typed_card_from_the_engine_to_every_front_end(kb_problem, tmp_path):
+    """Finalize's answer crosses as a `Finalized` (the card a `ReportCard`): the engine's function, the running
+    engine, the attached one and the control channel's helper all say so; the card's JSON is report.json key
+    for key, reads back the same, and a card without a key or with a wrong type is refused, not half-read."""
+    from trialtui.core.report import build_report
+    from trialtui.core.report_card import Finalized, ReportCard, ReportCardError
+    from trialtui.core.problem_dir import load_problem
+    from trialtui.engine import attach, control_ops, finalize, loop
+
+    from test_cli_trials import GPU_RESULT
+    from conftest import as_result
+
+    for function in (finalize.finalize, control_ops.finalize_running, loop.Engine.finalize, attach.RemoteEngine.finalize,
+                     control_ops.RunningEngine.finalize):
+        assert typing.get_type_hints(function)["return"] is Finalized, function
+    with Store.open(kb_problem) as store:
+        store.record("kernel.py", (kb_problem / "kernel.py").read_bytes())
+        trial = store.update("t1", state="correct", result=as_result(GPU_RESULT))
+    text, card = build_report(load_problem(kb_problem), trial, as_result(GPU_RESULT))
+    assert isinstance(card, ReportCard) and card.trial == "t1" and card["trial"] == "t1"
+    json_card = card.to_json()
+    assert list(json_card)[:3] == ["problem", "trial", "parent"] and list(json_card)[-1] == "ranked_on"
+    assert ReportCard.from_json(json.loads(json.dumps(json_card))).to_json() == json_card
+    more = card.adding({"recorded": {"run": "r1"}, "speedup": 2.0})
+    assert more.to_json()["recorded"] == {"run": "r1"} and more.speedup == 2.0 and list(more.to_json())[-1] == "recorded"
+    done = Finalized(text, card, tmp_path)
+    assert Finalized.from_wire(json.loads(json.dumps(done.to_wire()))) == done
+    for broken in ({k: v for k, v in json_card.items() if k != "trial"}, {**json_card, "gpu_timing": "yes"}, [json_card]):
+        with pytest.raises(ReportCardError):
+            ReportCard.from_json(broken)

@@ -287,10 +287,11 @@ class AgentSession:
     async def finalize(self) -> dict[str, Any]:
         engine = await self._live()
         try:
-            text, report, out_dir = await engine.finalize(None)
+            done = await engine.finalize(None)
         except FinalizeError as exc:
             raise AgentError(str(exc)) from None
-        return {"generalizes": report.get("generalizes"), "report": text, "report_json": report, "out_dir": str(out_dir)}
+        return {"generalizes": done.card.generalizes, "report": done.text, "report_json": done.card.to_json(),
+                "out_dir": str(done.out_dir)}
 
     async def generalize(self, trial_id: str) -> dict[str, Any]:
         """Finalize's held-out check on a trial now, untimed, with watching paused and the lanes idle meanwhile."""

@@ -140,6 +140,7 @@ def finalize(trial_id: str | None, device: str | None, executor_url: str | None,
 
     Holding the store's lock meanwhile also keeps a watcher's GPU jobs from running beside it.
     """
+    from trialtui.core.report_card import Finalized
     from trialtui.engine.executors.local import LocalExecutor
     from trialtui.engine.finalize import FinalizeError, finalize as finalize_trial
 
@@ -147,12 +148,12 @@ def finalize(trial_id: str | None, device: str | None, executor_url: str | None,
     locked = held(root)
     if locked is not None:
         reply = ask_engine(root, locked, "finalize", {"trial": trial_id, "device": device}, timeout=None)
-        text, report, out_dir = reply["text"], reply["report"], Path(reply["out_dir"])
+        sent = Finalized.from_wire(reply)
         if as_json:
-            echo_json(report)
+            echo_json(sent.card.to_json())
         else:
-            click.echo(text, nl=False)
-            click.echo(f"\nwrote {out_dir / 'REPORT.md'} and {out_dir / 'report.json'} {sent_via(reply)}")
+            click.echo(sent.text, nl=False)
+            click.echo(f"\nwrote {sent.out_dir / 'REPORT.md'} and {sent.out_dir / 'report.json'} {sent_via(reply)}")
         return
     with opened_store(root, writer=True) as store:
         found = store.trials()
@@ -164,17 +165,17 @@ def finalize(trial_id: str | None, device: str | None, executor_url: str | None,
         executor = opened_executor(executor_url, problem, device)
         try:
             here = isinstance(executor, LocalExecutor)  # finalize's own bench_file, as before
-            text, report, out_dir = finalize_trial(problem, store, trial, device=device if here else device or executor.device,
-                                                   bench=None if here else executor.bench)
+            done = finalize_trial(problem, store, trial, device=device if here else device or executor.device,
+                                  bench=None if here else executor.bench)
         except FinalizeError as exc:
             raise Refusal(str(exc), 1) from exc
         finally:
             executor.close()
     if as_json:
-        echo_json(report)
+        echo_json(done.card.to_json())
     else:
-        click.echo(text, nl=False)
-        click.echo(f"\nwrote {out_dir / trial.file}, {out_dir / 'REPORT.md'}, {out_dir / 'report.json'}")
+        click.echo(done.text, nl=False)
+        click.echo(f"\nwrote {done.out_dir / trial.file}, {done.out_dir / 'REPORT.md'}, {done.out_dir / 'report.json'}")
 
 
 @trials.command()

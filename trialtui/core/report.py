@@ -19,6 +19,7 @@ from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.provenance import KEY as PROVENANCE
 from trialtui.core.provenance import Provenance, of_result
+from trialtui.core.report_card import ReportCard
 from trialtui.core.result import CPU_TIMING_LABEL
 from trialtui.core.tree import label
 
@@ -27,8 +28,8 @@ _TIME_KEYS = ("median_us", "min_us", "p20_us", "p80_us", "mean_us", "std_us", "n
 
 
 def build_report(problem: Problem, trial: Trial, result: BenchResult,
-                 generalization: Generalization | None = None) -> tuple[str, dict[str, Any]]:
-    """(REPORT.md text, report.json dict) for a correct re-benchmark of `trial` and its held-out check."""
+                 generalization: Generalization | None = None) -> tuple[str, ReportCard]:
+    """(REPORT.md text, the card report.json holds) for a correct re-benchmark of `trial` and its held-out check."""
     if result.state != TrialState.CORRECT.value:
         raise ValueError(f"a report needs a correct result, got {result.state!r}")
     env = result.env or {}
@@ -88,7 +89,8 @@ def build_report(problem: Problem, trial: Trial, result: BenchResult,
         # ... and the number the trial was chosen on, with its own origin (a replay, an import)
         "ranked_on": {"speedup": trial.speedup(primary), "time_us": trial.median_us, **_origin(ranked)},
     }
-    return render_markdown(data), data
+    card = ReportCard(**data, _keys=tuple(data))
+    return render_markdown(card), card
 
 
 def _origin(found: Provenance | None) -> dict[str, Any]:
@@ -137,77 +139,77 @@ def _sizes(sizes: Any) -> str:
     return text or "the reference's defaults"
 
 
-def render_markdown(data: dict[str, Any]) -> str:
-    on_gpu = data["gpu_timing"]
+def render_markdown(card: ReportCard) -> str:
+    on_gpu = card.gpu_timing
     where = (
-        f"{data['gpu']} (compute capability {data['capability']}, {data['sm_count']} SMs, driver {data['driver']})"
+        f"{card.gpu} (compute capability {card.capability}, {card.sm_count} SMs, driver {card.driver})"
         if on_gpu
         else f"**{CPU_TIMING_LABEL}**"
     )
-    time = data["time_us"]
-    here = data["measured_here"]
+    time = card.time_us
+    here = card.measured_here
     measured = (f"- Measured on: {where}" if here
-                else f"- Not measured in this run: {data['origin']}; {where}")
-    general = data.get("generalization") or {}
+                else f"- Not measured in this run: {card.origin}; {where}")
+    general = card.generalization or {}
     fails = bool(general.get("fails"))
     lines = [
-        f"# {data['problem']}: {data['trial']} ({data['file']})",
+        f"# {card.problem}: {card.trial} ({card.file})",
         "",
-        *([f"**{data['generalizes']}**", "", "Not a clean win: the kernel is wrong on inputs it was never checked on.", ""]
+        *([f"**{card.generalizes}**", "", "Not a clean win: the kernel is wrong on inputs it was never checked on.", ""]
           if fails else []),
-        f"{measured}; torch {data['torch']}, triton {data['triton']}",
-        *([f"- Ran on: {data['host'] or 'unknown host'} through {data['executor']}"] if data.get("executor") else []),
-        f"- Timing: {data['timing_label']}",
-        f"- dtype {data['dtype']}; sizes {_sizes(data['sizes'])}",
-        f"- Strategy: {data['strategy'] or '—'}",
-        *([f"- {data['generalizes']}"] if data.get("generalizes") and not fails else []),
+        f"{measured}; torch {card.torch}, triton {card.triton}",
+        *([f"- Ran on: {card.host or 'unknown host'} through {card.executor}"] if card.executor else []),
+        f"- Timing: {card.timing_label}",
+        f"- dtype {card.dtype}; sizes {_sizes(card.sizes)}",
+        f"- Strategy: {card.strategy or '—'}",
+        *([f"- {card.generalizes}"] if card.generalizes and not fails else []),
         "",
         "| | median | p20–p80 | speedup |",
         "|---|---|---|---|",
-        f"| {data['trial']} | {_us(time['median_us'])} | {_us(time['p20_us'])} – {_us(time['p80_us'])} | |",
+        f"| {card.trial} | {_us(time['median_us'])} | {_us(time['p20_us'])} – {_us(time['p80_us'])} | |",
     ]
-    for kind, base in data["baselines"].items():
+    for kind, base in card.baselines.items():
         speedup = f"{base['speedup']:.2f}×" if base["speedup"] is not None else "—"
         cached = " (cached)" if base["cached"] else ""
         spread = f"{_us(base['p20_us'])} – {_us(base['p80_us'])}"
         lines.append(f"| {kind}{cached} | {_us(base['median_us'])} | {spread} | {speedup} |")
     lines.append("")
-    if data["speedup"] is not None:
-        origin = f" ({data['origin_short']})" if data["origin_short"] else ""
+    if card.speedup is not None:
+        origin = f" ({card.origin_short})" if card.origin_short else ""
         if fails:
-            lines.append(f"{data['speedup']:.2f}× faster than {data['primary_baseline']}{origin} at the sizes it was "
+            lines.append(f"{card.speedup:.2f}× faster than {card.primary_baseline}{origin} at the sizes it was "
                          "checked at only: it fails a held-out case")
         else:
-            lines.append(f"**{data['speedup']:.2f}× faster than {data['primary_baseline']}{origin}**")
+            lines.append(f"**{card.speedup:.2f}× faster than {card.primary_baseline}{origin}**")
     elif not on_gpu:
         lines.append("No speedup: a CPU run in Triton's interpreter says nothing about GPU speed.")
     else:
-        lines.append(f"No {data['primary_baseline']} baseline was measured.")
-    spread = f"{data['spread_pct']:.1f}% of the median" if data["spread_pct"] is not None else "unknown"
-    ranked = data["ranked_on"]
-    if data["sol"] is not None:
-        sol = f"{data['sol']:.0%} of the ceiling"
+        lines.append(f"No {card.primary_baseline} baseline was measured.")
+    spread = f"{card.spread_pct:.1f}% of the median" if card.spread_pct is not None else "unknown"
+    ranked = card.ranked_on
+    if card.sol is not None:
+        sol = f"{card.sol:.0%} of the ceiling"
         if not ranked["measured_here"]:
-            sol += f" (from {data['trial']}'s stored number, {ranked['origin']}; not this run's)"
+            sol += f" (from {card.trial}'s stored number, {ranked['origin']}; not this run's)"
     else:
         sol = "unknown (no roofline for this trial)" if on_gpu else "not applicable to a CPU run"
-    bound = f"{data['bound']} ({data['bound_source']})"
-    correctness = data["correctness"] or {}
+    bound = f"{card.bound} ({card.bound_source})"
+    correctness = card.correctness or {}
     lines += [
         "",
         f"- Spread (p20–p80): {spread}; n={time['n']}, kernel time {_us(time['kernel_us'])}",
         f"- Speed-of-light: {sol}",
         f"- Where the win comes from: {bound}",
         f"- Correctness: passed {correctness.get('seeds', '?')} seeds on {correctness.get('cases', '?')} case(s) "
-        f"(atol {data['tolerance']['atol']:g}, rtol {data['tolerance']['rtol']:g}); "
+        f"(atol {card.tolerance['atol']:g}, rtol {card.tolerance['rtol']:g}); "
         f"max abs err {_err(correctness.get('max_abs_err'))}, max rel err {_err(correctness.get('max_rel_err'))}",
     ]
-    for item in data["flags"]:
+    for item in card.flags:
         lines.append(f"- Flag `{item.get('code')}`: {item.get('message')}")
     if not ranked["measured_here"]:
         speedup = ranked["speedup"]
-        before = f"{speedup:.2f}× {data['primary_baseline']}" if speedup is not None else "no speedup"
+        before = f"{speedup:.2f}× {card.primary_baseline}" if speedup is not None else "no speedup"
         now = ("every number above is this re-benchmark's, measured here" if here
                else "this run did not measure it either")
-        lines.append(f"- {data['trial']} was chosen on {before}, {ranked['origin']}: {now}")
+        lines.append(f"- {card.trial} was chosen on {before}, {ranked['origin']}: {now}")
     return "\n".join(lines) + "\n"

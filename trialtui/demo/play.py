@@ -255,11 +255,11 @@ class DemoPlayer:
         problem = engine.problem
         recorded = (lambda t: recorded_extra(t, problem.config.baselines)) if recorded_label(trial.result) else None
         try:
-            _, _, out_dir = finalize(problem, engine.store, trial, device="cuda" if self.mode == "live" else "cpu",
-                                     bench=self.finalize_bench, env=self.finalize_env, extra=recorded)
+            done = finalize(problem, engine.store, trial, device="cuda" if self.mode == "live" else "cpu",
+                            bench=self.finalize_bench, env=self.finalize_env, extra=recorded)
         except FinalizeError as exc:
             raise DemoError(str(exc)) from exc
-        return out_dir / "REPORT.md"
+        return done.out_dir / "REPORT.md"
 
     # reporting
 

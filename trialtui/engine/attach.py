@@ -16,6 +16,7 @@ from typing import Any
 
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
+from trialtui.core.report_card import Finalized
 from trialtui.core.store import STATE_DIR, Store, StoreError
 from trialtui.engine import control
 from trialtui.engine import events as ev
@@ -216,7 +217,7 @@ class RemoteEngine:
             self.paused = bool(reply.get("paused"))
         return self.paused
 
-    async def finalize(self, trial_id: str | None, device: str | None = None) -> tuple[str, dict[str, Any], Path]:
+    async def finalize(self, trial_id: str | None, device: str | None = None) -> Finalized:
         """The engine's finalize (it pauses watching and drains its lanes first); FinalizeError-like refusals raise."""
         from trialtui.engine.finalize import FinalizeError
 
@@ -224,7 +225,7 @@ class RemoteEngine:
             reply = await asyncio.to_thread(self._send, "finalize", {"trial": trial_id, "device": device}, None)
         except control.Refused as exc:
             raise FinalizeError(str(exc)) from exc
-        return reply["text"], reply["report"], Path(reply["out_dir"])
+        return Finalized.from_wire(reply)
 
 
 def attach(problem: Problem) -> RemoteEngine | None:

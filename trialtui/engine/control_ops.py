@@ -9,13 +9,13 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any, Protocol
 
 from trialtui.core import tree
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import Trial
 from trialtui.core.problem import Problem
+from trialtui.core.report_card import Finalized
 from trialtui.core.store import Store, StoreError, UnknownTrial
 from trialtui.engine import events as ev
 from trialtui.engine.finalize import FinalizeError
@@ -54,7 +54,7 @@ class RunningEngine(Protocol):
 
     def rerun_many(self, trial_ids: list[str]) -> dict[str, str]: ...
 
-    async def finalize(self, trial_id: str | None, device: str | None = None) -> tuple[str, dict[str, Any], Path]: ...
+    async def finalize(self, trial_id: str | None, device: str | None = None) -> Finalized: ...
 
 
 async def answer(engine: RunningEngine, op: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -91,8 +91,7 @@ async def answer(engine: RunningEngine, op: str, args: dict[str, Any]) -> dict[s
             skipped = engine.rerun_many(ids)
             reply = {"queued": [t for t in ids if t not in skipped], "skipped": skipped}
         elif op == "finalize":
-            text, report, out_dir = await engine.finalize(args.get("trial"), args.get("device"))
-            reply = {"text": text, "report": report, "out_dir": str(out_dir)}
+            reply = (await engine.finalize(args.get("trial"), args.get("device"))).to_wire()
         else:
             return {"ok": False, "error": f"unknown command {op!r}"}
     except UnknownTrial as exc:
@@ -119,7 +118,7 @@ async def gpu_to_itself(engine: RunningEngine) -> AsyncIterator[None]:
 
 
 async def finalize_running(engine: RunningEngine, trial_id: str | None, device: str,
-                           bench: Callable[..., BenchResult]) -> tuple[str, dict[str, Any], Path]:
+                           bench: Callable[..., BenchResult]) -> Finalized:
     """`trials finalize` in a running engine: watching pauses and the lanes drain first, as for the TUI's F."""
     store, config = engine.store, engine.problem.config
     trial = store.get(trial_id) if trial_id else tree.best(store.trials(), config.primary_baseline)
@@ -130,5 +129,5 @@ async def finalize_running(engine: RunningEngine, trial_id: str | None, device: 
     async with gpu_to_itself(engine):
         engine.emit(ev.Notice(f"finalizing {trial.id}: re-benchmarking with no cached baseline"))
         done = await asyncio.to_thread(finalize_trial, engine.problem, store, trial, device=device, bench=bench)
-    engine.emit(ev.Notice(f"finalized {trial.id}: wrote {done[2]}"))
+    engine.emit(ev.Notice(f"finalized {trial.id}: wrote {done.out_dir}"))
     return done

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.report import FINAL_DIR, build_report
+from trialtui.core.report_card import Finalized
 from trialtui.core.store import Store, atomic_write
 from trialtui.engine import bench as engine_bench
 from trialtui.engine.generalize import check_file
@@ -34,8 +34,9 @@ def finalize(
     bench: Callable[..., BenchResult] | None = None,
     env: dict[str, str] | None = None,
     extra: Callable[[Trial], tuple[str, dict[str, Any]]] | None = None,
-) -> tuple[str, dict[str, Any], Path]:
-    """Returns (REPORT.md text, report.json dict, the final/ directory); raises FinalizeError."""
+) -> Finalized:
+    """The card written under final/ (REPORT.md, report.json) beside the kernel; raises FinalizeError.
+    `extra`: a caller's section of the text and keys of the card (the demo's recorded run)."""
     out_dir = problem.root / FINAL_DIR
     out_dir.mkdir(exist_ok=True)
     kernel = out_dir / trial.file
@@ -49,11 +50,11 @@ def finalize(
                             f"finalized: {result.message or 'no message'}")
     generalization = check_file(problem, kernel, device=(result.env or {}).get("device") or device, bench=bench,
                                 env=env, log_path=problem.state_dir / "logs" / f"finalize-{trial.id}-heldout.log")
-    text, report = build_report(problem, trial, result, generalization)
+    text, card = build_report(problem, trial, result, generalization)
     if extra is not None:
         section, more = extra(trial)
         text += section
-        report.update(more)
+        card = card.adding(more)
     atomic_write(out_dir / "REPORT.md", text.encode())
-    atomic_write(out_dir / "report.json", (json.dumps(report, indent=2) + "\n").encode())
-    return text, report, out_dir
+    atomic_write(out_dir / "report.json", (json.dumps(card.to_json(), indent=2) + "\n").encode())
+    return Finalized(text, card, out_dir)

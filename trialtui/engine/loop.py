@@ -23,6 +23,7 @@ from trialtui.core.languages import DEFAULT, get_language
 from trialtui.core.model import Decision, Trial, TrialState
 from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError
 from trialtui.core.problem_dir import load_problem
+from trialtui.core.report_card import Finalized
 from trialtui.core.store import Store
 from trialtui.core.validation_report import ValidationReport
 from trialtui.engine import control
@@ -439,7 +440,7 @@ class Engine(TrialJobs):
         self.emit(ev.StateChanged(trial.id, trial.state, f"noted: {tree.label(trial) or '(no label)'}"))
         return trial
 
-    async def finalize(self, trial_id: str | None, device: str | None = None) -> tuple[str, dict[str, Any], Path]:
+    async def finalize(self, trial_id: str | None, device: str | None = None) -> Finalized:
         """`trials finalize` for a running engine: watching pauses and the lanes drain first, as for the TUI's F."""
         return await finalize_running(self, trial_id, device or self.device, self._bench)
 
@@ -452,8 +453,7 @@ class Engine(TrialJobs):
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
 
     def _decision(self, trial: Trial) -> Decision:
-        return decide(self.store.trials(), trial, trial.verdicts, self.problem.config,
-                      source=self.store.read_source(trial))
+        return decide(self.store.trials(), trial, trial.verdicts, self.problem.config, source=self.store.read_source(trial))
 
     def _record_decision(self, trial: Trial, decision: Decision) -> Decision:
         self.store.update(trial.id, decision=decision.to_dict())

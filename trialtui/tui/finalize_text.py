@@ -17,10 +17,11 @@ def finalize_trial(problem: Problem, store: Store, trial: Trial, device: str | N
     from trialtui.engine.finalize import FinalizeError, finalize
 
     try:
-        _, report, out_dir = finalize(problem, store, trial, device=device, bench=bench)
+        done = finalize(problem, store, trial, device=device, bench=bench)
     except FinalizeError as exc:
         return False, str(exc)
-    return True, (f"{report.get('generalizes') or ''}\n"
+    out_dir = done.out_dir
+    return True, (f"{done.card.generalizes or ''}\n"
                   f"wrote {out_dir / trial.file}, {out_dir / 'REPORT.md'} and {out_dir / 'report.json'}").lstrip()
 
 

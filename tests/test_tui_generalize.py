@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from trialtui.core import revealed
+from trialtui.core.report_card import Finalized, ReportCard
 from trialtui.tui.app import TrialApp
 from trialtui.tui.screens.confirm import ConfirmScreen
 
@@ -34,7 +36,9 @@ def test_the_finalize_dialog_names_the_held_out_check_and_its_outcome_says_the_l
 
     def fake_finalize(problem_, store_, trial, *, device=None, bench=None, **kw):
         finalized.append(trial.id)
-        return "", {"generalizes": LINE}, Path(problem_.root / "final")
+        named = {f.name: None for f in dataclasses.fields(ReportCard) if f.name not in ("extra", "_keys")}
+        card = ReportCard(**{**named, "trial": trial.id, "generalizes": LINE})
+        return Finalized("", card, Path(problem_.root / "final"))
 
     monkeypatch.setattr("trialtui.engine.finalize.finalize", fake_finalize)
 

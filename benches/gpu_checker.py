@@ -18,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from trialtui.core.job_spec import BenchSpec  # noqa: E402
 from trialtui.core.problem_dir import load_problem  # noqa: E402
 from trialtui.runner import bench_job  # noqa: E402
 
@@ -70,7 +71,7 @@ def main() -> None:
         spec = problem.job_spec(candidate=str(root / "cand.py"), device="cuda", seeds=problem.config.seeds,
                                 baselines=problem.config.baselines, timeout_s=240)
         t0 = time.perf_counter()
-        r = bench_job.run(spec)
+        r = bench_job.run(BenchSpec.from_wire(spec))
         r["label"] = label
         r["job_s"] = round(time.perf_counter() - t0, 2)
         results.append(r)

@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from trialtui.core.job_spec import BenchSpec
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.result import check_result
 from trialtui.runner import bench_job
@@ -88,7 +89,7 @@ def run(tmp_path, candidate: str, reference: str | None = None, config: str = "s
     before = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"
     try:
-        return check_result(bench_job.run(spec))
+        return check_result(bench_job.run(BenchSpec.from_wire(spec)))
     finally:  # the worker's later tests get the environment they started with
         if before is None:
             del os.environ["TRITON_INTERPRET"]

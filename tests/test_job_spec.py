@@ -97,7 +97,9 @@ def test_the_bench_runner_reads_fields_not_keys_with_defaults():
 
 
 def test_a_job_given_a_spec_it_cannot_read_says_so_rather_than_guessing(problem):
+    from trialtui.core.job_spec import BenchSpec
     from trialtui.runner import bench_job
+    from trialtui.runner.child import typed
 
-    result = bench_job.run({**problem_spec(problem, "cpu").to_wire(), "seed": 5})
+    result = typed(bench_job.run, BenchSpec, {**problem_spec(problem, "cpu").to_wire(), "seed": 5})
     assert result["state"] == "error" and "seed" in result["message"]

@@ -168,17 +168,13 @@ class Facts:
         return flags
 
 
-def run(data: dict[str, Any]) -> dict[str, Any]:
-    """The job for the spec as the child received it (JSON): read once into a BenchSpec, or refused."""
+def run(spec: BenchSpec) -> dict[str, Any]:
+    """The job for its spec (runner/child.serve read it into a BenchSpec, or refused it)."""
     import torch
 
     from trialtui.runner.loader import BF16_NOTE, Reference
 
     seal()
-    try:
-        spec = BenchSpec.from_wire(data)
-    except ValueError as exc:  # the engine and this runner disagree on the spec: say so, rather than guess
-        return {"version": RESULT_VERSION, "state": "error", "message": f"the job's spec: {exc}"}
     # first, before any CUDA call or the reference: on the CPU the candidate's process is a fork of this one
     link = _READY.pop() if _READY else CandidateProcess(CANDIDATE, fork=_JOB_PROCESS)  # a new one imports torch while the reference loads here
     progress = Progress(spec.progress)
@@ -408,7 +404,7 @@ def main(argv: list[str]) -> None:
     seal()  # before any process of the job exists
     if _gpu_job():  # the candidate's interpreter imports torch beside this one's: 3 s off a cold GPU job
         _READY.append(CandidateProcess(CANDIDATE, fork=False))
-    serve(run, argv, prewarm=prewarm, prepare=prepare_problem, warm_imports=WARM_IMPORTS)
+    serve(run, argv, prewarm=prewarm, prepare=prepare_problem, warm_imports=WARM_IMPORTS, spec_type=BenchSpec)
 
 
 if __name__ == "__main__":

@@ -231,13 +231,18 @@ def digest(slot: torch.Tensor, hashes: torch.Tensor, call: int) -> None:
         states = torch.empty(2 * programs, dtype=torch.int32, device=slot.device)
         fold_kernel[(programs,)](words, n, CHUNK, states, hashes, call, SALT_A=LEAF_SALTS[0],
                                  SALT_B=LEAF_SALTS[1], ABSORB=False, **shape)
-        fold_kernel[(1,)](states, 2 * programs, triton_cdiv(2 * programs, BLOCK), states, hashes, call,
-                          SALT_A=ROOT_SALTS[0], SALT_B=ROOT_SALTS[1], ABSORB=True, **shape)
+        _root_pass(fold_kernel, states, hashes, call)
         return
     a, b = fold(words, CHUNK, LEAF_SALTS)
     if programs > 1:
         a, b = _root(a, b)
     _absorb(hashes, call, a[0], b[0])
+
+
+def _root_pass(fold_kernel: Any, states: torch.Tensor, hashes: torch.Tensor, call: int) -> None:
+    """The second pass on the GPU: a first pass's program states folded by one program into hashes[call]."""
+    fold_kernel[(1,)](states, states.numel(), triton_cdiv(states.numel(), BLOCK), states, hashes, call,
+                      SALT_A=ROOT_SALTS[0], SALT_B=ROOT_SALTS[1], ABSORB=True, BLOCK=BLOCK, LOG_BLOCK=LOG_BLOCK)
 
 
 def _root(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -271,8 +276,7 @@ def flush(words: torch.Tensor, seed: torch.Tensor, hashes: torch.Tensor, call: i
         states = torch.empty(2 * programs, dtype=torch.int32, device=words.device)
         kernels[2][(programs,)](words, n, states, hashes, seed, salt >> 1, salt & 1, prev, 1 if call > 0 else 0,
                                 CHUNK=CHUNK, BLOCK=BLOCK, LOG_BLOCK=LOG_BLOCK)
-        kernels[1][(1,)](states, 2 * programs, triton_cdiv(2 * programs, BLOCK), states, hashes, call,
-                         SALT_A=ROOT_SALTS[0], SALT_B=ROOT_SALTS[1], ABSORB=True, BLOCK=BLOCK, LOG_BLOCK=LOG_BLOCK)
+        _root_pass(kernels[1], states, hashes, call)
         return
     k1, k2 = key(seed, salt, hashes[prev] if call > 0 else None)
     flat = torch.zeros(programs * CHUNK * BLOCK, dtype=torch.int64, device=words.device)
@@ -282,12 +286,8 @@ def flush(words: torch.Tensor, seed: torch.Tensor, hashes: torch.Tensor, call: i
     a = _mix_t(lane ^ k1)
     for c in range(CHUNK):
         a = _fmix_t(a ^ w[:, c])
-    b = _mix_t(lane ^ k2)
-    while a.shape[1] > 1:
-        pa, pb = a.view(programs, -1, 2), b.view(programs, -1, 2)
-        a, b = step(pa[..., 0], pb[..., 0], pa[..., 1])
-        a, b = step(a, b, pb[..., 1])
-    a, b = _root(a[:, 0], b[:, 0])
+    a, b = _lanes_meet(a, _mix_t(lane ^ k2))
+    a, b = _root(a, b)
     _absorb(hashes, call, a[0], b[0])
 
 
@@ -307,6 +307,13 @@ def fold(words: torch.Tensor, chunk: int, salts: tuple[int, int]) -> tuple[torch
     for c in range(chunk if programs > 1 else triton_cdiv(n, BLOCK)):  # one program: no lane takes a word after n
         a2, b2 = step(a, b, w[:, c])
         a, b = torch.where(present[:, c], a2, a), torch.where(present[:, c], b2, b)
+    return _lanes_meet(a, b)
+
+
+def _lanes_meet(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each program's lanes (a row) meet in a tree, the even lane taking its odd neighbour's two words, until
+    one state per program is left (chain_kernels._halve)."""
+    programs = a.shape[0]
     while a.shape[1] > 1:
         pa, pb = a.view(programs, -1, 2), b.view(programs, -1, 2)
         a, b = step(pa[..., 0], pb[..., 0], pa[..., 1])

@@ -154,3 +154,17 @@ def test_the_keyed_flush_costs_the_harness_microseconds_and_the_tiny_kernels_not
         assert abs(keyed[case]["headline_us"] - plain[case]["headline_us"]) <= 0.45, case
         assert 4 <= keyed[case]["overhead_us"] - plain[case]["overhead_us"] <= 12, case
     assert abs(keyed["add-16m"]["ratio"] - 1) <= 0.015
+
+
+def test_the_typed_job_contract_reads_tiny_kernels_as_before():
+    # h200-2026-12-04a (main at e2ccf69: every job reads a typed spec through runner/child.serve, the bench job's
+    # result card typed): every case confirmed and graphed, each headline within 0.25 µs of 03n's (the same
+    # keyed flush, the dict-built jobs) and 0.4-1.2 µs over ncu, as every run since the loop's graphs (03g).
+    before = {r["case"]: r for r in rows("h200-2026-12-03n")}
+    typed = {r["case"]: r for r in rows("h200-2026-12-04a")}
+    assert set(typed) == set(before) == set(gpu_tiny.CASES)
+    for case, row in typed.items():
+        assert row["state"] == "correct" and row["confirmed"] is True and row["graphed"] is True, case
+        assert 0.4 <= row["headline_us"] - row["ncu_us"] <= 1.2, (case, row["headline_us"], row["ncu_us"])
+        assert abs(row["headline_us"] - before[case]["headline_us"]) <= 0.25, case
+    assert abs(typed["add-16m"]["ratio"] - 1) <= 0.02

@@ -96,18 +96,45 @@ def finished_in(log: str) -> dict[tuple[str, str], tuple[str, str | None]]:
     return found
 
 
-def test_the_corpus_under_the_keyed_flush_so_far():
+def results_in(watch: str) -> dict[tuple[str, str], tuple[str, str | None]]:
+    """(problem, candidate) -> (state, summary) of each candidate a kept watch's JSON lines gave a result."""
+    names, found = {}, {}
+    for line in (HERE / "fixtures" / "gpu" / watch).read_text().splitlines():
+        event = json.loads(line)
+        key = (event["problem"], event["trial_id"])
+        if event["event"] == "trial_created":
+            names[key] = event["file"]
+        elif event["event"] == "result" or (event["event"] == "state_changed" and event["state"] == "invalid"):
+            found[(key[0], names[key])] = (event["state"], event.get("summary") or event.get("message"))
+    return found
+
+
+def test_the_whole_corpus_under_the_keyed_flush():
     # h200-2026-12-03o (main at b80d652, the L2 flush a link of the chain): the whole corpus's watch was cut at
-    # 470 s, 75 of 85 finished; 03p (the same code, TRUST_PROBLEMS=kb_softmax_fp32,kb_failures_fp32) was cut at
-    # 150 s and adds two. Every one of the 77 got its header's state (the logs cut long lines: a header's
-    # fragment is judged where the line is whole). Not yet run under the keyed flush: the three files
-    # that fail validation before any GPU work (missing_module, no_entry_point, syntax_error) and five of
-    # kb_softmax_fp32 (timing_patch, timing_patch_plain, torch_rewrite, triton_row, wrong_dim): issue 33.
-    seen = {**finished_in("h200-2026-12-03o/trust_log_partial.txt"), **finished_in("h200-2026-12-03p/trust_log_partial.txt")}
-    assert len(seen) == 77
+    # 470 s, 75 of 85 finished; 03p (the same code, kb_softmax_fp32 and kb_failures_fp32) was cut at 150 s and
+    # adds two. h200-2026-12-04a (e2ccf69, the typed job contract) ran those two problems again: all 28 got
+    # their header's state, the eight not yet seen under the keyed flush among them (the logs cut long lines:
+    # a header's fragment is judged where the line is whole). h200-2026-12-04b (e2ccf69) ran the other six
+    # problems, 40 candidates, in one watch of 174.8 s, and its trust.json judges flags and numbers too.
+    seen = {**finished_in("h200-2026-12-03o/trust_log_partial.txt"), **finished_in("h200-2026-12-03p/trust_log_partial.txt"),
+            **results_in("h200-2026-12-04a/trust_watch_partial.jsonl")}
+    corpus = {(root.name, path.name) for root in gpu_trust.TRUST.iterdir() if (root / "reference.py").exists()
+              for path in gpu_trust.load_problem(root).candidates()}
+    assert set(seen) == corpus and len(corpus) == 85, sorted(corpus ^ set(seen))
     wrong = []
     for (problem, candidate), (state, message) in seen.items():
         want = gpu_trust.expectation(gpu_trust.TRUST / problem / candidate)
         if state != want["state"] or (want["fragment"] and message is not None and want["fragment"].lower() not in message.lower()):
             wrong.append(f"{problem}/{candidate}: {state} {message!r}, expected {want['state']} {want['fragment']!r}")
     assert not wrong, "\n".join(wrong)
+    run = json.loads((HERE / "fixtures" / "gpu" / "h200-2026-12-04b" / "trust.json").read_text())
+    totals = run["totals"]
+    assert totals["candidates"] == 40 and totals["not_final"] == 0
+    for key in ("wrong_called_correct", "correct_failed", "flagged_chosen_as_best", "speedups_from_cached_baselines",
+                "results_without_peak_mem", "headline_beyond_checker", "headline_below_floor", "mismatches"):
+        assert totals[key] == 0, key
+    for row in run["rows"]:
+        want = gpu_trust.expectation(gpu_trust.TRUST / row["problem"] / row["candidate"])
+        assert not gpu_trust.judge(want, row["got"], row["message"], row["flags"]), row
+    passthrough = next(r for r in run["rows"] if r["candidate"] == "returns_input.py")
+    assert "impossible" in passthrough["flags"] and all(b["file"] != "returns_input.py" for b in run["best"].values())

@@ -47,9 +47,9 @@ def test_counting_flops_does_not_import_dynamo():
     import sys
 
     code = ("import sys, types, torch\n"
-            "from trialtui.runner.timed_phase import _flops\n"
+            "from trialtui.runner.timed_work import flops as count\n"
             "call = types.SimpleNamespace(fn=lambda xs: torch.softmax(xs[0] @ xs[1], -1))\n"
-            "flops = _flops(call, [torch.randn(8, 16), torch.randn(16, 4)])\n"
+            "flops = count(call, [torch.randn(8, 16), torch.randn(16, 4)])\n"
             "print(flops, 'torch._dynamo' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

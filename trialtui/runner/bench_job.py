@@ -24,13 +24,14 @@ from trialtui.runner import heldout
 from trialtui.runner.candidate_errors import describe
 from trialtui.runner.candidate_link import CandidateProcess
 from trialtui.runner.candidate_requests import CandidateFailed, Deadline
+from trialtui.runner.checker import Checker
 from trialtui.runner.child import serve
 from trialtui.runner.environment import environment
 from trialtui.runner.job_progress import Progress, Splits
-from trialtui.runner.judging import higher_precision, judge, tolerance
+from trialtui.runner.judging import higher_precision
 from trialtui.runner.prepared import Prepared, prepare, problem_key
 from trialtui.runner.tensors import nbytes
-from trialtui.runner.timed_phase import cpu_timing, number, overhead_at, speedups, time_all
+from trialtui.runner.timed_phase import TimedPhase, cpu_timing, number, overhead_at, speedups
 
 
 def _case_list(spec: BenchSpec, on_gpu: bool) -> list[dict[str, Any]]:
@@ -39,133 +40,6 @@ def _case_list(spec: BenchSpec, on_gpu: bool) -> list[dict[str, Any]]:
     if on_gpu:
         cases += [c for c in spec.bench_cases if c not in cases]
     return cases
-
-
-def check_correctness(spec: BenchSpec, reference, link: CandidateProcess, cases, seeds, progress, deadline, facts,
-                      prepared=None, splits: Splits | None = None) -> dict[str, Any]:
-    """Every case under every seed: inputs made here, the candidate's outputs received as data and judged here.
-
-    A (case, seed) the warm checker prepared (runner/prepared.py) comes with its inputs, outputs and
-    truth made ahead; the others are made here, the truth after the candidate's run so that the device
-    holds one copy of the inputs at a time.
-    """
-    import torch
-
-    from trialtui.runner.compare import is_trivial, looks_like_tf32, normwise
-    from trialtui.runner.loader import DTYPES
-    from trialtui.runner.tensors import clone
-
-    atol, rtol = tolerance(spec, reference.kind)
-    declared = DTYPES[spec.dtype] if reference.emulated else None  # bf16 run as fp32 on the CPU
-    device = reference.device.type
-    report: dict[str, Any] = {
-        "seeds": len(seeds), "cases": len(cases), "passed": True, "max_abs_err": 0.0, "max_rel_err": 0.0,
-        "mismatch_frac": 0.0, "first_mismatch": None, "message": "", "warnings": [], "launches": 0,
-        "normwise_err": None, "normwise_bound": None, "case_bytes": 0, "prepared": 0,
-        "rounding_floor": [],  # (case, seed)s accepted at the dtype's rounding floor (compare.within_rounding_floor)
-    }
-    trivial = True
-    total = len(cases) * len(seeds)
-    splits = splits or Splits(sync=False)
-    for ci, case in enumerate(cases):
-        for si, seed in enumerate(seeds):
-            progress(phase="correctness", i=ci * len(seeds) + si + 1, n=total)
-            where = f"case {ci + 1} {case or '(defaults)'} seed {seed}"
-            ready = prepared.get(ci, seed) if prepared is not None else None
-            if ready is not None:
-                report["prepared"] += 1
-                inputs, expected, ref_model = ready.inputs, ready.expected, None
-                payload: dict[str, Any] = {"inputs": inputs, "seed": seed, **ready.payload}
-            else:
-                inputs = reference.make_inputs(case, seed)
-                call = reference.call(case, seed)
-                payload = {"inputs": inputs, "seed": seed, **call.payload}
-                ref_model = call.model
-                with torch.no_grad():
-                    expected = call.fn(clone(inputs))
-                del call
-            splits.mark("correctness.inputs_and_reference")
-            out_bytes = nbytes(expected)
-            report["case_bytes"] = max(report["case_bytes"], nbytes(inputs) + out_bytes)
-            reply, output = link.request(
-                "run", payload, timeout_s=deadline.left(), into=device, max_bytes=64 * out_bytes + 2**20,
-                check_inputs=reference.kind.checks_input_mutation, case=case,
-            )
-            del payload
-            splits.mark("correctness.candidate_and_transfer")
-            facts.see(reply)
-            report["launches"] += int(reply.get("launches") or 0)
-            truth = ready.truth if ready is not None else None
-            skipped = ready.skipped if ready is not None else None
-            if ref_model is not None:  # a module to run again in float64 (KernelBench)
-                try:
-                    truth = higher_precision(reference, ref_model, inputs)
-                except Exception as exc:  # noqa: BLE001 - e.g. an op with no float64 kernel
-                    skipped = describe(exc)
-            if skipped:
-                note = f"normwise check skipped: the reference does not run in higher precision ({skipped})"
-                if note not in report["warnings"]:
-                    report["warnings"].append(note)
-            del ref_model
-            splits.mark("correctness.truth")
-            trivial = trivial and is_trivial(expected)
-            if reply.get("input_changed"):
-                return _fail(report, f"{where}: the candidate modified its input {reply['input_changed']}")
-            result = judge(spec, reference, expected, output, inputs, truth, report["rounding_floor"], where)
-            norm = normwise(expected, output, truth, spec.allow_tf32, declared) if truth is not None and result.passed else None
-            if norm is not None:
-                report["normwise_err"] = max(report["normwise_err"] or 0.0, norm.err)
-                report["normwise_bound"] = norm.bound if report["normwise_bound"] is None else min(report["normwise_bound"], norm.bound)
-                if not norm.passed:
-                    result.fail(norm.message())
-            splits.mark("correctness.compare")
-            report["max_abs_err"] = max(report["max_abs_err"], result.max_abs_err)
-            report["max_rel_err"] = max(report["max_rel_err"], result.max_rel_err)
-            report["mismatch_frac"] = max(report["mismatch_frac"], result.mismatch_frac)
-            tf32 = atol is not None and looks_like_tf32(result, expected, spec.allow_tf32, declared)
-            del inputs, expected, output, truth
-            if not result.passed:
-                message = f"{where}: {result.message}"
-                if tf32:
-                    message += (
-                        f" (relative error {result.max_rel_err:.1e} looks like TF32 rounding: "
-                        "set allow_tf32 = true in trialtui.toml if TF32 is acceptable)"
-                    )
-                report["first_mismatch"] = result.first_mismatch
-                return _fail(report, message)
-    if trivial:
-        report["warnings"].append(
-            "the reference output is constant on these inputs: the check cannot tell a right kernel from a trivial one"
-        )
-    return report
-
-
-def _fail(report: dict[str, Any], message: str) -> dict[str, Any]:
-    report["passed"] = False
-    report["message"] = message
-    return report
-
-
-class Facts:
-    """What the candidate's process reported on the side (patched timers, the reference imported): flags."""
-
-    def __init__(self) -> None:
-        self.patched: set[str] = set()
-        self.imported_reference = False
-
-    def see(self, reply: dict[str, Any]) -> None:
-        patched = reply.get("patched") or []
-        if isinstance(patched, list):
-            self.patched.update(str(p)[:100] for p in patched[:50])
-        self.imported_reference = self.imported_reference or bool(reply.get("imported_reference"))
-
-    def flags(self) -> list[dict[str, str]]:
-        flags = []
-        if self.patched:
-            flags.append(flag("timing-patched", f"the candidate replaced {', '.join(sorted(self.patched))}: its timing cannot be trusted"))
-        if self.imported_reference:
-            flags.append(flag("fallback", "the candidate imported the problem's reference.py: it may be running the reference"))
-        return flags
 
 
 def run(spec: BenchSpec) -> dict[str, Any]:
@@ -215,8 +89,7 @@ def run(spec: BenchSpec) -> dict[str, Any]:
         phases[name] = round(now - mark, 3)
         mark = now
 
-    facts = Facts()
-    splits: Splits | None = None
+    checker: Checker | None = None
     ledger = MemoryLedger(device)
     prepared = _PREPARED.pop() if _PREPARED else None
     if prepared is not None and prepared.key != problem_key(spec):
@@ -225,6 +98,8 @@ def run(spec: BenchSpec) -> dict[str, Any]:
     try:
         stage = "loading the reference"
         reference = prepared.reference if prepared is not None else Reference(spec.to_wire(), device_name)
+        checker = Checker(spec, reference, link, deadline, progress=progress, splits=Splits(sync=on_gpu), prepared=prepared)
+        del prepared  # the checker's now: its cases go once correctness is done
         if reference.emulated:
             result["flags"].append(flag("bf16-emulated", BF16_NOTE))
         stage = "importing the candidate"
@@ -235,18 +110,15 @@ def run(spec: BenchSpec) -> dict[str, Any]:
             allow_tf32=spec.allow_tf32, reference=str(Path(spec.reference).resolve()),
             support_files=spec.support_files,
         )
-        facts.see(reply)
+        checker.facts.see(reply)
         phase("load")
         stage = "checking correctness"
-        splits = Splits(sync=on_gpu)
+        checker.splits.started = time.perf_counter()
         if spec.heldout:  # cases derived at finalize or on demand (runner/heldout.py), each on its own
-            correctness = heldout.check_each(spec, reference, link, deadline, facts, check_correctness)
+            correctness = heldout.check_each(checker)
         else:
-            correctness = check_correctness(spec, reference, link, cases, seeds, progress, deadline, facts, prepared, splits)
-        warm_baselines = prepared.baselines if prepared is not None else {}
-        bencher = prepared.bencher if prepared is not None else None
-        overhead_us = prepared.overhead_us if prepared is not None else None
-        del prepared
+            correctness = checker.correctness(cases, seeds)
+        checker.release_cases()
         phase("correctness")
         result["correctness"] = correctness
         for warning in correctness.pop("warnings", []):
@@ -267,10 +139,9 @@ def run(spec: BenchSpec) -> dict[str, Any]:
         ledger.close_phase(stage, link, deadline)
         stage = "timing"
         if on_gpu:
-            splits.started = time.perf_counter()
-            cand, baselines, flags = time_all(spec, reference, link, spec.bench_cases[0], device, progress, deadline,
-                                              facts, splits, own_kernels=correctness["launches"] > 0,
-                                              warm_baselines=warm_baselines, bencher=bencher, overhead_us=overhead_us)
+            checker.splits.started = time.perf_counter()
+            timed = TimedPhase.of(checker, device, own_kernels=correctness["launches"] > 0)
+            cand, baselines, flags = timed.run(spec.bench_cases[0])
             result["timing"] = cand
             result["baselines"] = baselines
             result["flags"] += flags
@@ -278,7 +149,7 @@ def run(spec: BenchSpec) -> dict[str, Any]:
             result["flags"] += more
             phase("timing")
         else:
-            result["timing"] = cpu_timing(spec, reference, link, cases[0], deadline, facts)
+            result["timing"] = cpu_timing(spec, reference, link, cases[0], deadline, checker.facts)
         result["state"] = "correct"
         return result
     except CandidateFailed as exc:
@@ -302,9 +173,9 @@ def run(spec: BenchSpec) -> dict[str, Any]:
         print(result["traceback"], file=sys.stderr)
         return result
     finally:
-        result["flags"] += facts.flags()
-        if splits is not None:
-            phases.update(splits.seconds)
+        if checker is not None:
+            result["flags"] += checker.facts.flags()
+            phases.update(checker.splits.seconds)
         phases.update(link.breakdown())
         ledger.close_phase(stage, link, deadline)
         ledger.record(result)

@@ -9,13 +9,12 @@ since there is nothing to hold the candidate to there.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any
 
 from trialtui.core.generalization import Outcome
 from trialtui.core.heldout import HeldOutCase, Layout
-from trialtui.core.job_spec import BenchSpec
 from trialtui.runner.candidate_errors import describe
-from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
+from trialtui.runner.candidate_requests import CandidateFailed, Deadline
 from trialtui.runner.forms import ReferenceCall
 from trialtui.runner.layouts import arrange
 
@@ -58,13 +57,14 @@ class LaidOut:
         return ReferenceCall(laid_out, {**call.payload, "layout": layout.value}, call.model)
 
 
-def check_each(spec: BenchSpec, reference: Any, link: CandidateLink, deadline: Deadline, facts: Any,
-               check: Callable[..., dict[str, Any]]) -> dict[str, Any]:
-    """Every held-out case through `check` (bench_job.check_correctness), within the spec's `heldout_budget_s`.
+def check_each(checker: Any) -> dict[str, Any]:
+    """Every held-out case through the job's checker (a runner/checker.Checker: its `correctness`), within the spec's
+    `heldout_budget_s`.
 
-    Returns a correctness report as `check` makes one (passed only if no case failed; the first
+    Returns a correctness report as the checker makes one (passed only if no case failed; the first
     failure's message), with `heldout`: one {outcome, message} per case, in the spec's order.
     """
+    spec, link = checker.spec, checker.link
     cases = [HeldOutCase.from_dict(c) for c in spec.heldout or []]
     ends = time.monotonic() + spec.heldout_budget_s
     report: dict[str, Any] = {"seeds": 1, "cases": 0, "passed": True, "max_abs_err": 0.0, "max_rel_err": 0.0,
@@ -80,8 +80,9 @@ def check_each(spec: BenchSpec, reference: Any, link: CandidateLink, deadline: D
             continue
         outcome, message = Outcome.PASSED, ""
         try:
-            found = check(spec, LaidOut(reference, case.layout), link, [case.sizes], [case.seed], lambda **_: None,
-                          Deadline(min(deadline.left(), max(left, MIN_CASE_S)), margin_s=0.0), facts)
+            on_case = checker.on(LaidOut(checker.reference, case.layout),
+                                 Deadline(min(checker.deadline.left(), max(left, MIN_CASE_S)), margin_s=0.0))
+            found = on_case.correctness([case.sizes], [case.seed])
         except NotApplicable as exc:
             outcome, message = Outcome.SKIPPED, str(exc)
         except CandidateFailed as exc:

@@ -25,7 +25,7 @@ import torch
 
 from trialtui.core.job_spec import BenchSpec
 from trialtui.core.result import CPU_TIMING_LABEL, flag
-from trialtui.runner import cuda_ipc, fresh_inputs
+from trialtui.runner import cuda_ipc, fresh_inputs, timed_work
 from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
 from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
@@ -156,7 +156,8 @@ class TimedSetup:
         if nbytes(sets[0]) * 2 < getattr(props, "L2_cache_size", 0):
             sets.append(reference.make_inputs(case, 1))  # rotate when inputs fit in L2
         ref_call = reference.call(case, 0)
-        layout, work = _work(ref_call, sets[0])  # the sets are one case: one output structure, one amount of work
+        output, work = timed_work.output_and_bytes(ref_call, sets[0])  # the sets are one case: one output structure, one amount of work
+        layout = Layout.of_output(output)
         return cls(sets, ref_call, layout, work, layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16)))
 
 
@@ -203,143 +204,201 @@ def harness_overhead_us(sets: list[Any], reference: Callable[[Any], Any], layout
     return checker_per_call_us(walls) or 0.0
 
 
-def time_all(spec: BenchSpec, reference, link: CandidateLink, case, device, progress, deadline, facts,
-             splits: Splits | None = None, own_kernels: bool = True,
-             warm_baselines: dict[str, Any] | None = None, bencher=None,
-             overhead_us: float | None = None) -> tuple[dict, dict, list]:
-    """Candidate (in its process) and baselines (here) timed in alternating batches, same method, same inputs.
+@dataclass
+class TimedPhase:
+    """The candidate (in its process) and the baselines (here) timed in alternating batches, same method, same
+    inputs, at one case; the candidate's number checked against this process's clock, the physical floor and
+    the library's share of the work.
 
-    The baselines never run where the candidate can reach them; the candidate's own event times are
-    cross-checked against this process's wall clock around each of its batches. `own_kernels`: the
-    correctness runs launched kernels of the candidate's own, so the timed calls must too.
-    `warm_baselines`: baselines a prepared checker already compiled and ran at this case (runner/prepared.py),
-    `bencher` the timing state it made, `overhead_us` the harness's cost per call it measured (else made here).
+    The baselines never run where the candidate can reach them. `own_kernels`: the correctness runs launched
+    kernels of the candidate's own, so the timed calls must too. `warm_baselines`: baselines a prepared checker
+    already compiled and ran at this case (runner/prepared.py), `bencher` the timing state it made,
+    `overhead_us` the harness's cost per call it measured (else made here).
     """
-    from trialtui.core.roofline import impossible_message, physical_floor
-    from trialtui.runner import timing
 
-    flags = []
-    splits = splits or Splits(sync=True)
-    props = torch.cuda.get_device_properties(device)
-    setup = TimedSetup.of(reference, case, props)
-    sets, ref_call, layout, work, batches = setup.sets, setup.ref_call, setup.layout, setup.work, setup.batches
-    payload: dict[str, Any] = {"input_sets": sets, "seed": 0, **ref_call.payload}
-    ref_fn = ref_call.fn
-    use_graph = spec.cuda_graph
-    splits.mark("timing.work")
-    bencher = bencher or timing.Bencher.for_device(device)
-    payload["flush_words"] = bencher.flush  # a copy crosses: the candidate's loop flushes through it (fresh_inputs.flush)
-    splits.mark("timing.bencher")
-    timed = TimedCalls(link, deadline, sets, ref_fn, layout, see=facts.see, keep=batches[-1], flush_words=bencher.flush,
-                       judge=lambda expected, output, inputs, where: check_timed(
-                           spec, reference, expected, output, inputs, lambda: timing_truth(reference, ref_call, inputs), where))
-    with timed:  # the ring of timed outputs is freed however timing ends
-        reply, _ = link.request("prepare_timing", payload, timeout_s=deadline.left(), into="cuda", cuda_graph=use_graph,
-                                layout=layout.to_wire(), keep=batches[-1], ring=timed.ring_wire)
-        splits.mark("timing.prepare_candidate")
-        facts.see(reply)
-        reply_prepare = reply
-        graphed = reply.get("graphed") is True  # each timed call's sequence a CUDA graph in its process (timed_batch.capture)
-        if reply.get("launches") == 0 and own_kernels:
-            flags.append(flag("fallback", f"no kernel of the candidate's own ran at the timed size {case or '(defaults)'} "
-                              "(it did at the test sizes): it falls back to PyTorch or a library there, so the number is not its kernel's"))
-        given = dict(spec.given_baselines)
-        del payload  # the candidate's process has its own copy of the sets; eager and compile share these
+    spec: BenchSpec
+    reference: Any  # runner/loader.Reference
+    link: CandidateLink
+    deadline: Deadline
+    facts: Any  # runner/checker.Facts: shown every reply
+    progress: Callable[..., None]
+    splits: Splits
+    device: Any
+    own_kernels: bool = True
+    warm_baselines: dict[str, Any] = field(default_factory=dict)
+    bencher: Any = None  # runner/timing.Bencher
+    overhead_us: float | None = None
+    flags: list[dict[str, str]] = field(default_factory=list)
+    graphed: bool = False  # each timed call's sequence a CUDA graph in the candidate's process (timed_batch.capture)
+    prepared_reply: dict[str, Any] = field(default_factory=dict)  # the candidate's answer to prepare_timing
+
+    @classmethod
+    def of(cls, checker: Any, device: Any, own_kernels: bool) -> TimedPhase:
+        """The timing of a job's checker (runner/checker.Checker), with what a warm checker made ahead for it."""
+        warm = checker.prepared
+        return cls(checker.spec, checker.reference, checker.link, checker.deadline, checker.facts, checker.progress,
+                   checker.splits, device, own_kernels=own_kernels, warm_baselines=warm.baselines if warm else {},
+                   bencher=warm.bencher if warm else None, overhead_us=warm.overhead_us if warm else None)
+
+    def run(self, case: Any) -> tuple[dict, dict, list]:
+        """(the candidate's figures, the baselines', the flags)."""
+        from trialtui.runner import timing
+
+        props = torch.cuda.get_device_properties(self.device)
+        setup = TimedSetup.of(self.reference, case, props)
+        self.splits.mark("timing.work")
+        self.bencher = self.bencher or timing.Bencher.for_device(self.device)
+        self.splits.mark("timing.bencher")
+        ref_call = setup.ref_call
+        timed = TimedCalls(self.link, self.deadline, setup.sets, ref_call.fn, setup.layout, see=self.facts.see,
+                           keep=setup.batches[-1], flush_words=self.bencher.flush,
+                           judge=lambda expected, output, inputs, where: check_timed(
+                               self.spec, self.reference, expected, output, inputs,
+                               lambda: timing_truth(self.reference, ref_call, inputs), where))
+        with timed:  # the ring of timed outputs is freed however timing ends
+            self._prepare_candidate(timed, setup, case)
+            given = dict(self.spec.given_baselines)
+            with torch.no_grad():
+                fns = self._baselines(setup, given)
+                samples, walls, pair_us, flush_us = self._loop(timed, setup, fns)
+                self.progress(phase="kernel_time")
+                reply, _ = self.link.request("kernel_time", timeout_s=self.deadline.left(), into="cuda")
+                self.facts.see(reply)
+                self.splits.mark("timing.kernel_time")
+        stats = {name: timing.summarize(timing.less_empty_pair(s, pair_us.get(name, pair_us["empty"])))
+                 for name, s in samples.items()}
+        cand = self._candidate(stats.pop("candidate"), walls, reply, pair_us["candidate"], flush_us)
+        self._weigh(cand, setup, props, [*stats.values(), *given.values()])
+        mismatch = timing.wall_mismatch(walls, (cand.get("claimed") or cand)["median_us"], self.overhead_us)
+        if mismatch:
+            self.flags.append(flag("timing-mismatch", mismatch))
+        baselines = {kind: {**s, "cached": False} for kind, s in {**stats, **given}.items()}
+        return cand, baselines, self.flags
+
+    def _prepare_candidate(self, timed: TimedCalls, setup: TimedSetup, case: Any) -> None:
+        """The candidate's process gets the sets and the flush's words, warms up and captures its loop."""
+        payload: dict[str, Any] = {"input_sets": setup.sets, "seed": 0, **setup.ref_call.payload,
+                                   "flush_words": self.bencher.flush}  # a copy crosses: its loop flushes through it
+        reply, _ = self.link.request("prepare_timing", payload, timeout_s=self.deadline.left(), into="cuda",
+                                     cuda_graph=self.spec.cuda_graph, layout=setup.layout.to_wire(),
+                                     keep=setup.batches[-1], ring=timed.ring_wire)
+        self.splits.mark("timing.prepare_candidate")
+        self.facts.see(reply)
+        self.prepared_reply = reply
+        self.graphed = reply.get("graphed") is True
+        if reply.get("launches") == 0 and self.own_kernels:
+            self.flags.append(flag("fallback", f"no kernel of the candidate's own ran at the timed size {case or '(defaults)'} "
+                                   "(it did at the test sizes): it falls back to PyTorch or a library there, so the number is not its kernel's"))
+
+    def _baselines(self, setup: TimedSetup, given: dict[str, Any]) -> dict[str, list]:
+        """Each baseline bound to each input set, warmed up (torch.compile and cuDNN autotuning outside the
+        numbers), as CUDA graphs where the spec times them so."""
+        from trialtui.runner import timing
+
         fns: dict[str, list] = {}
-        for kind in spec.baselines:
+        for kind in self.spec.baselines:
             if kind in given:
                 continue
-            fn = (warm_baselines or {}).get(kind) or (torch.compile(ref_fn) if kind == "compile" else ref_fn)
-            fns[kind] = [_bind(fn, s) for s in sets]
-        with torch.no_grad():
-            for calls in fns.values():  # warm-up: torch.compile and cuDNN autotuning outside the numbers
-                for call in calls:
-                    call()
-                    call()
-            torch.cuda.synchronize()
-            if use_graph:
-                fns = {name: [timing.cuda_graph_call(c) for c in calls] for name, calls in fns.items()}
-            flush_us = bencher.flush_cost_us()
-            empty_us = bencher.empty_pair_us()
-            pair_us = {"candidate": _graphed_pair_us(bencher) if graphed else empty_us}
+            ref_fn = setup.ref_call.fn
+            fn = self.warm_baselines.get(kind) or (torch.compile(ref_fn) if kind == "compile" else ref_fn)
+            fns[kind] = [_bind(fn, s) for s in setup.sets]
+        for calls in fns.values():
+            for call in calls:
+                call()
+                call()
+        torch.cuda.synchronize()
+        if self.spec.cuda_graph:
+            fns = {name: [timing.cuda_graph_call(c) for c in calls] for name, calls in fns.items()}
+        return fns
 
-            splits.mark("timing.baselines_warm_up")
-            if overhead_us is None or not graphed:  # else a prepared checker measured it on this very setup
-                overhead_us = timed.overhead_us(bencher, batches, graphed)
-            splits.mark("timing.overhead")
+    def _loop(self, timed: TimedCalls, setup: TimedSetup, fns: dict[str, list]) -> tuple[dict, list, dict, float]:
+        """The alternating loop, timed again once where it was disturbed: (samples per name, the candidate's
+        batches' walls, each name's empty event pair, the flush's cost)."""
+        from trialtui.runner import timing
 
-            def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
-                batch = timed.batch(start, n)
-                return batch.samples, batch.wall_us
+        bencher = self.bencher
+        flush_us = bencher.flush_cost_us()
+        empty_us = bencher.empty_pair_us()
+        pair_us = {"empty": empty_us, "candidate": _graphed_pair_us(bencher) if self.graphed else empty_us}
+        self.splits.mark("timing.baselines_warm_up")
+        if self.overhead_us is None or not self.graphed:  # else a prepared checker measured it on this very setup
+            self.overhead_us = timed.overhead_us(bencher, setup.batches, self.graphed)
+        self.splits.mark("timing.overhead")
 
-            def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
-                progress(**timing.preliminary({name: timing.less_empty_pair(s, pair_us.get(name, empty_us))
+        def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
+            batch = timed.batch(start, n)
+            return batch.samples, batch.wall_us
+
+        def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
+            self.progress(**timing.preliminary({name: timing.less_empty_pair(s, pair_us.get(name, empty_us))
                                                 for name, s in so_far.items()}))
 
-            splits.mark("timing.prepare")
-            disturbed = None
-            for attempt in range(2):  # a disturbed loop is timed again once; disturbed twice, it is flagged
-                phase = "timing" if attempt == 0 else "timing_again"  # the TUI shows "timing again 40 runs"
-                samples, walls = timing.time_alternating(
-                    bencher, candidate_batch, fns, on_run=lambda r, phase=phase: progress(phase=phase, runs=r),
-                    batches=batches,
-                    on_preliminary=first_number if attempt == 0 else None,
-                )
-                disturbed = timing.disturbance(samples, flush_us, bencher.flush_cost_us())
-                if disturbed is None:
-                    break
-            if disturbed is not None:
-                flags.append(flag("noisy", f"timed twice, disturbed both times: {disturbed}; the number is not this "
-                                  "kernel's alone"))
-            splits.mark("timing.loop")
-            stats = {name: timing.summarize(timing.less_empty_pair(s, pair_us.get(name, empty_us))) for name, s in samples.items()}
-            progress(phase="kernel_time")
-            reply, _ = link.request("kernel_time", timeout_s=deadline.left(), into="cuda")
-            facts.see(reply)
-            splits.mark("timing.kernel_time")
-    altered = timing.short_of_harness(walls, overhead_us)
-    if altered:
-        flags.append(flag("timing-patched", altered))
-    cand = timing.confirmed_stats(stats.pop("candidate"), walls, overhead_us)
-    cand["kernel_us"] = None  # kept in the result format; CUPTI kernel time is `trialtui profile`'s, where the candidate has no say
-    cand["host_wall_us"] = number(reply.get("host_wall_us"))
-    cand["cuda_graph"] = use_graph
-    cand["graphed"] = graphed  # its timed calls replayed as CUDA graphs of the whole sequence, host launches out of them
-    cand["graph_refused"] = str(reply_prepare.get("graph_refused") or "")[:300] or None
-    cand["empty_pair_us"] = pair_us["candidate"]  # taken off every event sample (the baselines': their own, eager)
-    how = "in a CUDA graph of each call" if graphed else "around each call, launched eagerly"
-    cand["label"] = (f"GPU, CUDA events {how} less their empty pair ({pair_us['candidate']:.1f} µs), L2 flushed, median"
-                     if cand["confirmed"] else
-                     "GPU, the checker's clock per call, L2 flushed, median (the candidate's own events were not confirmed)")
-    cand["peak_mem_bytes"] = number(reply.get("peak_mem_bytes"))
-    split = _kernel_split(reply.get("kernels"))
-    cand["kernels"] = split
-    if split is not None and split["own_share"] < LIBRARY_SHARE:
-        names = ", ".join(name.split("(")[0][:60] for name, _ in split["library_top"][:3])
-        flags.append(flag("fallback", f"library kernels did {1 - split['own_share']:.0%} of the GPU time of the timed "
-                          f"calls ({names}); the candidate's own kernels {split['own_share']:.0%}: the number is "
-                          "mostly not its kernel's"))
-    cand["checker_wall_us_per_call"] = timing.wall_per_call(walls)
-    cand["checker_us_per_call"] = timing.checker_per_call_us(walls)
-    cand["checker_fixed_us"] = timing.fixed_cost_us(walls)  # each batch's own cost (request, reply): held under FIXED_CAP_US
-    cand["flush_us"] = flush_us
-    cand["overhead_us"] = overhead_us  # per call besides the call (flush, new inputs, the output's copies): off the checker's clock
-    cand["checked_calls"] = sum(n for _, n, _ in walls)  # every timed call's output was judged
-    fastest = min((b["median_us"] for b in [*stats.values(), *given.values()] if b.get("median_us")), default=None)
-    if fastest is not None and cand["median_us"] < fastest:  # no floor lies above a baseline that ran the work
-        work["flops"] = _flops(ref_call, sets[0])
-    floor = physical_floor(work["flops"], work["min_bytes"], spec.dtype, props.name, spec.allow_tf32)
-    cand["work"] = {**work, "floor_us": floor.floor_us if floor else None, "floor_gpu": floor.gpu if floor else None}
-    impossible = impossible_message(floor, cand["median_us"]) if floor else None
-    if impossible:
-        flags.append(flag("impossible", impossible))
-    mismatch = timing.wall_mismatch(walls, (cand.get("claimed") or cand)["median_us"], overhead_us)
-    if mismatch:
-        flags.append(flag("timing-mismatch", mismatch))
-    baselines = {kind: {**s, "cached": False} for kind, s in stats.items()}
-    for kind, s in given.items():
-        baselines[kind] = {**s, "cached": False}
-    return cand, baselines, flags
+        self.splits.mark("timing.prepare")
+        disturbed = None
+        for attempt in range(2):  # a disturbed loop is timed again once; disturbed twice, it is flagged
+            phase = "timing" if attempt == 0 else "timing_again"  # the TUI shows "timing again 40 runs"
+            samples, walls = timing.time_alternating(
+                bencher, candidate_batch, fns, on_run=lambda r, phase=phase: self.progress(phase=phase, runs=r),
+                batches=setup.batches, on_preliminary=first_number if attempt == 0 else None,
+            )
+            disturbed = timing.disturbance(samples, flush_us, bencher.flush_cost_us())
+            if disturbed is None:
+                break
+        if disturbed is not None:
+            self.flags.append(flag("noisy", f"timed twice, disturbed both times: {disturbed}; the number is not this "
+                                   "kernel's alone"))
+        self.splits.mark("timing.loop")
+        return samples, walls, pair_us, flush_us
+
+    def _candidate(self, claimed: dict[str, Any], walls: list, reply: dict[str, Any], pair_us: float,
+                   flush_us: float) -> dict[str, Any]:
+        """The candidate's figures: its events where the checker's clock confirms them, else the clock's."""
+        from trialtui.runner import timing
+
+        overhead_us = self.overhead_us
+        altered = timing.short_of_harness(walls, overhead_us)
+        if altered:
+            self.flags.append(flag("timing-patched", altered))
+        cand = timing.confirmed_stats(claimed, walls, overhead_us)
+        cand["kernel_us"] = None  # kept in the result format; CUPTI kernel time is `trialtui profile`'s, where the candidate has no say
+        cand["host_wall_us"] = number(reply.get("host_wall_us"))
+        cand["cuda_graph"] = self.spec.cuda_graph
+        cand["graphed"] = self.graphed  # its timed calls replayed as CUDA graphs of the whole sequence, host launches out of them
+        cand["graph_refused"] = str(self.prepared_reply.get("graph_refused") or "")[:300] or None
+        cand["empty_pair_us"] = pair_us  # taken off every event sample (the baselines': their own, eager)
+        how = "in a CUDA graph of each call" if self.graphed else "around each call, launched eagerly"
+        cand["label"] = (f"GPU, CUDA events {how} less their empty pair ({pair_us:.1f} µs), L2 flushed, median"
+                         if cand["confirmed"] else
+                         "GPU, the checker's clock per call, L2 flushed, median (the candidate's own events were not confirmed)")
+        cand["peak_mem_bytes"] = number(reply.get("peak_mem_bytes"))
+        split = _kernel_split(reply.get("kernels"))
+        cand["kernels"] = split
+        if split is not None and split["own_share"] < LIBRARY_SHARE:
+            names = ", ".join(name.split("(")[0][:60] for name, _ in split["library_top"][:3])
+            self.flags.append(flag("fallback", f"library kernels did {1 - split['own_share']:.0%} of the GPU time of the timed "
+                                   f"calls ({names}); the candidate's own kernels {split['own_share']:.0%}: the number is "
+                                   "mostly not its kernel's"))
+        cand["checker_wall_us_per_call"] = timing.wall_per_call(walls)
+        cand["checker_us_per_call"] = timing.checker_per_call_us(walls)
+        cand["checker_fixed_us"] = timing.fixed_cost_us(walls)  # each batch's own cost (request, reply): held under FIXED_CAP_US
+        cand["flush_us"] = flush_us
+        cand["overhead_us"] = overhead_us  # per call besides the call (flush, new inputs, the output's copies): off the checker's clock
+        cand["checked_calls"] = sum(n for _, n, _ in walls)  # every timed call's output was judged
+        return cand
+
+    def _weigh(self, cand: dict[str, Any], setup: TimedSetup, props: Any, baselines: list[dict[str, Any]]) -> None:
+        """The candidate's headline against the physical floor: below it, `impossible`."""
+        from trialtui.core.roofline import impossible_message, physical_floor
+
+        work = setup.work
+        fastest = min((b["median_us"] for b in baselines if b.get("median_us")), default=None)
+        if fastest is not None and cand["median_us"] < fastest:  # no floor lies above a baseline that ran the work
+            work["flops"] = timed_work.flops(setup.ref_call, setup.sets[0])
+        floor = physical_floor(work["flops"], work["min_bytes"], self.spec.dtype, props.name, self.spec.allow_tf32)
+        cand["work"] = {**work, "floor_us": floor.floor_us if floor else None, "floor_gpu": floor.gpu if floor else None}
+        impossible = impossible_message(floor, cand["median_us"]) if floor else None
+        if impossible:
+            self.flags.append(flag("impossible", impossible))
 
 
 def _graphed_pair_us(bencher: Any) -> float:
@@ -361,38 +420,6 @@ def _kernel_split(value: Any) -> dict[str, Any] | None:
     top = [[str(n)[:120], float(us)] for n, us in (value.get("library_top") or [])[:5]
            if isinstance(us, (int, float)) and not isinstance(us, bool)]
     return {"own_us": own, "library_us": library, "own_share": share, "library_top": top}
-
-
-def _work(ref_call, inputs) -> tuple[Any, dict[str, float]]:
-    """The reference once at the timed size: its output's layout (the timed calls' slots) and the least
-    traffic any kernel must make (every input and weight read once, every output written once)."""
-    model = ref_call.model
-    weights = list(model.parameters()) + list(model.buffers()) if model is not None else []
-    with torch.no_grad():
-        output = ref_call.fn(clone(inputs))
-    return Layout.of_output(output), {"flops": 0.0, "min_bytes": float(nbytes(inputs) + nbytes(weights) + nbytes(output))}
-
-
-def _flops(ref_call, inputs) -> float:
-    """The reference's FLOPs at the timed size, counted by torch; only a candidate faster than every
-    baseline asks (no floor lies above a baseline that did the work)."""
-    from torch.utils import flop_counter
-
-    _count_without_dynamo(flop_counter)
-    with torch.no_grad(), flop_counter.FlopCounterMode(display=False) as counter:
-        ref_call.fn(clone(inputs))
-    return float(counter.get_total_flops())
-
-
-def _count_without_dynamo(flop_counter) -> None:
-    """torch wraps its counting mode's dispatch so that dynamo never traces it, and that wrapper imports
-    torch._dynamo on first use: 5 s on a 2-core CPU, 2.3 s on the H200 (a cold bench of a softmax that
-    beat eager spent 3.7 s of its timing phase after its last step, 2026-12-02). Nothing here is compiled, so the wrapper is handed the function
-    itself as its dynamo-disabled form (where this torch has the wrapper; else it pays the import)."""
-    mode = getattr(flop_counter, "_FlopCounterMode", None)
-    raw = getattr(getattr(mode, "__torch_dispatch__", None), "__wrapped__", None)
-    if raw is not None and getattr(raw, "__dynamo_disable", None) is None:
-        raw.__dynamo_disable = raw
 
 
 def number(value: Any) -> float | None:

@@ -193,7 +193,7 @@ def judge_played(root: Path, story: Any) -> list[dict[str, Any]]:
             "expected_parent": expected_parent, "parent": trial.parent, "parent_ok": trial.parent == expected_parent,
             "claim_held": j.held, "claim": j.text,
             "as_expected": trial.state == v.expected and trial.parent == expected_parent and j.held is not False,
-            "action": (trial.decision or {}).get("action"), "speedup": trial.speedup(baseline),
+            "action": trial.decision.action if trial.decision is not None else None, "speedup": trial.speedup(baseline),
             "median_us": timing.get("median_us"), "device": env.get("device"), "gpu": env.get("gpu"),
             "replayed_from": {k: ((trial.result or {}).get("recorded") or {}).get(k) for k in ("gpu", "date")}
                              if (trial.result or {}).get("recorded") else None,

@@ -75,7 +75,7 @@ def profiled(problem, path: Path, label: str, analysis: Any, name: str, driver: 
     return {"source": body.get("source"), "available": body.get("available"), "skipped": body.get("skipped"),
             "reason": body.get("reason"), "wall_s": round(time.monotonic() - started, 1), "kernels": kernels,
             "dominant": top and top.get("name"), "dominant_us": per_launch_us(top),
-            "verdicts": [(v["id"], v["source"], v["title"]) for v in verdicts]}
+            "verdicts": [(v.id, v.source, v.title) for v in verdicts]}
 
 
 def main() -> int:

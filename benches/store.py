@@ -29,7 +29,7 @@ from tinydb import TinyDB
 from trialtui.cli.trials import trials as trials_cli
 from trialtui.core import tree
 from trialtui.core.bench_result import BenchResult
-from trialtui.core.model import Trial
+from trialtui.core.model import Decision, Trial, Verdict
 from trialtui.core.validation_report import ValidationReport
 from trialtui.core.store import DB_NAME, META, META_ID, STATE_DIR, TRIALS, JournaledStorage, Store
 
@@ -75,9 +75,8 @@ def trial_record(number: int, parent: int | None, rng: random.Random) -> dict:
         validation=ValidationReport(ok=True, warnings=[finding],
                                     kernels=[{"registers": 64, "spills": 0, "shared_bytes": 16384}]),
         result=bench_result(rng) if state == "correct" else None,
-        verdicts=[{"id": f"V{k}", **verdict} for k in range(3)],
-        decision={"action": "continue", "reason": "improved 1.31× over the parent", "evidence": ["1.31×"],
-                  "hints": ["try BLOCK 256"], "key": "c"},
+        verdicts=[Verdict(id=f"V{k}", **verdict) for k in range(3)],
+        decision=Decision("continue", "improved 1.31× over the parent", ["1.31×"], ["try BLOCK 256"], "c"),
         sol=rng.uniform(0.2, 0.9),
         log=f"logs/t{number}.bench.log",
     ).to_dict()

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from trialtui.core.bench_result import BenchResult
-from trialtui.core.model import Trial, TrialState
+from trialtui.core.model import Decision, Trial, TrialState
 from trialtui.core.validation_report import ValidationReport
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import DB_NAME, META, META_ID, STATE_DIR, TRIALS, JournaledStorage
@@ -116,8 +116,7 @@ def lay_down(root: Path, count: int, rng: random.Random) -> None:
                 {"severity": "error", "code": "undefined-name", "line": 3, "message": "name 'x' is not defined"}]
                 if state == "invalid" else []),
             result=result(rng, state) if state != "invalid" else None,
-            decision={"action": "continue", "reason": "Improved: 1.31× over the parent; continue.",
-                      "evidence": ["1.31×"], "hints": ["try BLOCK 256"], "key": ""},
+            decision=Decision("continue", "Improved: 1.31× over the parent; continue.", ["1.31×"], ["try BLOCK 256"]),
             sol=rng.uniform(0.2, 0.9), log=f"logs/t{n}.log",
         ).to_dict()
     heads = {str(META_ID): {"heads": {"kernel.py": f"t{count}"}}}

@@ -1,7 +1,7 @@
 """No dict crosses as a bench job's result (issue 35): from the runner to the engine it is read once into a
 `BenchResult`, and the engine, the store and every front end pass that type on. The annotations say so,
 no module outside the runner reads a trial's result by key, and a real CPU bench returns the type with
-fa11b31's JSON shape."""
+fa11b31's JSON shape. A trial's verdicts and decision cross the same way, as `Verdict`s and a `Decision`."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ import pytest
 import trialtui
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.executor import Executor
-from trialtui.core.model import Trial
+from trialtui.core.model import Decision, Trial, Verdict
 from trialtui.core.problem_dir import load_problem
+from trialtui.core.store import Store
 from trialtui.demo.replay import ReplayBench
 from trialtui.engine import bench, events, finalize, generalize
 from trialtui.engine.executors.local import LocalExecutor
@@ -83,6 +84,79 @@ def test_nothing_outside_the_runner_reads_a_trials_result_by_key():
             if reads_by_key(node):
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not found, f"a result read as a dict: {found}"
+
+
+FRONT_ENDS = [path for path in sorted(PACKAGE.rglob("*.py"))
+              if path.relative_to(PACKAGE).parts[0] in ("tui", "agent", "cli", "demo", "render.py")]
+
+
+def verdict_names(tree: ast.AST) -> set[str]:
+    """The names a loop or comprehension binds to a trial's (or a report's) verdicts, one at a time, directly
+    or through a name given the list (`verdicts = trial.verdicts or []`)."""
+    def verdicts(node: ast.AST, lists: set[str]) -> bool:
+        node = node.values[0] if isinstance(node, ast.BoolOp) else node
+        return ((isinstance(node, ast.Attribute) and node.attr == "verdicts")
+                or (isinstance(node, ast.Name) and node.id in lists))
+
+    lists = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and verdicts(node.value, set())
+             for target in node.targets if isinstance(target, ast.Name)}
+    return {node.target.id for node in ast.walk(tree)
+            if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name)
+            and verdicts(node.iter, lists)}
+
+
+def reads_a_verdict_by_key(node: ast.AST, names: set[str]) -> bool:
+    """`v["id"]` or `v.get("id")` of a name bound to a verdict."""
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.value, ast.Name) and node.value.id in names
+    return (isinstance(node, ast.Attribute) and node.attr == "get" and isinstance(node.value, ast.Name)
+            and node.value.id in names)
+
+
+def test_a_trial_holds_typed_verdicts_and_decision_and_the_store_gets_the_same_json(tmp_path):
+    """A stored trial reads back with `Verdict`s and a `Decision`, and writes back the very bytes it was read
+    from: fa11b31's store, one of its trials given the verdicts a GPU recording holds."""
+    assert typing.get_type_hints(Trial)["verdicts"] == list[Verdict]
+    assert typing.get_type_hints(Trial)["decision"] == Decision | None
+    root = tmp_path / "kb_add"
+    shutil.copytree(GOLDEN / "store", root / ".trialtui")
+    db = json.loads((root / ".trialtui" / "trials.json").read_text())
+    recorded = json.loads((PACKAGE.parent / "sample_kernels" / "softmax" / "recorded" / "v3.json").read_text())
+    assert recorded["verdicts"]
+    db["trials"]["1"]["verdicts"] = recorded["verdicts"]
+    (root / ".trialtui" / "trials.json").write_text(json.dumps(db))
+    store = Store.open(root, writer=False)
+    try:
+        found = store.trials()
+    finally:
+        store.close()
+    assert found[0].verdicts and all(isinstance(v, Verdict) for t in found for v in t.verdicts)
+    assert all(isinstance(t.decision, Decision) for t in found)
+    for trial in found:
+        doc = db["trials"][trial.id[1:]]
+        assert json.dumps(trial.to_dict()) == json.dumps(doc)
+        assert Trial.from_dict(json.loads(json.dumps(trial.to_dict()))) == trial
+
+
+def test_a_stored_verdict_without_a_key_or_with_one_more_still_reads():
+    """What a dict reader's `.get` tolerated, the type tolerates: a missing key reads as "", an unknown one is
+    dropped."""
+    trial = Trial.from_dict({"id": "t1", "file": "k.py", "sha256": "x", "created": 0.0,
+                             "verdicts": [{"id": "spills", "severity": "error", "extra": 1}],
+                             "decision": {"action": "fix", "reason": "r"}})
+    assert trial.verdicts == [Verdict("spills", "error", "", "", "", "")]
+    assert trial.decision == Decision("fix", "r")
+
+
+def test_no_front_end_reads_a_verdict_or_a_decision_by_key():
+    found = []
+    for path in FRONT_ENDS:
+        tree = ast.parse(path.read_text(), str(path))
+        names = verdict_names(tree)
+        for node in ast.walk(tree):
+            if reads_by_key(node, "decision") or reads_a_verdict_by_key(node, names):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert FRONT_ENDS and not found, f"a verdict or decision read as a dict: {found}"
 
 
 def _shape(value: Any) -> Any:

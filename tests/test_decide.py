@@ -15,7 +15,7 @@ from conftest import as_profile, as_result, as_validation
 
 from trialtui.core.config import Config
 from trialtui.core.decide import decide, naming_current_best
-from trialtui.core.model import Trial
+from trialtui.core.model import Decision, Trial, Verdict
 from trialtui.core.spread import MEDIAN_EFFICIENCY, P20_P80_SIGMAS
 
 EAGER_US = 184.0
@@ -76,9 +76,8 @@ def x(speedup: float) -> float:
     return EAGER_US / speedup
 
 
-def verdict(id: str, evidence: str, severity: str = "warning", source: str = "ncu", hint: str = "") -> dict:
-    return {"id": id, "severity": severity, "title": id.replace("_", " "), "evidence": evidence, "hint": hint,
-            "source": source}
+def verdict(id: str, evidence: str, severity: str = "warning", source: str = "ncu", hint: str = "") -> Verdict:
+    return Verdict(id, severity, id.replace("_", " "), evidence, hint, source)
 
 
 EXTRA_DRAM = verdict("extra_dram", "DRAM traffic is 2.3× the minimum")
@@ -96,7 +95,7 @@ UNKNOWN = verdict("l2_thrash", "L2 hit rate 12%", hint="reorder programs so neig
 @dataclass
 class Case:
     trials: list[Trial]
-    verdicts: list[dict] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)
     source: str | None = None
     action: str = ""
@@ -578,13 +577,13 @@ def test_a_cpu_correct_trial_is_its_own_category_not_a_bare_wait() -> None:
 
 def test_a_stored_decision_names_the_current_best_that_b_goes_to():
     """Issue 36, point 9: every phrase that sends the reader to `b` names the best of now."""
-    stored = {"action": "fix", "key": "", "reason": "Regressed: t5 is slower; go back to best t3 at 1.96× eager [b] "
-              "and try a different strategy.",
-              "hints": ["4 failed saves in a row on this branch: if the fix keeps slipping, go back to best t3 [b]",
-                        "go back to t3 [b]", "autotune BLOCK sizes"]}
+    stored = Decision("fix", "Regressed: t5 is slower; go back to best t3 at 1.96× eager [b] and try a different "
+                      "strategy.",
+                      hints=["4 failed saves in a row on this branch: if the fix keeps slipping, go back to best t3 [b]",
+                             "go back to t3 [b]", "autotune BLOCK sizes"])
     now = naming_current_best(stored, "t7")
-    assert "go back to best t7 [b] (t3 was best then) and try" in now["reason"]
-    assert now["hints"] == ["4 failed saves in a row on this branch: if the fix keeps slipping, go back to best t7 "
+    assert "go back to best t7 [b] (t3 was best then) and try" in now.reason
+    assert now.hints == ["4 failed saves in a row on this branch: if the fix keeps slipping, go back to best t7 "
                             "[b] (t3 was best then)", "go back to best t7 [b] (t3 was best then)", "autotune BLOCK sizes"]
     assert naming_current_best(stored, "t3") == stored and naming_current_best(stored, None) == stored
-    assert naming_current_best({}, "t7") == {}  # no decision yet stays none
+    assert naming_current_best(None, "t7") is None  # no decision yet stays none

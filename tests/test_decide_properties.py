@@ -13,7 +13,7 @@ from conftest import as_result, as_validation
 from trialtui.core import tree as tree_rules
 from trialtui.core.config import Config
 from trialtui.core.decide import decide
-from trialtui.core.model import Trial, TrialState
+from trialtui.core.model import Trial, TrialState, Verdict
 from trialtui.core.strategies import BY_NAME, CATALOG
 
 EAGER_US = 184.0
@@ -47,9 +47,8 @@ def make(n: int, parent: str | None, state: str, us: float = 100.0, rse: float =
                  strategy=strategy, result=as_result(result) if result else None, validation=as_validation(validation), sol=sol)
 
 
-def verdict(id: str) -> dict[str, str]:
-    return {"id": id, "severity": "warning", "title": id, "evidence": f"{id} evidence", "hint": f"{id} hint",
-            "source": "ncu"}
+def verdict(id: str) -> Verdict:
+    return Verdict(id, "warning", id, f"{id} evidence", f"{id} hint", "ncu")
 
 
 verdict_lists = st.lists(st.sampled_from(VERDICT_IDS), max_size=4, unique=True).map(
@@ -81,12 +80,12 @@ configs = st.builds(
 )
 
 
-def clears_the_bar(trial: Trial, verdicts: list[dict], config: Config) -> bool:
+def clears_the_bar(trial: Trial, verdicts: list[Verdict], config: Config) -> bool:
     s, sol = trial.speedup("eager"), trial.sol
     if trial.state != "correct" or s is None:
         return False
     if sol is None:
-        return s >= config.target_speedup and any(v["id"] == "at_sol" for v in verdicts)
+        return s >= config.target_speedup and any(v.id == "at_sol" for v in verdicts)
     return sol >= config.sol_target and (s >= config.target_speedup or s / sol < config.target_speedup)
 
 

@@ -286,7 +286,7 @@ def test_the_first_commands_story_holds_on_its_recordings():
     that ends in a regression after a tie is a plateau, not a branch back; a tweak 0.3 % slower than its
     parent is a tie, whatever the two runs' own standard errors say: decide_evidence.RUN_TO_RUN)."""
     from trialtui.core.decide import decide
-    from trialtui.core.model import Trial
+    from trialtui.core.model import Trial, Verdict
 
     name, = ds.resolve_names(SAMPLES, [], every=False, tui=False)
     story = ds.load_story(SAMPLES / name)
@@ -301,14 +301,15 @@ def test_the_first_commands_story_holds_on_its_recordings():
         rec = recordings[version.stem]
         parent = ids.get(version.parent) if version.parent else None
         trial = Trial(f"t{n}", story.candidate, rec["sha256"], float(n), state=rec["state"], parent=parent,
-                      result=as_result(rec["result"]), sol=rec.get("sol"), verdicts=rec.get("verdicts") or [],
+                      result=as_result(rec["result"]), sol=rec.get("sol"),
+                      verdicts=[Verdict.from_dict(v) for v in rec.get("verdicts") or []],
                       profile=as_profile(rec.get("profile")))
         trials.append(trial)
         ids[version.file] = trial.id
-        trial.decision = decide(trials, trial, trial.verdicts, config, source=story.source(version).decode()).to_dict()
+        trial.decision = decide(trials, trial, trial.verdicts, config, source=story.source(version).decode())
         judged = ds.judge(version, trial, trials, config)
         assert trial.state == version.expected and judged.held, (version.file, version.beat, judged.text,
-                                                                 trial.decision["reason"])
+                                                                 trial.decision.reason)
 
 
 def test_the_first_commands_story_holds_on_the_live_h200_numbers_that_broke_it():
@@ -320,7 +321,7 @@ def test_the_first_commands_story_holds_on_the_live_h200_numbers_that_broke_it()
     import copy
 
     from trialtui.core.decide import decide
-    from trialtui.core.model import Trial
+    from trialtui.core.model import Trial, Verdict
 
     live = json.loads((ROOT / "tests" / "fixtures" / "gpu" / "h200-2026-12-02b" / "demo_agent_live_v6_mismatch.json").read_text())
     measured = {b["version"]: b for b in live["agent"]["beats"]}
@@ -339,14 +340,15 @@ def test_the_first_commands_story_holds_on_the_live_h200_numbers_that_broke_it()
             result["speedup"] = {**(result.get("speedup") or {}), "eager": beat["speedup"]}
         parent = ids.get(version.parent) if version.parent else None
         trial = Trial(f"t{n}", story.candidate, rec["sha256"], float(n), state=rec["state"], parent=parent,
-                      result=as_result(result), sol=rec.get("sol"), verdicts=rec.get("verdicts") or [],
+                      result=as_result(result), sol=rec.get("sol"),
+                      verdicts=[Verdict.from_dict(v) for v in rec.get("verdicts") or []],
                       profile=as_profile(rec.get("profile")))
         trials.append(trial)
         ids[version.file] = trial.id
-        trial.decision = decide(trials, trial, trial.verdicts, config, source=story.source(version).decode()).to_dict()
+        trial.decision = decide(trials, trial, trial.verdicts, config, source=story.source(version).decode())
         if version.stem in ("v5", "v6"):
             judged = ds.judge(version, trial, trials, config)
-            assert judged.held, (version.file, version.beat, judged.text, trial.decision["reason"])
+            assert judged.held, (version.file, version.beat, judged.text, trial.decision.reason)
 
 
 def test_final_table_labels_every_number():

@@ -78,7 +78,7 @@ def test_every_beat_holds_on_the_runs_numbers_as_decide_judges_them_today(record
     from trialtui.core.bench_result import BenchResult
     from trialtui.core.config import load_config
     from trialtui.core.decide import decide
-    from trialtui.core.model import Trial
+    from trialtui.core.model import Trial, Verdict
     from trialtui.demo import story as ds
 
     sample = ROOT / "sample_kernels" / name
@@ -93,10 +93,10 @@ def test_every_beat_holds_on_the_runs_numbers_as_decide_judges_them_today(record
         assert rec["state"] != "correct" or (rec["result"].get("env") or {}).get("device") == "cuda"
         trial = Trial(f"t{n}", story.candidate, rec["sha256"], float(n), state=rec["state"],
                       parent=ids.get(version.parent) if version.parent else None, result=BenchResult.from_json(rec["result"]),
-                      sol=rec.get("sol"), verdicts=rec.get("verdicts") or [])
+                      sol=rec.get("sol"), verdicts=[Verdict.from_dict(v) for v in rec.get("verdicts") or []])
         trials.append(trial)
         ids[version.file] = trial.id
-        trial.decision = decide(trials, trial, trial.verdicts, config, source=story.source(version).decode()).to_dict()
+        trial.decision = decide(trials, trial, trial.verdicts, config, source=story.source(version).decode())
         judged = ds.judge(version, trial, trials, config)
         if trial.state != version.expected or not judged.held:
             wrong.append((version.file, version.beat, trial.state, judged.text))

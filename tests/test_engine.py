@@ -315,7 +315,7 @@ def test_a_trial_whose_reference_failed_re_runs_when_reference_py_is_fixed_and_i
                     validate=ok_validate)
 
     async def body():
-        await until(lambda: (engine.store.get("t1").decision or {}).get("action") == "fix_reference",
+        await until(lambda: getattr(engine.store.get("t1").decision, "action", None) == "fix_reference",
                     "t1 to be told that reference.py failed")
         ref.write_text(good)
         await until(lambda: engine.store.get("t1").state == "correct", "t1 to re-run once reference.py loads")
@@ -371,7 +371,7 @@ def test_invalid_save_costs_no_budget_and_gets_a_fix_decision(root):
     asyncio.run(engine.run(once=True))
     t1 = engine.store.get("t1")
     assert t1.state == "invalid"
-    assert t1.decision["action"] == "fix"
+    assert t1.decision.action == "fix"
     engine.close()
 
 
@@ -463,11 +463,11 @@ def test_profile_policy_auto_profiles_first_correct_and_new_best_only(root, monk
     t1, t2, t3 = (engine.store.get(f"t{i}") for i in (1, 2, 3))
     floor_us = 8 * 2**28 / 4.8e12 * 1e6  # the H200 datasheet's 4.8 TB/s: nothing calibrated here
     assert profiled == ["t1", "t3"]  # first correct, then the new best; not the regression
-    assert t1.profile["available"] and "at_sol" in {v["id"] for v in t3.verdicts}
-    assert t2.profile is None and all(v["source"] == "analytic" for v in t2.verdicts)
+    assert t1.profile["available"] and "at_sol" in {v.id for v in t3.verdicts}
+    assert t2.profile is None and all(v.source == "analytic" for v in t2.verdicts)
     assert abs(t2.sol - floor_us / 700.0) < 0.01  # analytic speed-of-light without counters
     assert abs(t3.sol - floor_us / 530.0) < 0.01
-    assert t2.decision["action"] == "branch_back"
+    assert t2.decision.action == "branch_back"
     engine.close()
 
 

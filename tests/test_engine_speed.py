@@ -72,7 +72,7 @@ def test_a_compile_failure_cancels_the_running_gpu_job_and_the_trial_is_invalid(
     assert t1.state == "invalid"
     assert "too many resources" in t1.validation["errors"][0]["message"]
     assert t1.result is None  # the cancelled job's outcome is not the trial's
-    assert t1.decision["action"] == "fix"
+    assert t1.decision.action == "fix"
     assert engine.lanes.idle
     engine.close()
 

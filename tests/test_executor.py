@@ -169,12 +169,12 @@ LAPTOP = textwrap.dedent("""
             for _ in range(600):
                 await pilot.pause(0.1)
                 trial = app.trials.get("t2")
-                if trial is not None and trial.state_enum.is_final and trial.decision:
+                if trial is not None and trial.state_enum.is_final and trial.decision is not None:
                     break
             t2 = app.trials["t2"]
             print("TREE", app.tree.plain_lines())
             print("T2", t2.state, t2.result.message)
-            print("DECISION", t2.decision["action"], t2.decision["reason"])
+            print("DECISION", t2.decision.action, t2.decision.reason)
             print("FINDINGS", [e["code"] for e in t2.validation["errors"]])
             print("HEADER", app._where()[0])
         print("LOADED", [n for n in ("torch", "triton", "numpy") if sys.modules.get(n) is not None])

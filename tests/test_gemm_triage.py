@@ -66,7 +66,7 @@ def test_v8_below_its_roof_is_triaged_as_a_gemm_not_told_to_use_exp2():
     assert "no cp.async.bulk.tensor in the PTX, no UTMALDG in the SASS" in found["no_tma"].evidence
     assert "num_stages 3" in found["shallow_pipeline"].evidence
     trial = Trial("t8", "kernel.py", "", 0.0, "correct", result=as_result(recorded("v8")["result"]), sol=0.57)
-    decision = decide([trial], trial, [v.to_dict() for v in found.values()], Config(target_speedup=1.0, profile_when="never"),
+    decision = decide([trial], trial, list(found.values()), Config(target_speedup=1.0, profile_when="never"),
                       source="import triton\n@triton.jit\n")
     assert decision.action == "continue"
     assert "exp2" not in decision.reason and not any("exp2" in h for h in decision.hints)

@@ -19,6 +19,7 @@ from trialtui.core.bottleneck import OPPOSED
 from trialtui.core.config import Config
 from trialtui.core.decide import decide
 from trialtui.core.gpus import Ceilings
+from trialtui.core.model import Verdict
 from trialtui.core.profilers import verdicts_for_profile
 from trialtui.core.profilers.activity import verdicts_from_records
 from trialtui.core.roofline import roofline
@@ -46,7 +47,7 @@ TILE_TUNING = ("larger tiles", "smaller tiles", "fewer registers", "trim shared 
                "autotune configs", "deeper pipeline", "warpgroup tiles", "coalesce accesses", "vectorize loads")
 
 
-def ncu_verdicts(name: str, tiny_us: float | None = None) -> list[dict]:
+def ncu_verdicts(name: str, tiny_us: float | None = None) -> list[Verdict]:
     """The verdicts of a real profile; with `tiny_us`, the same kernel as if it ran that long."""
     stem, flops, min_bytes, dtype, matmul, measured = PROFILES[name]
     raw = ncu.parse_raw((NCU / f"{stem}_raw.csv").read_text())
@@ -58,12 +59,11 @@ def ncu_verdicts(name: str, tiny_us: float | None = None) -> list[dict]:
         measured = tiny_us
     roof = roofline(flops, min_bytes, dtype, H200) if min_bytes else None
     body = {"available": True, "kernels": kernels}
-    return [v.to_dict() for v in verdicts_for_profile(as_profile(body), Context(roofline=roof, measured_us=measured,
-                                                                   matmul_like=matmul))]
+    return verdicts_for_profile(as_profile(body), Context(roofline=roof, measured_us=measured, matmul_like=matmul))
 
 
-def made(vid: str, severity: str, title: str, source: str = "ncu") -> dict:
-    return {"id": vid, "severity": severity, "title": title, "evidence": title, "hint": "", "source": source}
+def made(vid: str, severity: str, title: str, source: str = "ncu") -> Verdict:
+    return Verdict(vid, severity, title, title, "", source)
 
 
 ISSUE = [made("launch_bound", "warning", "Tiny kernel: launch-bound (kernel time 2.10 µs)"),
@@ -77,8 +77,7 @@ CASES = {
     **{name: (lambda name=name: ncu_verdicts(name), False) for name in PROFILES},
     **{f"{name} at 2 µs": (lambda name=name: ncu_verdicts(name, tiny_us=2.0), True) for name in PROFILES},
     "CUPTI: eight 2 µs launches per call": (
-        lambda: [v.to_dict() for v in verdicts_from_records(records(("add", 4, 2.0), ("mul", 4, 2.0), wall_us=80.0),
-                                                            Context())], True),
+        lambda: verdicts_from_records(records(("add", 4, 2.0), ("mul", 4, 2.0), wall_us=80.0), Context()), True),
     "the issue's 2 µs kernel": (lambda: ISSUE, True),
     "a small grid with spills": (lambda: ISSUE[2:4], False),
     "occupancy limited by registers": (lambda: [made("low_occupancy", "warning",
@@ -86,7 +85,7 @@ CASES = {
 }
 
 
-def decisions(verdicts: list[dict]) -> dict[str, object]:
+def decisions(verdicts: list[Verdict]) -> dict[str, object]:
     """The decisions that give advice: a first correct trial, a gain, a tie, a regression, a plateau."""
     cfg = Config(target_speedup=50.0, profile_when="never")
     first = [ok("t1", us=100.0)]
@@ -103,7 +102,7 @@ def decisions(verdicts: list[dict]) -> dict[str, object]:
 def test_advice_names_one_bottleneck_and_never_pulls_two_ways(case):
     make, launch_bound = CASES[case]
     verdicts = make()
-    assert any(v["id"] == "launch_bound" for v in verdicts) == launch_bound, [v["id"] for v in verdicts]
+    assert any(v.id == "launch_bound" for v in verdicts) == launch_bound, [v.id for v in verdicts]
     for step, decision in decisions(verdicts).items():
         assert decision.action in ("continue", "branch_back", "switch_approach"), (step, decision.reason)
         advised = {hint.split(":")[0] for hint in decision.hints if not hint.startswith("Already tried")}

@@ -83,7 +83,7 @@ def test_a_wrong_shape_reads_both_shapes_in_the_tree_and_the_next_panel(story):
     shapes = "case 1 (defaults) seed 0: output: shape expected (16384, 8192), got (16384, 4096)"
     store.update("t2", result=as_result(gpu_result(None, "incorrect", shapes, max_abs_err=0.0, max_rel_err=0.0)))
     trial = store.get("t2")
-    store.update("t2", decision=decide(store.trials(), trial, [], problem.config).to_dict())
+    store.update("t2", decision=decide(store.trials(), trial, [], problem.config))
 
     async def body():
         app = TrialApp(problem, engine)
@@ -93,9 +93,9 @@ def test_a_wrong_shape_reads_both_shapes_in_the_tree_and_the_next_panel(story):
             await pilot.pause()
             text = screen_text(app)
             assert "wrong shape: expected (16384, 8192), got (16384, 4096)" in text  # the detail's header
-            reason = store.get("t2").decision["reason"]
+            reason = store.get("t2").decision.reason
             assert "shape expected (16384, 8192), got (16384, 4096)" in reason
-            assert "0.0e+00" not in text and "e+00" not in " ".join(store.get("t2").decision["evidence"])
+            assert "0.0e+00" not in text and "e+00" not in " ".join(store.get("t2").decision.evidence)
 
     run(body())
 
@@ -148,8 +148,8 @@ def test_an_old_trials_next_panel_names_the_best_that_b_goes_to(story):
     """Issue 36, point 9: t4 was decided when t3 was best ("go back to t3 [b]"); t8 is best now."""
     problem, store, engine = story
     then = store.trials()[:4]
-    store.update("t4", decision=decide(then, then[-1], [], problem.config).to_dict())
-    assert "go back to t3 [b]" in store.get("t4").decision["reason"]
+    store.update("t4", decision=decide(then, then[-1], [], problem.config))
+    assert "go back to t3 [b]" in store.get("t4").decision.reason
 
     async def body():
         app = TrialApp(problem, engine)

@@ -18,7 +18,7 @@ import pytest
 
 from trialtui.core.decide import decide
 from trialtui.core.gpus import datasheet
-from trialtui.core.model import Trial, TrialState
+from trialtui.core.model import Trial, TrialState, Verdict
 from trialtui.core.validation_report import ValidationReport
 from trialtui.core.problem import Problem
 from trialtui.core.problem_dir import load_problem
@@ -92,16 +92,16 @@ ROOF = roofline(flops=16384 * 8192 * 4, min_bytes=16384 * 8192 * 2 * 2 + 8192 * 
                 ceilings=datasheet("NVIDIA H200"))
 
 VERDICTS = [
-    {"id": "memory_low_bw", "severity": "warning", "title": "Memory-bound at low bandwidth",
-     "evidence": "SM 31%, memory 58% (DRAM 57%); the minimum bytes at the measured time use 47% of 4,800 GB/s",
-     "hint": "Raise useful bandwidth: coalesced, vectorized (16-byte) loads, more bytes in flight per SM.",
-     "source": "ncu"},
-    {"id": "extra_dram", "severity": "warning", "title": "Extra DRAM traffic",
-     "evidence": "DRAM moved 805.3 MB, 1.5× the 536.9 MB minimum (each input read once, each output written once)",
-     "hint": "Fuse the passes into one kernel, keep reused tiles on chip.", "source": "ncu"},
-    {"id": "narrow_loads", "severity": "info", "title": "Narrow global loads",
-     "evidence": "widest global load 4 bytes (16-byte vector loads move the most per instruction)",
-     "hint": "Keep BLOCK contiguous and aligned so loads vectorize.", "source": "ncu"},
+    Verdict(id="memory_low_bw", severity="warning", title="Memory-bound at low bandwidth",
+            evidence="SM 31%, memory 58% (DRAM 57%); the minimum bytes at the measured time use 47% of 4,800 GB/s",
+            hint="Raise useful bandwidth: coalesced, vectorized (16-byte) loads, more bytes in flight per SM.",
+            source="ncu"),
+    Verdict(id="extra_dram", severity="warning", title="Extra DRAM traffic",
+            evidence="DRAM moved 805.3 MB, 1.5× the 536.9 MB minimum (each input read once, each output written once)",
+            hint="Fuse the passes into one kernel, keep reused tiles on chip.", source="ncu"),
+    Verdict(id="narrow_loads", severity="info", title="Narrow global loads",
+            evidence="widest global load 4 bytes (16-byte vector loads move the most per instruction)",
+            hint="Keep BLOCK contiguous and aligned so loads vectorize.", source="ncu"),
 ]
 PROFILE = {"available": True, "reason": None, "report": "profiles/t3.ncu-rep", "roofline": ROOF.to_dict(),
            "bound": "memory",
@@ -214,7 +214,7 @@ def fill(store: Store, problem: Problem, upto: int, *, decide_all: bool = True) 
         for trial in store.trials():
             if trial.state_enum.is_final:
                 decision = decide(store.trials(), trial, trial.verdicts, problem.config, source=store.read_source(trial))
-                store.update(trial.id, decision=decision.to_dict())
+                store.update(trial.id, decision=decision)
     return store.trials()
 
 

@@ -140,8 +140,8 @@ def render_verdicts(out: ProfileReport) -> str:
     if profile is not None and profile.report:
         lines.append(f"  report: {profile.report}")
     for v in out.verdicts:
-        lines.append(f"  [{v['severity']}] {v['title']} — {v['evidence']}")
-        lines.append(f"      → {v['hint']}")
+        lines.append(f"  [{v.severity}] {v.title} — {v.evidence}")
+        lines.append(f"      → {v.hint}")
     return "\n".join(lines)
 
 

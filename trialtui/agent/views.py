@@ -132,7 +132,7 @@ def what_happened(trial: Trial) -> str:
 def result_view(problem: Problem, trial: Trial, trials: list[Trial], machine: dict[str, Any], *,
                 done: bool) -> dict[str, Any]:
     baseline = problem.config.primary_baseline
-    decision = trial.decision or {}
+    decision = trial.decision
     message = what_happened(trial)
     return {
         "trial_id": trial.id,
@@ -146,13 +146,12 @@ def result_view(problem: Problem, trial: Trial, trials: list[Trial], machine: di
         "numbers": numbers(trial, baseline),
         "flags": _flags(trial.result),
         "disqualified": tree.disqualified(trial),
-        "verdicts": [{k: v.get(k) for k in ("id", "severity", "title", "evidence", "hint", "source")}
-                     for v in trial.verdicts],
+        "verdicts": [v.to_dict() for v in trial.verdicts],
         "validation_errors": [{k: e.get(k) for k in ("code", "message", "line", "hint")}
                               for e in (trial.validation.errors if trial.validation else [])],
-        "next_action": ({"action": decision.get("action"), "reason": decision.get("reason"),
-                         "evidence": decision.get("evidence") or [], "hints": decision.get("hints") or []}
-                        if decision else None),
+        "next_action": ({"action": decision.action, "reason": decision.reason,
+                         "evidence": decision.evidence, "hints": decision.hints}
+                        if decision is not None else None),
         "budget": budget(problem, trials),
         "machine": machine,
         "stop": done and stop_now(trial, machine),

@@ -86,9 +86,10 @@ def status(root: Path, as_json: bool) -> None:
     drawing = tree.render_tree(found, best_id=top.id if top else None, heads=heads, baseline=baseline)
     click.echo(indent(drawing, "  ") if drawing else "  (no trials yet)")
     latest = max(found, key=lambda t: tree.id_number(t.id), default=None)
-    if latest is not None and latest.decision:
-        key = f" [{latest.decision['key']}]" if latest.decision.get("key") else ""
-        click.echo(f"\n  Next ({latest.id}): {latest.decision['action']}{key} — {latest.decision['reason']}")
+    decision = latest.decision if latest is not None else None
+    if decision is not None:
+        key = f" [{decision.key}]" if decision.key else ""
+        click.echo(f"\n  Next ({latest.id}): {decision.action}{key} — {decision.reason}")
 
 
 @click.command()
@@ -163,9 +164,9 @@ def show(trial_id: str, root: Path, as_json: bool) -> None:
     for why in tree.disqualified(trial):
         click.echo(f"  never best: {why}")
     for verdict in trial.verdicts:
-        click.echo(f"  verdict [{verdict.get('severity')}] {verdict.get('title')}: {verdict.get('evidence')}")
-    if trial.decision:
-        click.echo(f"  next: {trial.decision.get('action')}: {trial.decision.get('reason')}")
+        click.echo(f"  verdict [{verdict.severity}] {verdict.title}: {verdict.evidence}")
+    if trial.decision is not None:
+        click.echo(f"  next: {trial.decision.action}: {trial.decision.reason}")
     if trial.log:
         click.echo(f"  log: {root / STATE_DIR / trial.log}")
     click.echo(f"  source: {snapshot}")

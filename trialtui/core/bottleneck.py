@@ -8,8 +8,7 @@ strategy a better-ranked one already ruled out.
 
 from __future__ import annotations
 
-from typing import Any
-
+from trialtui.core.model import Verdict
 from trialtui.core.verdict_registry import VerdictId
 
 V = VerdictId
@@ -41,15 +40,15 @@ _OCCUPANCY = {"registers": "fewer registers", "shared mem": "trim shared memory"
               "blocks": "larger tiles"}
 
 
-def focus(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def focus(verdicts: list[Verdict]) -> list[Verdict]:
     """The verdicts to take advice from, the limiter's first.
 
     A launch-bound kernel (a few µs, near the launch floor) gets launch advice only: tiles,
     occupancy and memory access inside it cannot matter until launches stop dominating. Otherwise
     the most severe verdict names the limiter, its kin follow, then the rest.
     """
-    ranked = sorted(verdicts, key=lambda v: _SEVERITY.get(v.get("severity", ""), len(_SEVERITY)))
-    kinds = [LIMITER.get(str(v.get("id")), "") for v in ranked]
+    ranked = sorted(verdicts, key=lambda v: _SEVERITY.get(v.severity, len(_SEVERITY)))
+    kinds = [LIMITER.get(v.id, "") for v in ranked]
     if launch_bound(verdicts):
         return [v for v, kind in zip(ranked, kinds) if kind in ("launch", "where")]
     first = next((kind for kind in kinds if kind not in ("", "where")), None)
@@ -57,16 +56,16 @@ def focus(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         v for v, kind in zip(ranked, kinds) if kind != first]
 
 
-def launch_bound(verdicts: list[dict[str, Any]]) -> bool:
-    return any(LIMITER.get(str(v.get("id"))) == "launch" for v in verdicts)
+def launch_bound(verdicts: list[Verdict]) -> bool:
+    return any(LIMITER.get(v.id) == "launch" for v in verdicts)
 
 
-def remedy(verdict: dict[str, Any], names: tuple[str, ...]) -> tuple[str, ...]:
+def remedy(verdict: Verdict, names: tuple[str, ...]) -> tuple[str, ...]:
     """A verdict's strategies as far as its own evidence allows: low occupancy limited by registers
     calls for fewer registers, not larger tiles."""
-    if verdict.get("id") != VerdictId.LOW_OCCUPANCY:
+    if verdict.id != VerdictId.LOW_OCCUPANCY:
         return names
-    said = f"{verdict.get('title') or ''} {verdict.get('evidence') or ''}"
+    said = f"{verdict.title} {verdict.evidence}"
     freed = next((name for word, name in _OCCUPANCY.items() if f"limited by {word}" in said), None)
     return tuple(n for n in names if n == freed or n not in _OCCUPANCY.values()) if freed else names
 

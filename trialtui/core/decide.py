@@ -8,7 +8,7 @@ action, are in docs/decide.md.
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import replace
 
 from trialtui.core import bottleneck
 from trialtui.core.config import Config
@@ -26,7 +26,7 @@ from trialtui.core.decide_evidence import (
     times,
     timing_text,
 )
-from trialtui.core.model import NEEDS_RUNNER, Action, Decision, Trial, TrialState
+from trialtui.core.model import NEEDS_RUNNER, Action, Decision, Trial, TrialState, Verdict
 from trialtui.core.strategies import BY_NAME, LADDER, detect_rung, next_rung, recognise
 from trialtui.core.verdict_registry import ABOUT_THE_PROFILE, VerdictId
 
@@ -58,14 +58,14 @@ _FIX_HINTS: tuple[tuple[str, str], ...] = (
 def decide(
     trials: list[Trial],
     trial: Trial,
-    verdicts: list[dict[str, Any]],
+    verdicts: list[Verdict],
     config: Config,
     best_id: str | None = None,
     source: str | None = None,
 ) -> Decision:
     """The next action after `trial`.
 
-    `trials` is the whole tree (with or without `trial`), `verdicts` the trial's verdict dicts,
+    `trials` is the whole tree (with or without `trial`), `verdicts` the trial's verdicts,
     `best_id` the best trial when the caller knows it, `source` the candidate's source (it places
     the candidate on the access ladder when a plateau calls for a change of approach).
     """
@@ -102,20 +102,20 @@ def decide(
     return _next_step(tree, trial, best, verdicts, config, used, source)
 
 
-def naming_current_best(decision: dict[str, Any], best_id: str | None) -> dict[str, Any]:
+def naming_current_best(decision: Decision | None, best_id: str | None) -> Decision | None:
     """A stored decision whose "go back to best tN [b]" names the best of now.
 
     A decision is kept as it was made, but `b` always branches to the current best: an old trial's
     decision that names a former best would send the reader to one trial and `b` to another.
     """
-    if not best_id or not decision:
+    if not best_id or decision is None:
         return decision
 
     def now(match: re.Match[str]) -> str:
         return match[0] if match[1] == best_id else f"{_go_best(best_id)} ({match[1]} was best then)"
 
-    return {**decision, "reason": _GO_BEST.sub(now, decision.get("reason") or ""),
-            "hints": [_GO_BEST.sub(now, str(hint)) for hint in decision.get("hints") or []]}
+    return replace(decision, reason=_GO_BEST.sub(now, decision.reason),
+                   hints=[_GO_BEST.sub(now, str(hint)) for hint in decision.hints])
 
 
 def _go_best(best_id: str, speed: str = "") -> str:
@@ -219,18 +219,18 @@ def _flagged(tree: Tree, trial: Trial, reasons: list[str], best: Trial | None, c
     return Decision(Action.FIX.value, reason, evidence, hints, "")
 
 
-def _finalize(tree: Tree, trial: Trial, best: Trial | None, verdicts: list[dict[str, Any]],
+def _finalize(tree: Tree, trial: Trial, best: Trial | None, verdicts: list[Verdict],
               config: Config) -> Decision | None:
     """A decisive win at speed-of-light, or speed-of-light with no headroom left to the target."""
     s = tree.speedup(trial)
     sol = trial.sol
-    said = next((v for v in verdicts if v.get("id") == VerdictId.AT_SOL), None)
+    said = next((v for v in verdicts if v.id == VerdictId.AT_SOL), None)
     if s is None:
         return None
     if sol is not None and sol >= config.sol_target:
         sol_text = f"{sol:.0%} of speed-of-light (target {config.sol_target:.0%})"
     elif sol is None and said is not None:
-        sol_text = f"speed-of-light by the profile ({said.get('evidence') or said.get('title')})"
+        sol_text = f"speed-of-light by the profile ({said.evidence or said.title})"
     else:
         return None
     target, baseline = config.target_speedup, config.primary_baseline
@@ -324,7 +324,7 @@ def _fix(tree: Tree, trial: Trial, best: Trial | None, used: int, config: Config
     return Decision(Action.FIX.value, reason, evidence, hints, "")
 
 
-def _next_step(tree: Tree, trial: Trial, best: Trial | None, verdicts: list[dict[str, Any]],
+def _next_step(tree: Tree, trial: Trial, best: Trial | None, verdicts: list[Verdict],
                config: Config, used: int, source: str | None) -> Decision:
     """A correct trial short of the finish: continue, branch back, switch approach or profile."""
     memory = Memory(tree)
@@ -332,8 +332,7 @@ def _next_step(tree: Tree, trial: Trial, best: Trial | None, verdicts: list[dict
                 f"budget {used}/{config.max_trials}"]
     if best is not None and best.id != trial.id:
         evidence.append(f"best {best.id}: {speed_text(tree, best)}")
-    evidence += [f"{v.get('title') or v.get('id')}: {v.get('evidence', '')}" for v in verdicts
-                 if v.get("id") in _ABOUT_THE_PROFILE]
+    evidence += [f"{v.title or v.id}: {v.evidence}" for v in verdicts if v.id in _ABOUT_THE_PROFILE]
     prev = tree.prev_correct(trial)
     change = tree.compare(trial, prev) if prev is not None else None
     if change is not None and change.ratio is None:  # nothing timed to compare: start afresh
@@ -394,7 +393,7 @@ def _next_step(tree: Tree, trial: Trial, best: Trial | None, verdicts: list[dict
     return _decision(Action.CONTINUE, reason, evidence, tips, memory, "")
 
 
-def _profile_reason(tree: Tree, trial: Trial, best: Trial | None, verdicts: list[dict[str, Any]],
+def _profile_reason(tree: Tree, trial: Trial, best: Trial | None, verdicts: list[Verdict],
                     config: Config, stuck: str, first_on_branch: bool) -> str:
     """Why the next step waits on counters this trial lacks, or "" when it does not.
 
@@ -402,7 +401,7 @@ def _profile_reason(tree: Tree, trial: Trial, best: Trial | None, verdicts: list
     every correct trial; never: none), as in trialtui.core.verdicts.profile_policy. Analytic
     verdicts are not counters; a profile that ran and found none is not asked for again.
     """
-    if config.profile_when == "never" or trial.profile is not None or any(v.get("source") == "ncu" for v in verdicts):
+    if config.profile_when == "never" or trial.profile is not None or any(v.source == "ncu" for v in verdicts):
         return ""
     s, baseline, target = tree.speedup(trial), config.primary_baseline, config.target_speedup
     first = tree.first_correct(trial)
@@ -428,7 +427,7 @@ def _tied_before(tree: Tree, flat: list[Trial]) -> bool:
     return any(tree.compare(t, tree.prev_correct(t)).outcome == "tie" for t in flat[1:])
 
 
-def _switch(verdicts: list[dict[str, Any]], memory: Memory, flat: list[Trial], stuck: str,
+def _switch(verdicts: list[Verdict], memory: Memory, flat: list[Trial], stuck: str,
             left: int, config: Config, source: str | None, evidence: list[str],
             back: Trial | None = None) -> Decision:
     """Never stop on a plateau: a different approach from the verdicts, or the next ladder rung;

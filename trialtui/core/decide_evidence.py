@@ -14,7 +14,7 @@ from typing import Any
 from trialtui.core import bottleneck
 from trialtui.core.config import Config
 from trialtui.core import tree as tree_rules
-from trialtui.core.model import Trial, TrialState
+from trialtui.core.model import Trial, TrialState, Verdict
 from trialtui.core.spread import timing_rse
 from trialtui.core.strategies import BY_NAME, GENERIC, recognise
 from trialtui.core.verdict_registry import ABOUT_THE_PROFILE, REMEDIES
@@ -190,15 +190,15 @@ def lead_clause(tips: list[Suggestion]) -> str:
     return tips[0].clause() if tips else "pick a change that has not regressed here before"
 
 
-def _because(verdict: dict[str, Any]) -> str:
-    said = verdict.get("evidence") or verdict.get("title") or ""
+def _because(verdict: Verdict) -> str:
+    said = verdict.evidence or verdict.title
     if not said:
         return ""
-    lead = {"ncu": "the profile says", "activity": "the kernel records say", "analytic": "the roofline says"}.get(verdict.get("source"), "the verdicts say")
+    lead = {"ncu": "the profile says", "activity": "the kernel records say", "analytic": "the roofline says"}.get(verdict.source, "the verdicts say")
     return f"{lead} {said}"
 
 
-def suggest(verdicts: list[dict[str, Any]], pick: str, excluded: set[str]) -> list[Suggestion]:
+def suggest(verdicts: list[Verdict], pick: str, excluded: set[str]) -> list[Suggestion]:
     """Ranked suggestions for one bottleneck (core.bottleneck): the remedies of known verdicts, the
     limiter's first, none that a better-ranked one pulls against, then unknown verdicts' own hints,
     then (only when no known verdict spoke) the generic steps. Catalog strategies in `excluded` are
@@ -207,12 +207,12 @@ def suggest(verdicts: list[dict[str, Any]], pick: str, excluded: set[str]) -> li
     passed: list[Suggestion] = []
     seen: set[str] = set(excluded)
     for verdict in bottleneck.focus(verdicts):
-        vid = verdict.get("id") or "verdict"
+        vid = verdict.id or "verdict"
         if vid in ABOUT_THE_PROFILE or vid in seen:
             continue
         remedy = REMEDIES.get(vid)
         if remedy is None:
-            text = verdict.get("hint") or verdict.get("title")
+            text = verdict.hint or verdict.title
             if text:
                 seen.add(vid)
                 passed.append(Suggestion(vid, text, _because(verdict)))

@@ -109,6 +109,11 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        """A stored verdict: a key it lacks reads as "" (as the dict readers' `.get` did), one it has extra is dropped."""
+        return cls(**{name: data.get(name, "") for name in cls.__dataclass_fields__})
+
 
 class Action(str, enum.Enum):
     FINALIZE = "finalize"
@@ -146,6 +151,12 @@ class Decision:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Decision:
+        """A stored decision; a list or key it lacks reads as empty (as the dict readers' `.get` did)."""
+        return cls(data.get("action", ""), data.get("reason", ""), list(data.get("evidence") or []),
+                   list(data.get("hints") or []), data.get("key") or "")
+
 
 SCHEMA_VERSION = 1
 
@@ -169,15 +180,16 @@ class Trial:
     validation: ValidationReport | None = None
     result: BenchResult | None = None
     profile: ProfileResult | None = None
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
-    decision: dict[str, Any] | None = None
+    verdicts: list[Verdict] = field(default_factory=list)
+    decision: Decision | None = None
     sol: float | None = None
     log: str | None = None
     stale: bool = False
     schema: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
-        """The trial as JSON, as the store writes it: its validation, result and profile as their JSON."""
+        """The trial as JSON, as the store writes it: its validation, result and profile as their JSON
+        (asdict writes its verdicts and decision as their dicts)."""
         data = asdict(replace(self, result=None, profile=None, validation=None))  # copies, as the records' are
         for name in ("validation", "result", "profile"):  # each where asdict put it: the store's key order
             record = getattr(self, name)
@@ -188,11 +200,15 @@ class Trial:
     def from_dict(cls, data: dict[str, Any]) -> Trial:
         """A trial from its JSON; a result that does not follow the schema is a ResultError."""
         known = {f for f in cls.__dataclass_fields__}
-        trial = cls(**{k: v for k, v in data.items() if k in known and k not in ("result", "profile", "validation")})
+        typed = ("result", "profile", "validation", "verdicts", "decision")
+        trial = cls(**{k: v for k, v in data.items() if k in known and k not in typed})
         result, profile, validation = data.get("result"), data.get("profile"), data.get("validation")
+        decision = data.get("decision")
         return replace(trial, result=BenchResult.from_json(result) if result is not None else None,
                        profile=ProfileResult.from_json(profile) if profile is not None else None,
-                       validation=ValidationReport.from_json(validation) if validation is not None else None)
+                       validation=ValidationReport.from_json(validation) if validation is not None else None,
+                       verdicts=[Verdict.from_dict(v) for v in data.get("verdicts") or []],
+                       decision=Decision.from_dict(decision) if decision is not None else None)
 
     @property
     def state_enum(self) -> TrialState:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trialtui.core.model import Verdict
 from trialtui.core.profile_result import ProfileResult
 
 
@@ -19,7 +20,7 @@ class ProfileReport:
     analytic: bool = False  # the verdicts are the roofline's and the compile's: no profiler read the kernel
     label: str | None = None  # whose numbers the verdicts are, and why better profilers gave none
     profile: ProfileResult | None = None  # the profiler's body, without its log tail
-    verdicts: list[dict[str, Any]] = field(default_factory=list)  # `Verdict.to_dict()`s, most severe first
+    verdicts: list[Verdict] = field(default_factory=list)  # most severe first
     sol: float | None = None  # the fraction of speed-of-light; None when nothing was timed
     roofline: dict[str, Any] | None = None  # the roofline at the ceilings of `gpu`
     median_us: float | None = None  # the candidate's median; None on the CPU
@@ -36,6 +37,6 @@ class ProfileReport:
         if not self.correct:
             return {"state": self.state, "message": self.message, "env": self.env}
         return {"state": self.state, "analytic": self.analytic, "label": self.label,
-                "profile": self.profile.to_json() if self.profile is not None else None, "verdicts": self.verdicts,
+                "profile": self.profile.to_json() if self.profile is not None else None, "verdicts": [v.to_dict() for v in self.verdicts],
                 "sol": self.sol, "roofline": self.roofline, "median_us": self.median_us, "env": self.env,
                 "gpu": self.gpu, "reused_from": self.reused_from, "phases_s": self.phases_s}

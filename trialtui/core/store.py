@@ -30,7 +30,7 @@ from trialtui.core import tree
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.profile_result import ProfileResult
 from trialtui.core.validation_report import ValidationReport
-from trialtui.core.model import MAX_SOURCE_BYTES, SCHEMA_VERSION, Trial, TrialState
+from trialtui.core.model import MAX_SOURCE_BYTES, SCHEMA_VERSION, Decision, Trial, TrialState, Verdict
 from trialtui.core.state_dir import STATE_DIR
 from trialtui.core.store_journal import (
     COMPACT_JSON,
@@ -387,9 +387,12 @@ class Store:
             fields = {**fields, "state": TrialState(fields["state"]).value}
         if not isinstance(fields.get("result"), (BenchResult, type(None))):
             raise TypeError(f"a trial's result is a BenchResult, not {type(fields['result']).__name__}")
-        for name, kind in (("profile", ProfileResult), ("validation", ValidationReport)):
+        for name, kind in (("profile", ProfileResult), ("validation", ValidationReport), ("decision", Decision)):
             if not isinstance(fields.get(name), (kind, type(None))):
                 raise TypeError(f"a trial's {name} is a {kind.__name__}, not {type(fields[name]).__name__}")
+        wrong = next((v for v in fields.get("verdicts") or [] if not isinstance(v, Verdict)), None)
+        if wrong is not None:
+            raise TypeError(f"a trial's verdicts are Verdicts, not {type(wrong).__name__}")
         return replace(trial, **fields)
 
     def set_head(self, file: str, trial_id: str) -> None:

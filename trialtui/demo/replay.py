@@ -149,9 +149,9 @@ def recording_for(problem: str, version: Version, trial: Trial) -> dict[str, Any
         "state": trial.state,
         "result": trial.result.to_json() if trial.result else None,
         "sol": trial.sol,
-        "verdicts": trial.verdicts,
+        "verdicts": [v.to_dict() for v in trial.verdicts],
         "profile": trial.profile.to_json() if trial.profile else None,
-        "decision": trial.decision,
+        "decision": trial.decision.to_dict() if trial.decision is not None else None,
     }
 
 

@@ -230,7 +230,7 @@ def judge(version: Version, trial: Trial, trials: list[Trial], config: Config) -
     """Whether `trial` bears out what its beat claims: decide's stored action, its speed against the
     primary baseline and the target, and its change against the last correct ancestor."""
     claim = BEAT_CLAIMS.get(version.beat, Claim(version.beat or "this step"))
-    action = (trial.decision or {}).get("action") or "no decision"
+    action = (trial.decision.action if trial.decision is not None else "") or "no decision"
     baseline, target = config.primary_baseline, config.target_speedup
     speed = trial.speedup(baseline)
     said = f"decide says {action}" + (f": {speed:.2f}× {baseline}" if speed is not None else "")

@@ -456,7 +456,7 @@ class Engine(TrialJobs):
         return decide(self.store.trials(), trial, trial.verdicts, self.problem.config, source=self.store.read_source(trial))
 
     def _record_decision(self, trial: Trial, decision: Decision) -> Decision:
-        self.store.update(trial.id, decision=decision.to_dict())
+        self.store.update(trial.id, decision=decision)
         self.emit(ev.DecisionMade(trial.id, decision.action, decision.reason, decision.key))
         return decision
 

@@ -20,7 +20,7 @@ from trialtui.core.baselines import reference_hash
 from trialtui.core.calibration_result import CalibrationResult
 from trialtui.core.gpus import ceilings_for
 from trialtui.core.job_spec import AnalyzeSpec, CalibrateSpec
-from trialtui.core.model import Trial
+from trialtui.core.model import Trial, Verdict
 from trialtui.core.problem import Problem
 from trialtui.core.profile_report import ProfileReport
 from trialtui.core.profile_result import ProfileResult
@@ -112,7 +112,7 @@ def calibrate(*, timeout_s: float = 600.0, log_path: Path | None = None) -> Cali
 
 def trial_verdicts(problem: Problem, trial: Trial, analysis: AnalysisResult | None,
                    profile: ProfileResult | None, gpu: str | None = None,
-                   ) -> tuple[list[dict[str, Any]], float | None, dict[str, Any] | None]:
+                   ) -> tuple[list[Verdict], float | None, dict[str, Any] | None]:
     """Verdicts (counters when the profile has them, else analytic), the speed-of-light fraction and
     the roofline at the ceilings of the GPU the trial ran on (or `gpu`, for a trial run on the CPU)."""
     env = (trial.result.env if trial.result else None) or {}
@@ -124,7 +124,7 @@ def trial_verdicts(problem: Problem, trial: Trial, analysis: AnalysisResult | No
     facts = next((k for k in kernels if k.get("arch") == "sm_90"), kernels[0] if kernels else None)
     verdicts = verdicts_for_profile(profile, context, facts)
     roof = context.roofline.to_dict() if context.roofline is not None else None
-    return [v.to_dict() for v in verdicts], context.sol(), roof
+    return verdicts, context.sol(), roof
 
 
 def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200") -> ProfileReport:

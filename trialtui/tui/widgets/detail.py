@@ -194,7 +194,7 @@ class TrialDetail(Themed, Vertical):
     def profile(self, trial: Trial) -> RenderableType:
         if self.raw:
             return self._raw_profile(trial, trial.profile)
-        verdicts = trial.verdicts or []
+        verdicts = trial.verdicts
         if not verdicts:
             if describe.cpu_run(trial):
                 why = f"{describe.CPU_CORRECT}: counters and roofline verdicts come from a GPU run."
@@ -204,7 +204,7 @@ class TrialDetail(Themed, Vertical):
             else:
                 why = f"Nothing to profile: {trial.id} is {trial.state}."
             return Text(why, self.color("trial-muted"))
-        sources = {v.get("source") for v in verdicts}
+        sources = {v.source for v in verdicts}
         title = Text(f"{len(verdicts)} verdict(s) for {trial.id}", Style(bold=True))
         title.append(f" from {' and '.join(sorted(s for s in sources if s))}", self.color("trial-muted"))
         if trial.result:
@@ -214,17 +214,14 @@ class TrialDetail(Themed, Vertical):
         table.add_column(width=1, no_wrap=True)
         table.add_column(ratio=1)
         for verdict in verdicts:
-            mark, var = _SEVERITY.get(verdict.get("severity", "info"), ("●", "accent"))
-            evidence = verdict.get("evidence")
-            if isinstance(evidence, list):
-                evidence = "; ".join(str(e) for e in evidence)
-            body = Text(verdict.get("title", "?"), self.color(var, bold=True))
-            body.append(f"  {verdict.get('severity', '')} · {verdict.get('source', '')}", self.color("trial-muted"))
-            if evidence:
-                body.append(f"\n{evidence}", self.color("trial-muted"))
-            if verdict.get("hint"):
+            mark, var = _SEVERITY.get(verdict.severity or "info", ("●", "accent"))
+            body = Text(verdict.title or "?", self.color(var, bold=True))
+            body.append(f"  {verdict.severity} · {verdict.source}", self.color("trial-muted"))
+            if verdict.evidence:
+                body.append(f"\n{verdict.evidence}", self.color("trial-muted"))
+            if verdict.hint:
                 body.append("\n→ ", self.color(var))
-                body.append(verdict["hint"])
+                body.append(verdict.hint)
             table.add_row(Text(mark, self.color(var, bold=True)), body)
             table.add_row("", "")
         return Group(title, Text(""), table)

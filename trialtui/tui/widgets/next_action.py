@@ -53,42 +53,42 @@ class NextAction(Themed, Static):
 
     def show(self, trial: Trial | None) -> None:
         self.trial = trial
-        decision = naming_current_best((trial.decision if trial else None) or {}, self.best_id)
+        decision = naming_current_best(trial.decision if trial else None, self.best_id)
         if trial is None:
             self.update(Text("Save a candidate file: each save becomes a trial, validated, checked, timed and "
                              "given a next step here.", self.color("trial-muted")), layout=False)
             self.border_title = "Next"
             self._mark("wait")
             return
-        if not decision:
+        if decision is None:
             self._mark("wait")
             self.border_title = f"Next · {trial.id}"
             why = (f"{trial.id} is {trial.state}; the next step comes with its result."
                    if not trial.state_enum.is_final else f"{trial.id} has no decision recorded.")
             self.update(Text(why, self.color("trial-muted")), layout=False)
             return
-        word, var = ACTION_WORDS.get(decision.get("action", ""), (decision.get("action", "?"), "primary"))
+        word, var = ACTION_WORDS.get(decision.action, (decision.action or "?", "primary"))
         self.border_title = f"Next · {trial.id} · {word}"
         invalid = trial.state_enum is TrialState.INVALID
-        self._mark("invalid" if invalid else decision.get("action", "wait"))
+        self._mark("invalid" if invalid else decision.action)
         if invalid:
             var = "trial-invalid"
         body = Text()
-        reason = decision.get("reason", "")
+        reason = decision.reason
         lead, sep, rest = reason.partition(": ")
         if sep and len(lead) < 20:  # the decision's own lead word ("Regressed:", "Done:"), in its colour
             body.append(lead + sep, self.color(var, bold=True))
             body.append(rest)
         else:
             body.append(reason)
-        evidence = decision.get("evidence") or []
+        evidence = decision.evidence
         if evidence:
             body.append("\n")
             body.append(" · ".join(str(e) for e in evidence), self.color("trial-muted"))
-        for hint in (decision.get("hints") or [])[:2]:
+        for hint in decision.hints[:2]:
             body.append("\n→ ", self.color(var))
             body.append(str(hint))
-        key = decision.get("key") or ""
+        key = decision.key
         if not key:
             self.update(body, layout=False)
             return

@@ -350,3 +350,36 @@ def test_branch_to_a_trial_whose_file_is_gone_recreates_it(root, writer):
     writer.add_trial("k.py", "a")
     writer.branch("t1")
     assert (root / "k.py").read_text() == "a"
+
+
+def test_a_trial_left_profiling_after_its_correct_result_is_correct_again_not_interrupted(root):
+    # an engine stopped while a correct trial's counters ran (H200, 2026-12-04: `trialtui profile` then benched
+    # the kernel again, 10.5 s, since the store said `profiling`): only the profile is lost, the number stands
+    correct = {"version": 1, "state": "correct", "timing": {"median_us": 127.5}, "env": {"device": "cuda"}}
+    states = [("profiling", correct), ("profiling", None), ("benchmarking", None)]
+    records = {str(n): {**V0_RECORD, "id": f"t{n}", "state": s, "result": r, "schema": SCHEMA_VERSION}
+               for n, (s, r) in enumerate(states, start=1)}
+    write_state(root, records)
+    with Store.open(root) as store:
+        assert store.recovered == ["t2", "t3"]
+        assert [t.state for t in store.trials()] == ["correct", "interrupted", "interrupted"]
+        assert store.get("t1").median_us == 127.5
+
+
+def test_profile_reuses_the_result_of_a_trial_whose_counters_are_running(tmp_path):
+    from conftest import write_problem
+
+    from trialtui.core.baselines import reference_hash
+    from trialtui.core.problem_dir import load_problem
+    from trialtui.engine.profile import established
+
+    root = write_problem(tmp_path / "p", files={"kernel.py": "x = 1\n"})
+    problem = load_problem(root)
+    result = as_result({"state": "correct", "timing": {"median_us": 127.5}, "env": {"device": "cuda"},
+                        "reference_sha": reference_hash(problem.reference)})
+    with Store.open(root) as store:
+        _, trial = store.record("kernel.py", (root / "kernel.py").read_text())
+        store.update(trial.id, state="profiling", result=result)
+        assert established(problem, root / "kernel.py").id == trial.id  # read while the engine holds the store
+        store.update(trial.id, state="incorrect")
+    assert established(problem, root / "kernel.py") is None

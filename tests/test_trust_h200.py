@@ -138,3 +138,26 @@ def test_the_whole_corpus_under_the_keyed_flush():
         assert not gpu_trust.judge(want, row["got"], row["message"], row["flags"]), row
     passthrough = next(r for r in run["rows"] if r["candidate"] == "returns_input.py")
     assert "impossible" in passthrough["flags"] and all(b["file"] != "returns_input.py" for b in run["best"].values())
+
+
+def test_the_whole_corpus_judged_with_flags_and_numbers_after_the_checker_became_an_object():
+    # h200-2026-12-04b (e2ccf69) ran six problems, 40 candidates; h200-2026-12-04c (c8688f8: the checker and the
+    # timing phase objects, trials holding typed verdicts and decisions) the other four, 45 candidates, in one
+    # watch of 228.0 s. Between them every one of the 85 got its header's state, flags and message, no headline
+    # beat the checker's clock or the physical floor unflagged, no flagged trial was best.
+    runs = [json.loads((HERE / "fixtures" / "gpu" / name / "trust.json").read_text())
+            for name in ("h200-2026-12-04b", "h200-2026-12-04c")]
+    rows = [r for run in runs for r in run["rows"] if r["how"] == "watch"]
+    corpus = {(root.name, path.name) for root in gpu_trust.TRUST.iterdir() if (root / "reference.py").exists()
+              for path in gpu_trust.load_problem(root).candidates()}
+    assert {(r["problem"], r["candidate"]) for r in rows} == corpus and len(rows) == 85
+    for run in runs:
+        for key in ("wrong_called_correct", "correct_failed", "flagged_chosen_as_best", "speedups_from_cached_baselines",
+                    "results_without_peak_mem", "headline_beyond_checker", "headline_below_floor", "mismatches",
+                    "not_final"):
+            assert run["totals"][key] == 0, key
+        assert not [b for b in run["best"].values() if b["flagged"]]
+    for row in rows:
+        want = gpu_trust.expectation(gpu_trust.TRUST / row["problem"] / row["candidate"])
+        assert not gpu_trust.judge(want, row["got"], row["message"], row["flags"]), row
+        assert not row["mismatch"], row

@@ -100,6 +100,12 @@ def _as_bytes(source: str | bytes) -> bytes:
     return source.encode("utf-8") if isinstance(source, str) else bytes(source)
 
 
+def _profile_cut_off(doc: dict[str, Any]) -> bool:
+    """A trial a dead writer left profiling after its correct result: only its counters were lost, so it is
+    correct again, not interrupted (interrupted trials run again: a second benchmark of a settled number)."""
+    return doc.get("state") == TrialState.PROFILING.value and (doc.get("result") or {}).get("state") == "correct"
+
+
 def migrate(record: dict[str, Any]) -> dict[str, Any]:
     """Bring one stored record up to SCHEMA_VERSION, in place; refuse one from a newer trialtui."""
     version = record.get("schema", 0)
@@ -229,6 +235,7 @@ class Store:
             return
         for leftover in [*self.state_dir.glob(f".*{TMP_SUFFIX}"), *self.state_dir.glob(f"*/.*{TMP_SUFFIX}")]:
             leftover.unlink()  # a write that a crash interrupted before its rename
+        self._trials.update({"state": TrialState.CORRECT.value}, cond=_profile_cut_off)  # its number stands
         in_flight = self._trials.update(
             {"state": TrialState.INTERRUPTED.value},
             cond=lambda doc: not TrialState(doc["state"]).is_final,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from trialtui.core.baselines import reference_hash
 from trialtui.core.calibration_result import CalibrationResult
 from trialtui.core.gpus import ceilings_for
 from trialtui.core.job_spec import AnalyzeSpec, CalibrateSpec
-from trialtui.core.model import Trial, Verdict
+from trialtui.core.model import Trial, TrialState, Verdict
 from trialtui.core.problem import Problem
 from trialtui.core.profile_report import ProfileReport
 from trialtui.core.profile_result import ProfileResult
@@ -190,6 +191,8 @@ def established(problem: Problem, path: Path) -> Trial | None:
     except (StoreError, OSError, ValueError):
         return None
     for trial in reversed(trials):
+        if trial.state == TrialState.PROFILING.value:  # its result stands while its counters run (or were cut off)
+            trial = replace(trial, state=TrialState.CORRECT.value)
         if (trial.sha256 == sha and trial.state == "correct" and not trial.stale and trial.median_us is not None
                 and trial.result is not None and trial.result.reference_sha == ref):
             return trial

@@ -37,3 +37,16 @@ def test_save_to_number_on_the_h200_under_the_keyed_flush_and_the_checker_object
     assert row["final_p50_s"] <= 2.0 and row["preliminary_p50_s"] <= 1.2
     assert row["final_p50_s"] <= 0.4 * row["bare_cold_s"]
     assert all(save["prepared"] == 6 for save in row["saves"]) and len(row["saves"]) == 3
+
+
+def test_profile_reuses_the_watched_result_and_stays_within_the_target_of_bare_ncu():
+    # h200-2026-12-04c: the engine stopped while it profiled the last save, the store said `profiling`, and
+    # `trialtui profile` benched the kernel again (10.5 s; 2.52x bare ncu). h200-2026-12-04d (90e2c54): such a
+    # trial's result is reused (engine/profile.established): 9.5 against bare ncu's 7.7 s, 1.23x (target 1.3x)
+    def profile(run: str) -> dict:
+        path = Path(__file__).parent / "fixtures" / "gpu" / run / "loop_latency.json"
+        return json.loads(path.read_text())["latency"]["kb_softmax"]["profile"]
+
+    before, after = profile("h200-2026-12-04c"), profile("h200-2026-12-04d")
+    assert "bench" in before["trialtui_profile_phases_s"] and "bench" not in after["trialtui_profile_phases_s"]
+    assert after["trialtui_profile_s"] <= 1.3 * after["bare_ncu_s"] < before["trialtui_profile_s"]

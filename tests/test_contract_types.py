@@ -250,6 +250,8 @@ def test_each_remote_job_crosses_with_its_kinds_typed_options(tmp_path):
     ({"seeds": "5"}, "bench job's options key 'seeds': '5' is not"),
     ({"env": {"A": 1}}, "bench job's options key 'env'"),
     ({"log": None}, "bench job's options key 'log'"),
+    ({"log": "../../.ssh/authorized_keys"}, "bad log path"),
+    ({"log": "/etc/passwd"}, "bad log path"),
 ])
 def test_a_job_whose_options_do_not_fit_their_type_is_refused_by_name(change, why):
     job = JobData("kb_add", BenchOptions(device="cuda", log="logs/t1.log", timeout_s=60.0)).to_dict()

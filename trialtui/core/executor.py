@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.config import ExecutorSettings
-from trialtui.core.job_options import OPTIONS, JobOptions
+from trialtui.core.job_options import OPTIONS, BenchOptions, JobOptions
 from trialtui.core.problem import Problem
 from trialtui.core.profile_result import ProfileResult
 from trialtui.core.validation_report import ValidationReport
@@ -208,6 +208,8 @@ class JobData:
             if not relative_path_ok(path):
                 raise ValueError(f"bad path {path!r}")
         options = OPTIONS[data["kind"]].from_wire(data.get("options"))
+        if isinstance(options, BenchOptions) and not relative_path_ok(options.log, ups=False):
+            raise ValueError(f"bad log path {options.log!r}")  # written below the far side's .trialtui/, nowhere else
         return cls(name, options, {k: decode(v) for k, v in files.items()}, data.get("candidate"),
                    {k: decode(v) for k, v in state.items()})
 

@@ -1,13 +1,16 @@
 """No dict crosses as a bench job's result (issue 35): from the runner to the engine it is read once into a
 `BenchResult`, and the engine, the store and every front end pass that type on. The annotations say so,
 no module outside the runner reads a trial's result by key, and a real CPU bench returns the type with
-fa11b31's JSON shape. A trial's verdicts and decision cross the same way, as `Verdict`s and a `Decision`."""
+fa11b31's JSON shape. A trial's verdicts and decision cross the same way, as `Verdict`s and a `Decision`; a remote
+job's options as their kind's record (core/job_options.py); and the executor seam names every option it takes."""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import inspect
 import json
+import re
 import shutil
 import typing
 from collections.abc import Callable
@@ -18,7 +21,9 @@ import pytest
 
 import trialtui
 from trialtui.core.bench_result import BenchResult
-from trialtui.core.executor import Executor
+from trialtui.core.config import ExecutorSettings
+from trialtui.core.executor import Executor, JobData, Slot, parse_target
+from trialtui.core.job_options import AnalyzeOptions, BenchOptions, JobOptions, ProfileOptions, ValidateOptions
 from trialtui.core.model import Decision, Trial, Verdict
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store
@@ -27,6 +32,7 @@ from trialtui.engine import bench, events, finalize, generalize
 from trialtui.engine.executors.local import LocalExecutor
 from trialtui.engine.executors.ray_cluster import RayExecutor
 from trialtui.engine.executors.remote import RemoteExecutor
+from trialtui.engine.executors.ssh import SshExecutor
 from trialtui.engine.trial_jobs import TrialJobs
 
 PACKAGE = Path(trialtui.__file__).parent
@@ -105,8 +111,8 @@ def verdict_names(tree: ast.AST) -> set[str]:
             and verdicts(node.iter, lists)}
 
 
-def reads_a_verdict_by_key(node: ast.AST, names: set[str]) -> bool:
-    """`v["id"]` or `v.get("id")` of a name bound to a verdict."""
+def reads_a_name_by_key(node: ast.AST, names: set[str]) -> bool:
+    """`v["id"]` or `v.get("id")` of one of `names` (bound to a verdict, to a job's options)."""
     if isinstance(node, ast.Subscript):
         return isinstance(node.value, ast.Name) and node.value.id in names
     return (isinstance(node, ast.Attribute) and node.attr == "get" and isinstance(node.value, ast.Name)
@@ -154,7 +160,7 @@ def test_no_front_end_reads_a_verdict_or_a_decision_by_key():
         tree = ast.parse(path.read_text(), str(path))
         names = verdict_names(tree)
         for node in ast.walk(tree):
-            if reads_by_key(node, "decision") or reads_a_verdict_by_key(node, names):
+            if reads_by_key(node, "decision") or reads_a_name_by_key(node, names):
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert FRONT_ENDS and not found, f"a verdict or decision read as a dict: {found}"
 
@@ -194,3 +200,100 @@ def test_the_read_only_mapping_view_is_the_json_key_for_key():
     with pytest.raises(KeyError):
         result["speedup"]
     assert dict(BenchResult(state="ok", dtype="fp16")) == {"state": "ok", "version": 1, "dtype": "fp16"}
+
+
+# A remote job's options: built typed here, read typed there, never a dict read by key on either side.
+
+class Recording(RemoteExecutor):
+    """A remote executor whose far side records each job and answers that it cannot run it."""
+
+    scheme = "recording"
+
+    def __init__(self) -> None:
+        super().__init__(parse_target("recording://x"), ExecutorSettings(), "cpu")
+        self.jobs: list[JobData] = []
+
+    def open(self) -> list[Slot]:
+        return self.slots
+
+    def describe(self) -> str:
+        return "recording x"
+
+    def run(self, job: JobData, *, on_progress: Any, handle: Any) -> dict[str, Any]:
+        self.jobs.append(JobData.from_dict(json.loads(json.dumps(job.to_dict()))))  # as the far side reads it
+        return {"error": "not here"}
+
+
+def test_each_remote_job_crosses_with_its_kinds_typed_options(tmp_path):
+    assert typing.get_type_hints(JobData)["options"] is JobOptions
+    root = shutil.copytree(GOLDEN / "problem", tmp_path / "kb_add")
+    problem, kernel = load_problem(root), root / "add.py"
+    executor = Recording()
+    executor.bench(problem, kernel, seeds=2, env={"CUDA_VISIBLE_DEVICES": "1"}, name="add.py",
+                   log_path=problem.state_dir / "logs" / "t1.log")
+    executor.validate(problem, kernel, arch=["sm_90"], name="add.py")
+    executor.profile(problem, kernel, name="t1")
+    executor.analyze(problem, gpu="NVIDIA H200", use_cache=False)
+    bench, validate, profile, analyze = (job.options for job in executor.jobs)
+    assert bench == BenchOptions(device="cpu", log="logs/t1.log", seeds=2, env={"CUDA_VISIBLE_DEVICES": "1"},
+                                 name="add.py", timeout_s=problem.config.bench_timeout_s)
+    assert validate == ValidateOptions(arch=["sm_90"], name="add.py", timeout_s=problem.config.validate_timeout_s)
+    assert profile == ProfileOptions(name="t1")
+    assert analyze == AnalyzeOptions(gpu="NVIDIA H200")
+    assert [job.kind for job in executor.jobs] == ["bench", "validate", "profile", "analyze"]
+    assert set(bench.to_wire()) == {"device", "log", "seeds", "baseline_us", "use_cache", "cuda_graph", "env",
+                                    "name", "timeout_s", "sandbox"}  # model and heldout only when set
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"colour": "red"}, "unknown key(s) in the bench job's options: colour"),
+    ({"seeds": "5"}, "bench job's options key 'seeds': '5' is not"),
+    ({"env": {"A": 1}}, "bench job's options key 'env'"),
+    ({"log": None}, "bench job's options key 'log'"),
+    ({"log": "../../.ssh/authorized_keys"}, "bad log path"),
+    ({"log": "/etc/passwd"}, "bad log path"),
+])
+def test_a_job_whose_options_do_not_fit_their_type_is_refused_by_name(change, why):
+    job = JobData("kb_add", BenchOptions(device="cuda", log="logs/t1.log", timeout_s=60.0)).to_dict()
+    with pytest.raises(ValueError, match=re.escape(why)):
+        JobData.from_dict({**job, "options": {**job["options"], **change}})
+    del job["options"]["log"]
+    with pytest.raises(ValueError, match="the bench job's options lacks log"):
+        JobData.from_dict(job)
+
+
+def options_names(tree: ast.AST) -> set[str]:
+    """Names given a job's options (`o = job.options`)."""
+    return {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Attribute) and node.value.attr == "options"
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+def test_no_executor_reads_a_jobs_options_by_key():
+    found = []
+    for path in sorted((PACKAGE / "engine" / "executors").glob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        names = options_names(tree)
+        for node in ast.walk(tree):
+            if reads_by_key(node, "options") or reads_a_name_by_key(node, names):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, f"a job's options read as a dict: {found}"
+
+
+EXECUTORS = [Executor, LocalExecutor, RemoteExecutor, SshExecutor, RayExecutor]
+
+
+@pytest.mark.parametrize("method", ["bench", "validate", "profile", "analyze"])
+def test_every_executors_job_methods_name_their_options(method):
+    """No `**options` handed up a layer: the seam declares each keyword, its docstring says what each is,
+    and every executor takes at least those, with the same defaults."""
+    declared = {p.name: p for p in inspect.signature(getattr(Executor, method)).parameters.values()
+                if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    doc = getattr(Executor, method).__doc__
+    assert declared and all(f"{name}:" in doc for name in declared), doc
+    for kind in EXECUTORS:
+        params = inspect.signature(getattr(kind, method)).parameters
+        assert not any(p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) for p in params.values()), kind.__name__
+        for name, p in declared.items():
+            assert name in params and params[name].kind is p.KEYWORD_ONLY, (kind.__name__, name)
+            assert params[name].default == p.default, (kind.__name__, name)

@@ -439,7 +439,7 @@ def test_profile_policy_auto_profiles_first_correct_and_new_best_only(root, monk
 
     profiled = []
 
-    def fake_profile(problem, path, *, name, env=None, handle=None):
+    def fake_profile(problem, path, *, name, env=None, handle=None, device="cuda"):
         profiled.append(name)
         raw = ncu.parse_raw((PLANTED / "copy_raw.csv").read_text())
         details = ncu.parse_details((PLANTED / "copy_details.csv").read_text())

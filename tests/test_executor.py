@@ -13,6 +13,7 @@ import pytest
 from trialtui.core import plugins
 from trialtui.core.config import ConfigError, ExecutorSettings, parse_config
 from trialtui.core.executor import ExecutorError, JobData, Slot, model_speedups, parse_target, ran_on
+from trialtui.core.job_options import BenchOptions
 from trialtui.core.problem_dir import load_problem
 from trialtui.engine.executors import executor_for
 from trialtui.engine.executors.host import Workspace
@@ -20,6 +21,8 @@ from trialtui.engine.executors.local import LocalExecutor
 from trialtui.engine.executors.remote import RemoteExecutor, pack
 
 from conftest import KB_GOOD, as_result, write_problem
+
+BENCH = BenchOptions(device="cpu", log="logs/x.log", timeout_s=60.0)
 
 
 @pytest.mark.parametrize("text, scheme, user, host, port", [
@@ -67,8 +70,8 @@ def test_executor_table_in_trialtui_toml():
 
 
 def test_a_job_round_trips_as_json_and_bad_paths_are_refused():
-    job = JobData("bench", "prob", {"reference.py": b"x = 1\n", "../utils.py": b"\x00\xff"}, None,
-                  {"baselines.json": b"{}"}, {"seeds": 3})
+    job = JobData("prob", BenchOptions(device="cpu", log="logs/x.log", timeout_s=60.0, seeds=3),
+                  {"reference.py": b"x = 1\n", "../utils.py": b"\x00\xff"}, None, {"baselines.json": b"{}"})
     again = JobData.from_dict(json.loads(json.dumps(job.to_dict())))
     assert again == job and again.digest() == job.digest()
     for bad in ("/etc/passwd", "a/../../b", "", "a//b", "./a"):
@@ -87,7 +90,7 @@ def test_the_far_side_lays_out_a_problem_with_files_beside_it(tmp_path):
     (tmp_path / "home" / "utils.py").write_text("HELPER = 1\n")
     problem = load_problem(root)
     problem.support_files.append((tmp_path / "home" / "utils.py").resolve())
-    job = pack(problem, "bench", root / "kernel.py", {})
+    job = pack(problem, root / "kernel.py", BENCH)
     assert {"reference.py", "notes.txt", "kernel.py", "../utils.py"} <= set(job.files)
     there, candidate = Workspace(tmp_path / "far").materialize(JobData.from_dict(job.to_dict()))
     assert candidate == there.root / "kernel.py" and candidate.read_text() == KB_GOOD
@@ -97,7 +100,7 @@ def test_the_far_side_lays_out_a_problem_with_files_beside_it(tmp_path):
 
 def test_other_candidates_stay_home(tmp_path):
     root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD, "other.py": KB_GOOD + "\n# other\n"})
-    job = pack(load_problem(root), "bench", root / "kernel.py", {})
+    job = pack(load_problem(root), root / "kernel.py", BENCH)
     assert "other.py" not in job.files and "kernel.py" in job.files
 
 

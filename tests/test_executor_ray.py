@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from trialtui.core.config import ExecutorSettings
+from trialtui.core.job_options import BenchOptions
 from trialtui.core.problem_dir import load_problem
 from trialtui.engine.bench import bench_file
 from trialtui.engine.executors import executor_for
@@ -52,8 +53,8 @@ def test_ray_jobs_keep_to_the_gpu_slots_give_the_local_result_and_cover_every_mo
         assert (root / ".trialtui" / "logs" / "ray.log").is_file()
 
         def one(i: int) -> dict:
-            options = {"device": "cpu", "env": {}, "log": f"logs/many-{i}.log", "timeout_s": 300.0}
-            return executor.run(pack(problem, "bench", root / "kernel.py", options), on_progress=None, handle=None)
+            options = BenchOptions(device="cpu", log=f"logs/many-{i}.log", timeout_s=300.0)
+            return executor.run(pack(problem, root / "kernel.py", options), on_progress=None, handle=None)
 
         with ThreadPoolExecutor(SLOTS + 1) as pool:  # one more job than slots, all at once: one waits
             outcomes = list(pool.map(one, range(SLOTS + 1)))

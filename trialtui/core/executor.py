@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,13 +21,15 @@ from urllib.parse import urlsplit
 from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.config import ExecutorSettings
+from trialtui.core.job_options import OPTIONS, BenchOptions, JobOptions
 from trialtui.core.problem import Problem
 from trialtui.core.profile_result import ProfileResult
 from trialtui.core.validation_report import ValidationReport
 
 GROUP = "trialtui.executors"
-JOB_VERSION = 1
-JOB_KINDS = ("bench", "validate", "profile", "analyze")
+JOB_VERSION = 2  # 2: a job's options are typed (core/job_options.py), read strictly
+
+Progress = Callable[[dict[str, Any]], None]  # a running bench job's progress events, as they come
 
 
 class ExecutorError(RuntimeError):
@@ -106,20 +109,46 @@ class Executor(ABC):
         """Where jobs run, in a few words for the status bar: `this machine`, `ssh alice@gpu-box`."""
 
     @abstractmethod
-    def bench(self, problem: Problem, path: Path | str, **options: Any) -> BenchResult:
-        """Check and time one candidate (`engine.bench.bench_file`'s options)."""
+    def bench(self, problem: Problem, path: Path | str, *, device: str | None = None, seeds: int | None = None,
+              baseline_us: float | None = None, use_cache: bool = True, log_path: Path | None = None,
+              handle: Any = None, on_progress: Progress | None = None, cuda_graph: bool = False,
+              env: dict[str, str] | None = None, warm: Any = None, name: str | None = None,
+              heldout: list[dict[str, Any]] | None = None) -> BenchResult:
+        """Check and time one candidate, in a job of its own.
+
+        device: "cuda" or "cpu" (None: the executor's); seeds: correctness seeds (None: the config's);
+        baseline_us: a baseline time given rather than measured; use_cache: reuse baselines measured
+        before; log_path: the job's log (None: one under .trialtui/logs/); handle: cancels the job;
+        on_progress: called with each progress event; cuda_graph: time as CUDA graph replays; env: extra
+        environment of the job (a lane's CUDA_VISIBLE_DEVICES); warm: the engine's warm job processes,
+        used where the job runs on this machine; name: the candidate's name as the user knows it (a
+        snapshot runs under it); heldout: held-out cases (core/heldout.py) to check instead, timing nothing."""
 
     @abstractmethod
-    def validate(self, problem: Problem, path: Path | str, **options: Any) -> ValidationReport:
-        """Static checks, then the compile stage (`engine.validate.validate_file`'s options)."""
+    def validate(self, problem: Problem, path: Path | str, *, arch: str | list[str] | None = None,
+                 compile: bool = True, timeout_s: float | None = None, name: str | None = None,
+                 warm: Any = None, handle: Any = None) -> ValidationReport:
+        """Static checks, then the compile stage.
+
+        arch: the archs to build for (None: the config's, or the candidate's own); compile: run the compile
+        stage, not only the static checks; timeout_s: the compile stage's limit (None: the config's); name:
+        the candidate's name as the user knows it; warm: as `bench`'s; handle: cancels the compile stage."""
 
     @abstractmethod
-    def profile(self, problem: Problem, path: Path | str, **options: Any) -> ProfileResult:
-        """The candidate under the best profiler that runs there (`engine.profile.profile_file`'s options)."""
+    def profile(self, problem: Problem, path: Path | str, *, name: str, env: dict[str, str] | None = None,
+                handle: Any = None, device: str = "cuda") -> ProfileResult:
+        """The candidate under the best profiler that runs there.
+
+        name: the report's name under .trialtui/profiles/ (the trial's id); env: extra environment of the
+        job (the lane's GPU); handle: cancels the job; device: where the profilers look for counters."""
 
     @abstractmethod
-    def analyze(self, problem: Problem, **options: Any) -> AnalysisResult:
-        """The reference's FLOPs, bytes and roofline (`engine.profile.analyze`'s options)."""
+    def analyze(self, problem: Problem, *, gpu: str | None = None, driver: str | None = None,
+                use_cache: bool = True, warm: Any = None) -> AnalysisResult:
+        """The reference's FLOPs, bytes and roofline.
+
+        gpu: the GPU whose ceilings the roofline uses (None: no roofline); driver: its driver, for
+        calibrated ceilings; use_cache: reuse the analysis of the same reference and sizes; warm: as `bench`'s."""
 
     def close(self) -> None:
         """Hang up; jobs still running there are cancelled and swept."""
@@ -137,14 +166,17 @@ def decode(text: str) -> bytes:
 class JobData:
     """One job as it travels: the problem's files (paths relative to its root, `../` allowed for files a
     GPU MODE task keeps beside it), the candidate, state files that seed the far side's `.trialtui/`
-    (the baseline cache), and the options of the job function. Bytes are base64 in the JSON."""
+    (the baseline cache), and the job's options, whose type says its kind. Bytes are base64 in the JSON."""
 
-    kind: str
     problem: str  # the problem directory's name
+    options: JobOptions  # the kind's options (core/job_options.py)
     files: dict[str, bytes] = field(default_factory=dict)
     candidate: str | None = None  # its path relative to the root (a snapshot under .trialtui/snapshots/)
     state: dict[str, bytes] = field(default_factory=dict)  # relative to .trialtui/
-    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return self.options.kind
 
     def digest(self) -> str:
         """Of the problem's files only: jobs of one problem share a directory on the far side."""
@@ -157,26 +189,29 @@ class JobData:
     def to_dict(self) -> dict[str, Any]:
         return {"version": JOB_VERSION, "kind": self.kind, "problem": self.problem,
                 "files": {k: encode(v) for k, v in self.files.items()}, "candidate": self.candidate,
-                "state": {k: encode(v) for k, v in self.state.items()}, "options": self.options}
+                "state": {k: encode(v) for k, v in self.state.items()}, "options": self.options.to_wire()}
 
     @classmethod
     def from_dict(cls, data: Any) -> JobData:
         """Checked on read, like a job's result: a ValueError says what is wrong."""
         if not isinstance(data, dict) or data.get("version") != JOB_VERSION:
             raise ValueError(f"not a job of version {JOB_VERSION}")
-        if data.get("kind") not in JOB_KINDS:
+        if data.get("kind") not in OPTIONS:
             raise ValueError(f"unknown job kind {data.get('kind')!r}")
         files, state = data.get("files"), data.get("state")
-        if not isinstance(files, dict) or not isinstance(state, dict) or not isinstance(data.get("options"), dict):
-            raise ValueError("files, state and options must be objects")
+        if not isinstance(files, dict) or not isinstance(state, dict):
+            raise ValueError("files and state must be objects")
         name = data.get("problem")
         if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
             raise ValueError(f"bad problem name {name!r}")
         for path in [*files, *state]:
             if not relative_path_ok(path):
                 raise ValueError(f"bad path {path!r}")
-        return cls(data["kind"], name, {k: decode(v) for k, v in files.items()}, data.get("candidate"),
-                   {k: decode(v) for k, v in state.items()}, data["options"])
+        options = OPTIONS[data["kind"]].from_wire(data.get("options"))
+        if isinstance(options, BenchOptions) and not relative_path_ok(options.log, ups=False):
+            raise ValueError(f"bad log path {options.log!r}")  # written below the far side's .trialtui/, nowhere else
+        return cls(name, options, {k: decode(v) for k, v in files.items()}, data.get("candidate"),
+                   {k: decode(v) for k, v in state.items()})
 
 
 def relative_path_ok(path: str, *, ups: bool = True) -> bool:

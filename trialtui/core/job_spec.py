@@ -22,27 +22,24 @@ NCU_TIMEOUT_S = 300.0  # ncu's own limit inside the profile job (the job's is th
 
 
 @dataclass(frozen=True, kw_only=True)
-class JobSpec:
-    """What every job is told beside its own keys: the channels its run adds on the way to it."""
+class WireRecord:
+    """A record that crosses a process or a host as JSON: what a job spec and a remote job's options share."""
 
-    progress: str | None = None  # where the job writes progress lines (the supervisor adds it)
-    spec_path: str | None = None  # the spec's copy on disk (runner/child.py adds it)
-
-    what: ClassVar[str] = "job spec"  # how a refusal names the spec
-    sent_when_set: ClassVar[tuple[str, ...]] = ("progress", "spec_path")  # on the wire only when not None or False
+    what: ClassVar[str] = "record"  # how a refusal names it
+    sent_when_set: ClassVar[tuple[str, ...]] = ()  # on the wire only when not None or False
 
     def unsent(self) -> set[str]:
         """The fields the wire leaves out: before these types, the dicts had no key for them."""
         return {name for name in self.sent_when_set if getattr(self, name) is None or getattr(self, name) is False}
 
     def to_wire(self) -> dict[str, Any]:
-        """The JSON the child receives."""
+        """The JSON the other side receives."""
         unsent = self.unsent()
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in unsent}
 
     @classmethod
     def from_wire(cls, data: Any) -> typing.Self:
-        """The spec a child received; an unknown key or a value of the wrong type is a ValueError naming it."""
+        """The record as received; an unknown key, a missing one or a value of the wrong type is a ValueError naming it."""
         if not isinstance(data, dict):
             raise ValueError(f"a {cls.what} is a JSON object, not {type(data).__name__}")
         types, required = _wire_types(cls)
@@ -58,8 +55,19 @@ class JobSpec:
         return cls(**data)
 
 
+@dataclass(frozen=True, kw_only=True)
+class JobSpec(WireRecord):
+    """What every job is told beside its own keys: the channels its run adds on the way to it."""
+
+    progress: str | None = None  # where the job writes progress lines (the supervisor adds it)
+    spec_path: str | None = None  # the spec's copy on disk (runner/child.py adds it)
+
+    what: ClassVar[str] = "job spec"
+    sent_when_set: ClassVar[tuple[str, ...]] = ("progress", "spec_path")
+
+
 @functools.cache
-def _wire_types(cls: type[JobSpec]) -> tuple[dict[str, Any], frozenset[str]]:
+def _wire_types(cls: type[WireRecord]) -> tuple[dict[str, Any], frozenset[str]]:
     """Each field's declared type, and the fields without a default (the keys every wire has)."""
     hints = typing.get_type_hints(cls)
     fields = dataclasses.fields(cls)

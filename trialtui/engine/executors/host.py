@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 
 from trialtui import __version__
 from trialtui.core.executor import JOB_VERSION, JobData, encode, relative_path_ok, ups
+from trialtui.core.job_options import BenchOptions, ProfileOptions, ValidateOptions
 from trialtui.core.problem import Problem
 from trialtui.core.problem_dir import load_problem
 from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env, detect_device
@@ -109,25 +110,24 @@ def run_job(job: JobData, workspace: Workspace, *, on_progress: Callable[[dict[s
     state_dir = problem.state_dir
     before = _listing(state_dir)
     o = job.options
-    if o.get("sandbox"):
+    if o.sandbox:
         use_sandbox()  # from this job on, every job of this process runs under bubblewrap
     handle = handle or ChildHandle()
     try:
-        if job.kind == "bench":
-            bench = bench_file(problem, candidate, device=o.get("device"), seeds=o.get("seeds"),
-                                baseline_us=o.get("baseline_us"), use_cache=bool(o.get("use_cache", True)),
-                                log_path=state_dir / o["log"], handle=handle, on_progress=on_progress,
-                                cuda_graph=bool(o.get("cuda_graph")), env=o.get("env") or {}, warm=warm,
-                                name=o.get("name"), heldout=o.get("heldout"))
+        if isinstance(o, BenchOptions):
+            bench = bench_file(problem, candidate, device=o.device, seeds=o.seeds, baseline_us=o.baseline_us,
+                               use_cache=o.use_cache, log_path=state_dir / o.log, handle=handle,
+                               on_progress=on_progress, cuda_graph=o.cuda_graph, env=o.env, warm=warm,
+                               name=o.name, heldout=o.heldout)
             result = replace(bench, env={**(bench.env or {}), "host": socket.gethostname()}).to_json()  # travels as JSON
-        elif job.kind == "validate":
-            result = validate_file(problem, candidate, arch=o.get("arch"), compile=True, timeout_s=o.get("timeout_s"),
-                                   name=o.get("name"), warm=warm).to_json()
-        elif job.kind == "profile":
-            result = profile_file(problem, candidate, name=o["name"], env=o.get("env") or {}, handle=handle,
-                                  device=o.get("device") or "cuda").to_json()  # travels as JSON
-        else:
-            result = analyze(problem, gpu=o.get("gpu"), driver=o.get("driver"), use_cache=False).to_json()
+        elif isinstance(o, ValidateOptions):
+            result = validate_file(problem, candidate, arch=o.arch, compile=True, timeout_s=o.timeout_s,
+                                   name=o.name, warm=warm).to_json()
+        elif isinstance(o, ProfileOptions):
+            result = profile_file(problem, candidate, name=o.name, env=o.env, handle=handle,
+                                  device=o.device).to_json()  # travels as JSON
+        else:  # AnalyzeOptions, the one kind left
+            result = analyze(problem, gpu=o.gpu, driver=o.driver, use_cache=False).to_json()
     except Exception as exc:  # noqa: BLE001 - reported to the engine, which marks the trial errored
         return {"error": f"trialtui failed on {socket.gethostname()}: {type(exc).__name__}: {exc}",
                 "traceback": traceback.format_exc()}

@@ -29,8 +29,10 @@ class LocalExecutor(Executor):
     def describe(self) -> str:
         return "this machine"
 
-    def profile(self, problem: Problem, path: Path | str, **options: Any) -> ProfileResult:
-        return profile_module.profile_file(problem, Path(path), **options)
+    def profile(self, problem: Problem, path: Path | str, *, name: str, env: dict[str, str] | None = None,
+                handle: Any = None, device: str = "cuda") -> ProfileResult:
+        return profile_module.profile_file(problem, Path(path), name=name, env=env, handle=handle, device=device)
 
-    def analyze(self, problem: Problem, **options: Any) -> AnalysisResult:
-        return profile_module.analyze(problem, **options)
+    def analyze(self, problem: Problem, *, gpu: str | None = None, driver: str | None = None,
+                use_cache: bool = True, warm: Any = None) -> AnalysisResult:
+        return profile_module.analyze(problem, gpu=gpu, driver=driver, use_cache=use_cache, warm=warm)

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core.bench_result import BenchResult
-from trialtui.core.executor import ExecutorError, JobData, Slot
+from trialtui.core.executor import ExecutorError, JobData, Progress, Slot
+from trialtui.core.job_options import BenchOptions, JobOptions, ProfileOptions
 from trialtui.core.problem import Problem
-from trialtui.engine.executors.remote import Interrupted, Progress, RemoteExecutor, deadline_for
+from trialtui.engine.executors.remote import Interrupted, RemoteExecutor, deadline_for, state_rel
 
 MODEL_PREFIX = "accelerator_type:"
 MODEL_SHARE = 0.001  # how much of a model's resource a task asks for: it only says "on that model"
@@ -48,15 +49,27 @@ def run_on_worker(data: dict[str, Any]) -> dict[str, Any]:
 
     started = time.time()
     job = JobData.from_dict(data)
-    job.options["env"] = {**(job.options.get("env") or {}),
-                          "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
+    job.options = _gpu_env(job.options, os.environ.get("CUDA_VISIBLE_DEVICES", ""))
     if _warm is None:
         _warm = WarmChildren()
     base = Path(tempfile.gettempdir()) / f"trialtui-ray-{os.getuid()}"
     outcome = run_job(job, Workspace(base), warm=_warm)
     outcome["ran"] = {"host": socket.gethostname(), "started": started, "ended": time.time(),
-                      "gpu_ids": _gpu_ids(), "model": job.options.get("model")}
+                      "gpu_ids": _gpu_ids(), "model": _model(job.options)}
     return outcome
+
+
+def _gpu_env(options: JobOptions, gpu: str | None) -> JobOptions:
+    """The options with CUDA_VISIBLE_DEVICES the GPU Ray gave the task (None: unset, for Ray to say); only
+    bench and profile jobs are given an environment."""
+    if not isinstance(options, (BenchOptions, ProfileOptions)):
+        return options
+    env = {k: v for k, v in options.env.items() if k != "CUDA_VISIBLE_DEVICES"}
+    return replace(options, env=env if gpu is None else {**env, "CUDA_VISIBLE_DEVICES": gpu})
+
+
+def _model(options: JobOptions) -> str | None:
+    return options.model if isinstance(options, BenchOptions) else None
 
 
 def _gpu_ids() -> list[Any]:
@@ -112,9 +125,8 @@ class RayExecutor(RemoteExecutor):
         import ray
 
         del on_progress  # a task's result comes whole
-        env = {k: v for k, v in (job.options.get("env") or {}).items() if k != "CUDA_VISIBLE_DEVICES"}
-        job.options["env"] = env  # Ray says which GPU the task has
-        model = job.options.get("model")
+        job.options = _gpu_env(job.options, None)  # Ray says which GPU the task has
+        model = _model(job.options)
         task = self._task.options(resources={MODEL_PREFIX + model: MODEL_SHARE}) if model else self._task
         ref = task.remote(job.to_dict())
         deadline, cancelled_at = deadline_for(job), None
@@ -140,16 +152,17 @@ class RayExecutor(RemoteExecutor):
                 ray.cancel(ref, force=True)
                 raise Interrupted("the Ray task stopped answering")
 
-    def bench(self, problem: Problem, path: Path | str, **options: Any) -> BenchResult:
+    def bench_job(self, problem: Problem, path: Path | str, options: BenchOptions, log_path: Path, *,
+                  handle: Any, on_progress: Progress | None) -> BenchResult:
         """With `models = "every"`, one task per GPU model at once; the first model's result leads, and
         `models` holds each model's outcome and speedups."""
         if self.settings.models != "every" or len(self.models) < 2:
-            return super().bench(problem, path, **options)
-        log_path = Path(options.pop("log_path", None) or problem.state_dir / "logs" / f"bench-{Path(path).stem}.log")
+            return super().bench_job(problem, path, options, log_path, handle=handle, on_progress=on_progress)
 
         def one(model: str) -> BenchResult:
             log = log_path if model == self.models[0] else log_path.with_name(f"{log_path.stem}-{_safe(model)}.log")
-            return super(RayExecutor, self).bench(problem, path, log_path=log, model=model, **options)
+            there = replace(options, model=model, log=state_rel(problem, log))
+            return super(RayExecutor, self).bench_job(problem, path, there, log, handle=handle, on_progress=on_progress)
 
         with ThreadPoolExecutor(len(self.models), thread_name_prefix="ray-model") as pool:
             results = list(pool.map(one, self.models))

@@ -14,7 +14,6 @@ import json
 import os
 import time
 from abc import abstractmethod
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,8 @@ from typing import Any
 from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.baselines import CACHE_NAME, BaselineCache
 from trialtui.core.bench_result import BenchResult
-from trialtui.core.executor import Executor, JobData, decode, relative_path_ok
+from trialtui.core.executor import Executor, JobData, Progress, decode, relative_path_ok
+from trialtui.core.job_options import AnalyzeOptions, BenchOptions, JobOptions, ProfileOptions, ValidateOptions
 from trialtui.core.problem import Problem
 from trialtui.core.profile_result import ProfileResult
 from trialtui.core.result import RESULT_VERSION, ResultError
@@ -39,8 +39,6 @@ INTERRUPTED = "interrupted"
 MAX_FILE_BYTES = 8 << 20  # a file of the problem's folder larger than this stays home (datasets are not sources)
 MAX_JOB_BYTES = 64 << 20
 BACKSTOP_S = 120.0  # past twice the job's own timeout plus this, a silent far side counts as lost
-
-Progress = Callable[[dict[str, Any]], None]
 
 
 class Interrupted(Exception):
@@ -66,37 +64,44 @@ class RemoteExecutor(Executor):
               baseline_us: float | None = None, use_cache: bool = True, log_path: Path | None = None,
               handle: Any = None, on_progress: Progress | None = None, cuda_graph: bool = False,
               env: dict[str, str] | None = None, warm: Any = None, name: str | None = None,
-              model: str | None = None, heldout: list[dict[str, Any]] | None = None) -> BenchResult:
-        """`bench_file` there; `model` asks for a GPU of that model where the executor knows models (Ray)."""
+              heldout: list[dict[str, Any]] | None = None) -> BenchResult:
+        """`bench_file` there, as `bench_job` sends it."""
         del warm  # the far side keeps its own warm job processes
         log_path = Path(log_path or problem.state_dir / "logs" / f"bench-{Path(path).stem}-{int(time.time() * 1000)}.log")
-        options = {"device": device or self.device, "seeds": seeds, "baseline_us": baseline_us, "use_cache": use_cache,
-                   "cuda_graph": cuda_graph, "env": env or {}, "name": name, "log": _state_rel(problem, log_path),
-                   "timeout_s": problem.config.bench_timeout_s + (problem.config.generalize.budget_s if heldout else 0.0),
-                   **({"model": model} if model else {}),
-                   **({"heldout": heldout} if heldout else {})}
-        state = {CACHE_NAME: (problem.state_dir / CACHE_NAME).read_bytes()} if use_cache and (problem.state_dir / CACHE_NAME).is_file() else {}
+        timeout_s = problem.config.bench_timeout_s + (problem.config.generalize.budget_s if heldout else 0.0)
+        options = BenchOptions(device=device or self.device, seeds=seeds, baseline_us=baseline_us, use_cache=use_cache,
+                               cuda_graph=cuda_graph, env=env or {}, name=name, log=state_rel(problem, log_path),
+                               timeout_s=timeout_s, heldout=heldout or None)
+        return self.bench_job(problem, path, options, log_path, handle=handle, on_progress=on_progress)
+
+    def bench_job(self, problem: Problem, path: Path | str, options: BenchOptions, log_path: Path, *,
+                  handle: Any, on_progress: Progress | None) -> BenchResult:
+        """One bench job with these options, its log at `log_path` here; the baselines it measured on a GPU
+        join this machine's cache, per GPU model."""
+        cache = problem.state_dir / CACHE_NAME
+        state = {CACHE_NAME: cache.read_bytes()} if options.use_cache and cache.is_file() else {}
         try:
-            outcome = self.run(pack(problem, "bench", path, options, state), on_progress=on_progress, handle=handle)
+            outcome = self.run(pack(problem, path, options, state), on_progress=on_progress, handle=handle)
         except Interrupted as exc:
-            return self._lost(f"the connection was lost while the job ran ({exc})", device)
-        result = replace(self._unpacked(problem, outcome, device), log=str(log_path))
+            return self._lost(f"the connection was lost while the job ran ({exc})", options.device)
+        result = replace(self._unpacked(problem, outcome, options.device), log=str(log_path))
         env = result.env or {}
         if result.state == "correct" and result.baselines and env.get("device") == "cuda":
             cases = problem.bench_cases
-            BaselineCache(problem.state_dir).record(baseline_key(problem, cases[0], cuda_graph), env,
+            BaselineCache(problem.state_dir).record(baseline_key(problem, cases[0], options.cuda_graph), env,
                                                     result.baselines)  # this machine's cache, per GPU model
         return result
 
-    def validate(self, problem: Problem, path: Path | str, *, compile: bool = True, name: str | None = None,
-                 arch: str | list[str] | None = None, timeout_s: float | None = None, warm: Any = None,
-                 handle: Any = None) -> ValidationReport:
+    def validate(self, problem: Problem, path: Path | str, *, arch: str | list[str] | None = None,
+                 compile: bool = True, timeout_s: float | None = None, name: str | None = None,
+                 warm: Any = None, handle: Any = None) -> ValidationReport:
         """The static stage here (pure Python, milliseconds); the compile stage there (`handle` cancels it)."""
+        del warm  # the far side keeps its own warm job processes
         if not compile:
             return validate_file(problem, path, compile=False, name=name, arch=arch)
-        options = {"compile": True, "name": name, "arch": arch, "timeout_s": timeout_s or problem.config.validate_timeout_s}
+        options = ValidateOptions(arch=arch, name=name, timeout_s=timeout_s or problem.config.validate_timeout_s)
         try:
-            outcome = self.run(pack(problem, "validate", path, options), on_progress=None, handle=handle)
+            outcome = self.run(pack(problem, path, options), on_progress=None, handle=handle)
         except Interrupted as exc:
             return self._not_compiled(problem, path, name, arch, finding(
                 "error", "interrupted", f"the compile stage did not finish: {exc}; the benchmark job runs the candidate again"))
@@ -117,9 +122,9 @@ class RemoteExecutor(Executor):
 
     def profile(self, problem: Problem, path: Path | str, *, name: str, env: dict[str, str] | None = None,
                 handle: Any = None, device: str = "cuda") -> ProfileResult:
-        options = {"name": name, "env": env or {}, "device": device, "timeout_s": 1800.0}
+        options = ProfileOptions(name=name, env=env or {}, device=device)
         try:
-            outcome = self.run(pack(problem, "profile", path, options), on_progress=None, handle=handle)
+            outcome = self.run(pack(problem, path, options), on_progress=None, handle=handle)
         except Interrupted as exc:
             return ProfileResult.unavailable(f"the connection was lost while profiling ({exc})")
         if "error" in outcome:
@@ -130,14 +135,14 @@ class RemoteExecutor(Executor):
             return ProfileResult.unavailable(f"malformed profile from {self.describe()}: {exc}")
 
     def analyze(self, problem: Problem, *, gpu: str | None = None, driver: str | None = None,
-                use_cache: bool = True) -> AnalysisResult:
+                use_cache: bool = True, warm: Any = None) -> AnalysisResult:
         """Cached here per reference and sizes, as the local analysis is; computed there when not."""
+        del warm  # the far side keeps its own warm job processes
         cached = cached_analysis(problem) if use_cache else None
         if cached is not None:
             return cached
-        options = {"gpu": gpu, "driver": driver, "timeout_s": 120.0}
         try:
-            outcome = self.run(pack(problem, "analyze", None, options), on_progress=None, handle=None)
+            outcome = self.run(pack(problem, None, AnalyzeOptions(gpu=gpu, driver=driver)), on_progress=None, handle=None)
         except Interrupted as exc:
             return AnalysisResult.failure(f"the connection was lost ({exc})")
         if "error" in outcome:
@@ -179,9 +184,9 @@ class RemoteExecutor(Executor):
         return relocate(result, str(there), str(problem.root)) if isinstance(there, str) and there else result
 
 
-def pack(problem: Problem, kind: str, candidate: Path | str | None, options: dict[str, Any],
+def pack(problem: Problem, candidate: Path | str | None, options: JobOptions,
          state: dict[str, bytes] | None = None) -> JobData:
-    """The job as data: the problem's files relative to its root, the candidate, the options."""
+    """The job as data: the problem's files relative to its root, the candidate, the options (whose type is its kind)."""
     root = problem.root.resolve()
     wanted: dict[Path, None] = {}
     spec = guard.with_sibling_modules(problem.job_spec(candidate=str(Path(candidate).resolve()) if candidate else None))
@@ -210,8 +215,8 @@ def pack(problem: Problem, kind: str, candidate: Path | str | None, options: dic
         total += len(data)
     if total > MAX_JOB_BYTES:
         raise ValueError(f"the problem's files come to {total >> 20} MB, more than a job carries ({MAX_JOB_BYTES >> 20} MB)")
-    options = {**options, "sandbox": os.environ.get(SANDBOX_ENV) == "1"}  # `--sandbox` holds there too
-    return JobData(kind, problem.root.name, files, rel_candidate, state or {}, options)
+    options = replace(options, sandbox=os.environ.get(SANDBOX_ENV) == "1")  # `--sandbox` holds there too
+    return JobData(problem.root.name, options, files, rel_candidate, state or {})
 
 
 def _rel(path: Path, root: Path, *, ups: bool = True) -> str | None:
@@ -219,7 +224,8 @@ def _rel(path: Path, root: Path, *, ups: bool = True) -> str | None:
     return rel if relative_path_ok(rel, ups=ups) else None
 
 
-def _state_rel(problem: Problem, path: Path) -> str:
+def state_rel(problem: Problem, path: Path) -> str:
+    """A log's path as the job names it: relative to the problem's .trialtui/, where it comes back to."""
     try:
         rel = Path(path).resolve().relative_to(problem.state_dir.resolve()).as_posix()
     except ValueError:
@@ -240,8 +246,7 @@ def relocate(value: Any, there: str, here: str) -> Any:
 
 def deadline_for(job: JobData) -> float:
     """The backstop: the far side applies the job's own timeout; this only catches a far side gone silent."""
-    timeout = float(job.options.get("timeout_s") or 600.0)
-    return time.monotonic() + 2 * timeout + BACKSTOP_S
+    return time.monotonic() + 2 * job.options.timeout_s + BACKSTOP_S
 
 
 def dumps(message: dict[str, Any]) -> bytes:

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trialtui.core.executor import JOB_VERSION, ExecutorError, JobData, Slot
-from trialtui.engine.executors.remote import Interrupted, Progress, RemoteExecutor, deadline_for, dumps
+from trialtui.core.executor import JOB_VERSION, ExecutorError, JobData, Progress, Slot
+from trialtui.engine.executors.remote import Interrupted, RemoteExecutor, deadline_for, dumps
 
 HOST_MODULE = "trialtui.engine.executors.host"
 HELLO_S = 60.0  # beyond the connection's own timeout: the host's interpreter starting on a loaded machine

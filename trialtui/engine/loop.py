@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core import tree
+from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.decide import decide
 from trialtui.core.executor import Executor, parse_target
@@ -58,7 +59,7 @@ class Engine(TrialJobs):
         validate_workers: int = 2,
         bench: Callable[..., BenchResult] | None = None,
         validate: Callable[..., dict[str, Any]] | None = None,
-        analyze: Callable[..., dict[str, Any]] | None = None,
+        analyze: Callable[..., AnalysisResult] | None = None,
         executor: Executor | None = None,
         shared: Shared | None = None,
     ):

@@ -224,14 +224,13 @@ class TrialJobs:
         self._set_state(trial_id, TrialState.CORRECT, f"profiled: {profile.label or source_of(profile)}",
                         profile=profile)  # correct again before the lane frees: the next job ranks it as best
 
-    def _analyze(self, problem: Problem, **options: Any) -> AnalysisResult:
-        """The reference's analysis; a local one forks from this engine's fork server rather than importing torch
-        again (3.6 CPU-s a problem on a 2-core CPU)."""
+    def _analyze(self, problem: Problem, gpu: str | None = None, driver: str | None = None) -> AnalysisResult:
+        """The reference's analysis (a roofline at `gpu`'s ceilings where given); a local one forks from this
+        engine's fork server rather than importing torch again (3.6 CPU-s a problem on a 2-core CPU)."""
         if self._analyzer is not None:
-            return self._analyzer(problem, **options)
-        if isinstance(self.executor, LocalExecutor) and self._warm is not None:
-            options["warm"] = self._warm
-        return self.executor.analyze(problem, **options)
+            return self._analyzer(problem, gpu=gpu, driver=driver)
+        warm = self._warm if isinstance(self.executor, LocalExecutor) else None
+        return self.executor.analyze(problem, gpu=gpu, driver=driver, warm=warm)
 
     async def _verdicts(self, trial_id: str) -> None:
         """Verdicts for a correct GPU trial: from its profile where counters ran, else analytic."""

@@ -313,8 +313,7 @@ class Engine(TrialJobs):
         warm = {"warm": self._warm} if self._warm is not None else {}
         self._compiles[trial.id] = loop.run_in_executor(
             self._pool, lambda: self._validate_file(self.problem, source, compile=True, name=trial.file,
-                                                    handle=stage, **warm)
-        )
+                                                    handle=stage, **warm))
         self._set_state(trial.id, TrialState.QUEUED, validation=static)
         self._enqueue(trial, front=front)
 

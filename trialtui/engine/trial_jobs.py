@@ -8,28 +8,55 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from trialtui.core import provenance, tree
 from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
-from trialtui.core.executor import ran_on
-from trialtui.core.model import Trial, TrialState
+from trialtui.core.executor import Executor, ran_on
+from trialtui.core.model import Decision, Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.profilers import source_of
+from trialtui.core.store import Store
 from trialtui.core.text import compile_summary, trial_summary
 from trialtui.core.verdicts import profile_policy
 from trialtui.engine import events as ev
 from trialtui.engine.bench import BENCH_MODULE, child_env, problem_spec
 from trialtui.engine.executors.local import LocalExecutor
 from trialtui.engine.gpu_lock import Wait
-from trialtui.engine.jobs import ChildHandle
-from trialtui.engine.lanes import Job, Lane
+from trialtui.engine.jobs import ChildHandle, WarmChildren
+from trialtui.engine.lanes import Job, Lane, Lanes
 from trialtui.engine.profile import trial_verdicts
 
 
 class TrialJobs:
-    """`Engine`'s lane jobs; they use its store, problem, lanes, warm children and events."""
+    """`Engine`'s lane jobs; they use its store, problem, lanes, warm children and events, named below (a test
+    holds every `self.` these methods read to this list or their own names, and the list to what Engine sets)."""
+
+    problem: Problem
+    store: Store
+    executor: Executor
+    lanes: Lanes
+    device: str  # "cuda" or "cpu": where the bench jobs run
+    _bench: Callable[..., BenchResult]  # the executor's bench, or a test's or the demo's
+    _analyzer: Callable[..., AnalysisResult] | None  # a test's fake analysis, else None: the executor's
+    _analysis: asyncio.Future | None  # the reference's analysis, started with the engine on a GPU
+    _compiles: dict[str, asyncio.Future]  # each trial's compile stage, until its GPU job takes it
+    _handles: dict[str, ChildHandle]  # each trial's running job, to cancel
+    _stages: dict[str, ChildHandle]  # each trial's validation and compile stage, until it reports
+    _retried: set[str]  # trials a lost connection interrupted, tried once more
+    _stop: asyncio.Event
+    _warm: WarmChildren | None  # warm job processes, where the job functions are the real ones
+    _watching: bool  # saves are expected: idle lanes make the next job ready
+    # Engine's operations these jobs call (engine/loop.py)
+    emit: Callable[[ev.Event], None]
+    rerun: Callable[..., str | None]
+    _set_state: Callable[..., Trial]
+    _fail: Callable[..., None]
+    _invalid: Callable[..., None]
+    _job_failed: Callable[[Job, Exception], None]
+    _track: Callable[..., None]
+    _decide_async: Callable[[Trial], Awaitable[Decision]]
 
     async def _job(self, lane: Lane) -> None:
         """The GPU job; a compile stage still running goes on beside it on a GPU lane, and its failure cancels it.

@@ -12,12 +12,13 @@ from trialtui.core.interchange import markdown_table, trials_jsonl
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.store import StoreError, atomic_write
 from trialtui.tui import describe
+from trialtui.tui.app_state import AppState
 from trialtui.tui.screens.find import FindScreen
 from trialtui.tui.screens.help import HelpScreen
 from trialtui.tui.widgets.detail import TABS
 
 
-class KeyActions:
+class KeyActions(AppState):
     """`action_*` methods and `check_action` of TrialApp; they use its model and widgets."""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from trialtui.core import provenance
 from trialtui.tui import describe
+from trialtui.tui.app_state import AppState
 from trialtui.tui.messages import (
     DecisionMade,
     EngineFailed,
@@ -28,7 +29,7 @@ from trialtui.tui.widgets.trial_tree import TrialTree
 _NOTICE_SEVERITY = {"info": "information", "warning": "warning", "error": "error"}
 
 
-class AppMessages:
+class AppMessages(AppState):
     """`on_*` handlers of TrialApp; they use its model (trials, heads, best, follow) and widgets."""
 
     def on_trial_created(self, message: TrialCreated) -> None:

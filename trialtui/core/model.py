@@ -161,6 +161,12 @@ class Decision:
 SCHEMA_VERSION = 1
 
 
+def correct_result_stands(state: str, result_state: str | None) -> bool:
+    """A trial whose correct result stands: it is correct, or it is profiling after that result (its counters
+    run now, or a writer that died cut them off): the number is settled, only the profile is not."""
+    return result_state == "correct" and state in (TrialState.CORRECT.value, TrialState.PROFILING.value)
+
+
 @dataclass
 class Trial:
     """One save of one candidate file: a node of the trial tree.

@@ -30,7 +30,15 @@ from trialtui.core import tree
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.profile_result import ProfileResult
 from trialtui.core.validation_report import ValidationReport
-from trialtui.core.model import MAX_SOURCE_BYTES, SCHEMA_VERSION, Decision, Trial, TrialState, Verdict
+from trialtui.core.model import (
+    MAX_SOURCE_BYTES,
+    SCHEMA_VERSION,
+    Decision,
+    Trial,
+    TrialState,
+    Verdict,
+    correct_result_stands,
+)
 from trialtui.core.state_dir import STATE_DIR
 from trialtui.core.store_journal import (
     COMPACT_JSON,
@@ -101,9 +109,10 @@ def _as_bytes(source: str | bytes) -> bytes:
 
 
 def _profile_cut_off(doc: dict[str, Any]) -> bool:
-    """A trial a dead writer left profiling after its correct result: only its counters were lost, so it is
-    correct again, not interrupted (interrupted trials run again: a second benchmark of a settled number)."""
-    return doc.get("state") == TrialState.PROFILING.value and (doc.get("result") or {}).get("state") == "correct"
+    """A trial a dead writer left in flight whose correct result stands: correct again, not interrupted
+    (interrupted trials run again: a second benchmark of a settled number)."""
+    return (doc.get("state") != TrialState.CORRECT.value
+            and correct_result_stands(doc.get("state", ""), (doc.get("result") or {}).get("state")))
 
 
 def migrate(record: dict[str, Any]) -> dict[str, Any]:

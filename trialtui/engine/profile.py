@@ -21,7 +21,7 @@ from trialtui.core.baselines import reference_hash
 from trialtui.core.calibration_result import CalibrationResult
 from trialtui.core.gpus import ceilings_for
 from trialtui.core.job_spec import AnalyzeSpec, CalibrateSpec
-from trialtui.core.model import Trial, TrialState, Verdict
+from trialtui.core.model import Trial, TrialState, Verdict, correct_result_stands
 from trialtui.core.problem import Problem
 from trialtui.core.profile_report import ProfileReport
 from trialtui.core.profile_result import ProfileResult
@@ -191,8 +191,8 @@ def established(problem: Problem, path: Path) -> Trial | None:
     except (StoreError, OSError, ValueError):
         return None
     for trial in reversed(trials):
-        if trial.state == TrialState.PROFILING.value:  # its result stands while its counters run (or were cut off)
-            trial = replace(trial, state=TrialState.CORRECT.value)
+        if correct_result_stands(trial.state, trial.result.state if trial.result else None):
+            trial = replace(trial, state=TrialState.CORRECT.value)  # profiling: its number stands all the same
         if (trial.sha256 == sha and trial.state == "correct" and not trial.stale and trial.median_us is not None
                 and trial.result is not None and trial.result.reference_sha == ref):
             return trial

@@ -1,6 +1,6 @@
 """On the H200: how far the checker's clock reads above a call's own events, kernel by kernel, on one case (issue 33).
 
-    OUT=/tmp/band python benches/gpu_band.py [PROBLEM_DIR ...]     # written 2026-12-04, not yet run on a GPU
+    OUT=/tmp/band python benches/gpu_band.py [PROBLEM_DIR[@SIZE=N@SIZE=N] ...]     # about 10 s a problem on the H200
 
 The headline is the candidate's events where the checker's clock confirms them: claim >= (clock's per-call
 figure less the harness's own cost - 10 µs) x 0.92 (runner/timing.confirm). The 10 µs and 8 % are there
@@ -13,12 +13,13 @@ each on the case's timed sizes: per callable the events' median less the graphed
 per-call slope over the two batch sizes, the harness's cost (timed_phase.harness_overhead_us) and
 edge = clock - harness - events. If the reference's edge tracks the candidates' within a microsecond or two,
 a checker that measures it can confirm against it with a small slack. Prints a row per callable; writes
-$OUT/band.json. Default problems: tests/exploits/softmax_short_fp32 and tests/exploits/softmax_fp32.
+$OUT/band.json. Each callable is measured twice (passes a and b, the reference first in each), at the case's
+batch sizes and at a four times larger second batch (`wide`), to show the clock's own scatter and how larger
+batches narrow it. Candidates: the files in CANDIDATES (others reach into the loop's process: not run here).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import statistics
@@ -34,41 +35,36 @@ import torch  # noqa: E402
 from trialtui.core.problem_dir import load_problem  # noqa: E402
 from trialtui.engine.bench import problem_spec  # noqa: E402
 from trialtui.runner import fresh_inputs, timing  # noqa: E402
-from trialtui.runner.loader import Reference  # noqa: E402
+from trialtui.runner.loader import Candidate, Reference  # noqa: E402
 from trialtui.runner.tensors import clone  # noqa: E402
 from trialtui.runner.timed_batch import capture, run_batch  # noqa: E402
 from trialtui.runner.timed_phase import TimedSetup, harness_overhead_us  # noqa: E402
 
 OUT = Path(os.environ.get("OUT") or "gpu_band_out")
 ROUNDS = 6
-DEFAULTS = ("tests/exploits/softmax_short_fp32", "tests/exploits/softmax_fp32")
+DEFAULTS = ("tests/exploits/gemm_short_bf16", "tests/exploits/softmax_short_fp32", "benches/problems/matmul@M=512@N=512@K=512",
+            "benches/problems/rowsoftmax@rows=1024@cols=1024", "tests/trust/kb_gelu_bf16",
+            "tests/exploits/softmax_fp32", "tests/exploits/gemm_bf16")
+CANDIDATES = {"honest.py", "library_decoy.py", "diffs_inputs.py", "aims_at_the_band.py", "kernel.py"}
+WIDE_BYTES = 8 * 2**30  # the wide batches' ring at most
 
 
-def candidate_fn(path: Path, init_inputs: list) -> object:
-    """A candidate file's ModelNew as a call on one input set (the bench runs it in this process: it is a
-    measurement of the loop, not a judgement of the candidate)."""
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    model = module.ModelNew(*init_inputs).cuda()
-    return lambda inputs: model(*inputs)
-
-
-def measure(fn, setup: TimedSetup, bencher: timing.Bencher, overhead_us: float, pair_us: float) -> dict:
-    """`fn` through the captured loop: its events and the clock around its batches."""
+def measure(fn, setup: TimedSetup, bencher: timing.Bencher, overhead_us: float, pair_us: float,
+            batches: tuple[int, int]) -> dict:
+    """`fn` through the captured loop at these batch sizes: its events and the clock around its batches."""
     copies = [clone(s) for s in setup.sets]
     refresher = fresh_inputs.Refresher(copies, flush_words=bencher.flush)
     calls = [(lambda inputs=inputs: fn(inputs)) for inputs in copies]
-    ring = torch.empty(setup.batches[-1] * setup.layout.slot_bytes, dtype=torch.uint8, device="cuda")
+    ring = torch.empty(batches[-1] * setup.layout.slot_bytes, dtype=torch.uint8, device="cuda")
     with torch.no_grad():
         for call in calls:
             call()
             call()
         run_batch(calls, refresher, bencher, setup.layout, ring, 1, len(calls))
-        captured = capture(calls, refresher, bencher, setup.layout, ring, setup.batches[-1])
+        captured = capture(calls, refresher, bencher, setup.layout, ring, batches[-1])
         walls, events = [], []
         for r in range(ROUNDS):
-            for n in setup.batches:
+            for n in batches:
                 t0 = time.perf_counter()
                 pending, mismatch = run_batch(calls, refresher, bencher, setup.layout, ring, 2 + r, n, captured)
                 ring[:n * setup.layout.slot_bytes].clone()  # as the reply's copy into the checker's process
@@ -77,15 +73,16 @@ def measure(fn, setup: TimedSetup, bencher: timing.Bencher, overhead_us: float, 
                 events += [a.elapsed_time(b) * 1000.0 - pair_us for pairs in pending for a, b in pairs]
     clock = timing.checker_per_call_us(walls) or 0.0
     median = statistics.median(events)
-    return {"events_us": median, "clock_us": clock, "harness_us": overhead_us, "edge_us": clock - overhead_us - median,
-            "mismatch": mismatch}
+    del ring, captured, copies, refresher
+    return {"batches": list(batches), "events_us": median, "clock_us": clock, "harness_us": overhead_us,
+            "edge_us": clock - overhead_us - median, "mismatch": mismatch, "walls": [[w, n] for w, n, _ in walls]}
 
 
-def problem_rows(root: Path) -> list[dict]:
+def problem_rows(root: Path, sizes: dict[str, int]) -> list[dict]:
     problem = load_problem(root)
     spec = problem_spec(problem, "cuda")
     reference = Reference(spec.to_wire(), "cuda")
-    case = spec.bench_cases[0]
+    case = {**spec.bench_cases[0], **sizes}
     setup = TimedSetup.of(reference, case, torch.cuda.get_device_properties(0))
     bencher = timing.Bencher.for_device(torch.device("cuda"))
     overhead_us = harness_overhead_us(setup.sets, setup.ref_call.fn, setup.layout, bencher, setup.batches)
@@ -94,23 +91,32 @@ def problem_rows(root: Path) -> list[dict]:
     except Exception:  # noqa: BLE001 - a torch whose graphs cannot record external events: the eager pair
         torch.cuda.synchronize()
         pair_us = bencher.empty_pair_us()
-    init_inputs = list(setup.ref_call.payload.get("init_inputs") or [])  # KernelBench's get_init_inputs()
     callables = {"reference": setup.ref_call.fn}
-    for path in sorted(problem.candidates()):
+    for path in sorted(p for p in problem.candidates() if p.name in CANDIDATES or ("expect: correct" in p.read_text()[:300] and "cpu" not in p.name)):
         try:
-            callables[path.name] = candidate_fn(path, init_inputs)
+            # built in this process as the candidate's own builds it (a measure of the loop, not a judgement)
+            callables[path.name] = Candidate(spec.to_wire(), path, reference).build(case, 0, setup.ref_call.payload)
         except Exception as exc:  # noqa: BLE001 - a candidate this process cannot build: said, not fatal
             print(f"{root.name}/{path.name}: not built ({type(exc).__name__}: {exc})", flush=True)
+    wide = (setup.batches[0], 4 * setup.batches[-1])
+    shapes = {"case": setup.batches, **({"wide": wide} if wide[-1] * setup.layout.slot_bytes <= WIDE_BYTES else {})}
     rows = []
-    for name, fn in callables.items():
-        try:
-            row = {"problem": root.name, "callable": name, "case": case, **measure(fn, setup, bencher, overhead_us, pair_us)}
-        except Exception as exc:  # noqa: BLE001 - e.g. a call that cannot be captured
-            row = {"problem": root.name, "callable": name, "case": case, "error": f"{type(exc).__name__}: {exc}"}
-            torch.cuda.synchronize()
-        rows.append(row)
-        print(f"{root.name:<20} {name:<24} " + (f"events {row['events_us']:8.2f}  clock {row['clock_us']:8.2f}  harness "
-              f"{row['harness_us']:7.2f}  edge {row['edge_us']:6.2f} µs" if "error" not in row else row["error"]), flush=True)
+    for pass_ in "ab":
+        for name, fn in callables.items():
+            for shape, batches in shapes.items():
+                row = {"problem": root.name, "callable": name, "case": case, "pass": pass_, "shape": shape}
+                try:
+                    row.update(measure(fn, setup, bencher, overhead_us, pair_us, batches))
+                except Exception as exc:  # noqa: BLE001 - e.g. a call that cannot be captured
+                    row["error"] = f"{type(exc).__name__}: {exc}"
+                    torch.cuda.synchronize()
+                rows.append(row)
+                ref = next((r for r in rows if r["callable"] == "reference" and r["pass"] == pass_ and r["shape"] == shape
+                            and "error" not in r), None)
+                vs_ref = f"  vs reference {row['edge_us'] - ref['edge_us']:+6.2f}" if ref and "error" not in row else ""
+                print(f"{root.name:<18} {pass_} {shape:<4} {name:<26} " + (
+                    f"events {row['events_us']:8.2f}  clock {row['clock_us']:8.2f}  harness {row['harness_us']:7.2f}  "
+                    f"edge {row['edge_us']:6.2f} µs{vs_ref}" if "error" not in row else row["error"]), flush=True)
     return rows
 
 
@@ -120,8 +126,9 @@ def main(argv: list[str]) -> int:
         return 2
     OUT.mkdir(parents=True, exist_ok=True)
     rows = []
-    for name in argv or DEFAULTS:
-        rows += problem_rows((ROOT / name).resolve())
+    for item in argv or DEFAULTS:
+        name, *sizes = item.split("@")
+        rows += problem_rows((ROOT / name).resolve(), {k: int(v) for k, v in (size.split("=") for size in sizes)})
     (OUT / "band.json").write_text(json.dumps({"device": torch.cuda.get_device_name(0), "rows": rows}, indent=1, default=str))
     return 0
 

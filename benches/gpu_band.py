@@ -10,7 +10,7 @@ known for the case at hand. This script measures it, in the checker's process, t
 candidate's process runs (timed_batch.run_batch, captured as CUDA graphs), for the reference's own call and
 for each candidate file of the problem that is `correct` (the exploit corpus's honest kernels and forgers),
 each on the case's timed sizes: per callable the events' median less the graphed empty pair, the clock's
-per-call slope over the two batch sizes, the harness's cost (timed_phase.harness_overhead_us) and
+per-call slope over the two batch sizes, the harness's cost (timed_batch.harness_overhead_us) and
 edge = clock - harness - events. If the reference's edge tracks the candidates' within a microsecond or two,
 a checker that measures it can confirm against it with a small slack. Prints a row per callable; writes
 $OUT/band.json. Each callable is measured twice (passes a and b, the reference first in each), at the case's
@@ -24,7 +24,6 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,11 +33,10 @@ import torch  # noqa: E402
 
 from trialtui.core.problem_dir import load_problem  # noqa: E402
 from trialtui.engine.bench import problem_spec  # noqa: E402
-from trialtui.runner import fresh_inputs, timing  # noqa: E402
+from trialtui.runner import timing  # noqa: E402
 from trialtui.runner.loader import Candidate, Reference  # noqa: E402
-from trialtui.runner.tensors import clone  # noqa: E402
-from trialtui.runner.timed_batch import capture, run_batch  # noqa: E402
-from trialtui.runner.timed_phase import TimedSetup, harness_overhead_us  # noqa: E402
+from trialtui.runner.timed_batch import CheckerLoop, harness_overhead_us  # noqa: E402
+from trialtui.runner.timed_phase import TimedSetup, checker_copies  # noqa: E402
 
 OUT = Path(os.environ.get("OUT") or "gpu_band_out")
 ROUNDS = 6
@@ -52,30 +50,18 @@ WIDE_BYTES = 8 * 2**30  # the wide batches' ring at most
 def measure(fn, setup: TimedSetup, bencher: timing.Bencher, overhead_us: float, pair_us: float,
             batches: tuple[int, int]) -> dict:
     """`fn` through the captured loop at these batch sizes: its events and the clock around its batches."""
-    copies = [clone(s) for s in setup.sets]
-    refresher = fresh_inputs.Refresher(copies, flush_words=bencher.flush)
-    calls = [(lambda inputs=inputs: fn(inputs)) for inputs in copies]
-    ring = torch.empty(batches[-1] * setup.layout.slot_bytes, dtype=torch.uint8, device="cuda")
-    with torch.no_grad():
-        for call in calls:
-            call()
-            call()
-        run_batch(calls, refresher, bencher, setup.layout, ring, 1, len(calls))
-        captured = capture(calls, refresher, bencher, setup.layout, ring, batches[-1])
-        walls, events = [], []
-        for r in range(ROUNDS):
-            for n in batches:
-                t0 = time.perf_counter()
-                pending, mismatch = run_batch(calls, refresher, bencher, setup.layout, ring, 2 + r, n, captured)
-                ring[:n * setup.layout.slot_bytes].clone()  # as the reply's copy into the checker's process
-                torch.cuda.synchronize()
-                walls.append(((time.perf_counter() - t0) * 1e6, n, []))
-                events += [a.elapsed_time(b) * 1000.0 - pair_us for pairs in pending for a, b in pairs]
-    clock = timing.checker_per_call_us(walls) or 0.0
-    median = statistics.median(events)
-    del ring, captured, copies, refresher
+    loop = CheckerLoop(checker_copies(setup.sets, bencher), fn, setup.layout, bencher, batches[-1], graphed=True)
+    if loop.captured is None:
+        raise RuntimeError("its loop could not be captured")
+    for _ in range(ROUNDS):
+        for n in batches:
+            loop.batch(n)
+    clock = loop.per_call_us() or 0.0
+    median = statistics.median(loop.events) - pair_us
+    walls = loop.walls
+    loop.close()
     return {"batches": list(batches), "events_us": median, "clock_us": clock, "harness_us": overhead_us,
-            "edge_us": clock - overhead_us - median, "mismatch": mismatch, "walls": [[w, n] for w, n, _ in walls]}
+            "edge_us": clock - overhead_us - median, "walls": [[w, n] for w, n, _ in walls]}
 
 
 def problem_rows(root: Path, sizes: dict[str, int]) -> list[dict]:
@@ -85,7 +71,8 @@ def problem_rows(root: Path, sizes: dict[str, int]) -> list[dict]:
     case = {**spec.bench_cases[0], **sizes}
     setup = TimedSetup.of(reference, case, torch.cuda.get_device_properties(0))
     bencher = timing.Bencher.for_device(torch.device("cuda"))
-    overhead_us = harness_overhead_us(setup.sets, setup.ref_call.fn, setup.layout, bencher, setup.batches)
+    overhead_us = harness_overhead_us(checker_copies(setup.sets, bencher), setup.ref_call.fn, setup.layout, bencher,
+                                      setup.batches)
     try:
         pair_us = bencher.empty_pair_us(graphed=True)  # as the candidate's captured loop takes it off its events
     except Exception:  # noqa: BLE001 - a torch whose graphs cannot record external events: the eager pair

@@ -135,7 +135,8 @@ def headline_beyond_checker(result: dict | None) -> list[str]:
     flush = timing.get("overhead_us", timing.get("flush_us"))  # what a call costs besides itself, as the checker measured
     if not all(isinstance(x, (int, float)) for x in (median, per_call, flush)):
         return []
-    floor = (max(0.0, per_call - flush) - CONFIRM_SLACK_US) * (1 - CONFIRM_TOL)
+    band = timing.get("confirm_band") or {"slack_us": CONFIRM_SLACK_US, "tol": CONFIRM_TOL}  # the one it was held to
+    floor = (max(0.0, per_call - flush) - band["slack_us"]) * (1 - band["tol"])
     return [f"headline {median:.1f} µs below the checker's clock ({floor:.1f} µs)"] if median < floor else []
 
 

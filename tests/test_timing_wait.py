@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from trialtui.runner import timing
+from trialtui.runner import batch_clock, timing
 
 OVERHEAD_US = 100.0  # the checker's loop around a call that does nothing: new inputs, a flush, the output's copy
 
@@ -29,12 +29,12 @@ def test_a_loop_that_skips_the_harness_work_is_named_whatever_its_events_say():
 
 def test_small_batches_held_back_cannot_tilt_the_clock_below_the_large_ones_less_the_cap():
     honest = walls(OVERHEAD_US + 200.0)
-    assert timing.checker_per_call_us(honest) == pytest.approx(OVERHEAD_US + 200.0)
+    assert batch_clock.checker_per_call_us(honest) == pytest.approx(OVERHEAD_US + 200.0)
     # the candidate's process knows each batch's size: it holds every small batch back 6 ms (slope 100 µs)
     tilted = [(wall + (6_000.0 if n == 10 else 0.0), n, s) for wall, n, s in honest]
-    per_call = timing.checker_per_call_us(tilted)
-    assert per_call >= OVERHEAD_US + 200.0 - timing.FIXED_CAP_US / 40  # not (300 - 400 =) below zero
-    assert per_call == pytest.approx((300.0 + 300.0 * 40 - timing.FIXED_CAP_US) / 40)
+    per_call = batch_clock.checker_per_call_us(tilted)
+    assert per_call >= OVERHEAD_US + 200.0 - batch_clock.FIXED_CAP_US / 40  # not (300 - 400 =) below zero
+    assert per_call == pytest.approx((300.0 + 300.0 * 40 - batch_clock.FIXED_CAP_US) / 40)
     claimed = timing.summarize([50.0] * 40)  # what such a loop would claim
     assert timing.confirmed_stats(claimed, tilted, OVERHEAD_US)["confirmed"] is False
 
@@ -55,9 +55,9 @@ def test_the_wait_kernel_compiles_for_hopper_and_reads_the_global_timer(monkeypa
 
 def test_the_checkers_clock_is_not_moved_by_a_stall_in_some_of_its_batches():
     steady = walls(OVERHEAD_US + 132.0)
-    assert timing.checker_per_call_us(steady) == pytest.approx(OVERHEAD_US + 132.0)
+    assert batch_clock.checker_per_call_us(steady) == pytest.approx(OVERHEAD_US + 132.0)
     stalled = [(wall + (3000.0 if i in (1, 3, 4) else 0.0), n, s) for i, (wall, n, s) in enumerate(steady)]
-    assert timing.checker_per_call_us(stalled) == pytest.approx(OVERHEAD_US + 132.0)  # three of eight batches held up
+    assert batch_clock.checker_per_call_us(stalled) == pytest.approx(OVERHEAD_US + 132.0)  # three of eight batches held up
     claimed = timing.summarize([132.0] * 40)
     assert timing.confirmed_stats(claimed, stalled, OVERHEAD_US)["confirmed"] is True
     # a claim far under what every batch took is not confirmed, however the stalls fall

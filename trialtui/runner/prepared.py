@@ -59,7 +59,7 @@ class Prepared:
     held_bytes: int = 0
     baselines: dict[str, Any] = field(default_factory=dict)  # kind -> the timed case's baseline, compiled and run
     bencher: Any = None  # a runner/timing.Bencher: its flush buffer made, its GPU wait compiled and captured
-    overhead_us: float | None = None  # the harness's own cost per timed call (timed_phase.harness_overhead_us)
+    overhead_us: float | None = None  # the harness's own cost per timed call (timed_batch.harness_overhead_us)
 
     def get(self, case_index: int, seed: int) -> Expected | None:
         return self.cases.get((case_index, seed))

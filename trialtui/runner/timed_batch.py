@@ -15,12 +15,16 @@ shapes, in order); an output that does not fit it is a mismatch the candidate's 
 
 from __future__ import annotations
 
+import random
+import statistics
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
-from trialtui.runner.tensors import map_tensors, tensors_of
+from trialtui.runner.tensors import clone, map_tensors, tensors_of
+from trialtui.runner.batch_clock import checker_per_call_us
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
 LARGE_BATCH = 100  # the most calls a batch holds: the checker's clock bounds a tilted slope by FIXED_CAP_US over this many
@@ -208,3 +212,117 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
     torch.cuda.synchronize()
     pairs[0][0].elapsed_time(pairs[0][1])
     return Captured(graphs, pairs, hashes, mismatch)
+
+
+# -- the loop in the checker's own process -----------------------------------------------------------
+# The timed loop run in the checker's own process on calls it trusts: what a timed call costs besides the call.
+# The candidate's headline is its events where the checker's clock confirms them, and the clock's per-call
+# figure holds the harness's own work (new inputs, the L2 flush, the output's copy and hash: 60-630 µs a call
+# on the H200, more than a short kernel). `CheckerLoop` runs that very loop (run_batch, captured as the
+# candidate's process captures it) here, where nothing of the candidate reaches. Two uses:
+#
+# - `harness_overhead_us`: around a call that does nothing, ahead of the save (a prepared checker), the
+#   harness's cost as an upper bound; the confirmation band then allows 10 µs and 8 %.
+# - `Yardstick`: around the reference's own call, batch for batch beside the candidate's, under the same
+#   clocks and heat: the clock less the reference's events (its own, in this process: no claim) is the
+#   harness's cost as the candidate's batches pay it. On the H200 (gpu_band, 2026-12-04) a kernel's clock
+#   less this and its events stayed within 1 µs of the reference's on the short cases, while the harness
+#   measured ahead moved 3 µs between passes: the band narrows to 2 µs and 6 % (runner/timing.py).
+
+
+class CheckerLoop:
+    """`fn` (on one input set) through the timed loop in this process, into a ring of its own or `ring`.
+    `refresher`: a runner/fresh_inputs.Refresher over copies of the case's input sets, through the keyed flush."""
+
+    def __init__(self, refresher: Any, fn: Callable[[Any], Any], layout: Layout, bencher: Any, largest: int,
+                 graphed: bool, ring: torch.Tensor | None = None) -> None:
+        self.refresher = refresher
+        self.calls = [(lambda inputs=inputs: fn(inputs)) for inputs in refresher.sets]
+        self.layout, self.bencher = layout, bencher
+        self.ring = ring if ring is not None else torch.empty(largest * layout.slot_bytes, dtype=torch.uint8, device="cuda")
+        self.walls: list[tuple[float, int, list[float]]] = []
+        self.events: list[float] = []
+        self.draws = random.Random(random.SystemRandom().getrandbits(62))
+        with torch.no_grad():
+            run_batch(self.calls, self.refresher, bencher, layout, self.ring, 1, len(self.calls))  # every kernel built, eagerly
+            self.captured = None
+            if graphed:
+                try:
+                    self.captured = capture(self.calls, self.refresher, bencher, layout, self.ring, largest)
+                except Exception:  # noqa: BLE001 - where this process cannot capture it: the eager loop
+                    torch.cuda.synchronize()
+                    self.refresher.restore()
+
+    def batch(self, n: int) -> None:
+        """One batch of n calls, clocked as the checker clocks the candidate's: from the start until the
+        events are read (the candidate's process reads them before it answers) and the outputs copied."""
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            pending, _ = run_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring,
+                                   self.draws.getrandbits(62), n, self.captured)
+        events = [a.elapsed_time(b) * 1000.0 for pairs in pending for a, b in pairs]
+        self.ring[:n * self.layout.slot_bytes].clone()  # as the checker copies the candidate's ring
+        torch.cuda.synchronize()
+        self.walls.append(((time.perf_counter() - t0) * 1e6, n, []))
+        self.events += events
+
+    def per_call_us(self) -> float | None:
+        return checker_per_call_us(self.walls)
+
+    def close(self) -> None:
+        del self.refresher, self.calls, self.ring, self.captured
+
+
+def harness_overhead_us(refresher: Any, reference: Callable[[Any], Any], layout: Layout, bencher: Any,
+                        batches: tuple[int, int], ring: torch.Tensor | None = None, rounds: int = 5,
+                        graphed: bool = True) -> float:
+    """What a timed call costs besides the call, on a call that does nothing but return an output of the
+    reference's structure: the slope of the loop's wall time over the two batch sizes. Nothing of it is the
+    candidate's: a prepared checker measures it ahead. `graphed`: through the loop's CUDA graphs, as the
+    candidate's process runs it wherever its call can be captured; else eagerly."""
+    with torch.no_grad():
+        held = reference(clone(refresher.sets[0]))
+    loop = CheckerLoop(refresher, lambda inputs: held, layout, bencher, batches[-1], graphed, ring)
+    for _ in range(rounds):
+        for n in batches:
+            loop.batch(n)
+    figure = loop.per_call_us() or 0.0
+    loop.close()
+    return figure
+
+
+class Yardstick:
+    """The reference's call through the timed loop here, a batch beside each of the candidate's."""
+
+    def __init__(self, refresher: Any, reference: Callable[[Any], Any], layout: Layout, bencher: Any,
+                 largest: int, graphed: bool, pair_us: float) -> None:
+        self.loop = CheckerLoop(refresher, reference, layout, bencher, largest, graphed)
+        self.usable = (self.loop.captured is not None) == graphed  # timed as the candidate's calls are
+        self.pair_us = pair_us  # the empty event pair, taken off the reference's events as off the candidate's
+
+    def batch(self, n: int) -> None:
+        if self.usable:
+            self.loop.batch(n)
+
+    def restart(self) -> None:
+        """A loop timed again: the yardstick's batches are those beside the kept attempt's only."""
+        self.loop.walls, self.loop.events = [], []
+
+    def harness_us(self) -> float | None:
+        """The clock's per-call figure less the reference's own events: the harness's cost beside the
+        candidate's batches. None where it was not measured (a reference this process cannot capture)."""
+        per_call = self.loop.per_call_us() if self.usable else None
+        if per_call is None or not self.loop.events:
+            return None
+        return per_call - (statistics.median(self.loop.events) - self.pair_us)
+
+    def figures(self) -> dict[str, float] | None:
+        """What the result shows of it: the reference's events and clock per call in the candidate's loop."""
+        harness = self.harness_us()
+        if harness is None:
+            return None
+        per_call = self.loop.per_call_us() or 0.0
+        return {"reference_events_us": per_call - harness, "reference_clock_us": per_call, "harness_us": harness}
+
+    def close(self) -> None:
+        self.loop.close()

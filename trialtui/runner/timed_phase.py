@@ -25,13 +25,13 @@ import torch
 
 from trialtui.core.job_spec import BenchSpec
 from trialtui.core.result import CPU_TIMING_LABEL, flag
-from trialtui.runner import cuda_ipc, fresh_inputs, timed_work
+from trialtui.runner import batch_clock, cuda_ipc, fresh_inputs, timed_work
 from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
 from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
 from trialtui.runner.tensors import clone, nbytes
-from trialtui.runner.timed_batch import KEEP_BYTES, Layout, capture, run_batch
-from trialtui.runner.timing import checker_per_call_us
+from trialtui.runner.timed_batch import KEEP_BYTES, Layout, Yardstick, harness_overhead_us
+from trialtui.runner.timing import CONFIRM_SLACK_US, CONFIRM_TOL
 
 SUSPICIOUS_SPEEDUP = 10.0
 LIBRARY_SHARE = 0.5  # the candidate's own kernels did less of the timed calls' GPU time than this: `fallback`
@@ -135,7 +135,7 @@ class TimedCalls:
 
     def overhead_us(self, bencher: Any, batches: tuple[int, int], graphed: bool) -> float:
         """`harness_overhead_us` into this job's ring."""
-        return harness_overhead_us(self.sets, self.reference, self.layout, bencher, batches,
+        return harness_overhead_us(checker_copies(self.sets, bencher), self.reference, self.layout, bencher, batches,
                                    self.shared.view() if self.shared is not None else None, graphed=graphed)
 
 
@@ -164,44 +164,13 @@ class TimedSetup:
 def overhead_at(reference, case, bencher: Any) -> float:
     """`harness_overhead_us` at a case as the timed phase would set it up: what a prepared checker measures."""
     setup = TimedSetup.of(reference, case, torch.cuda.get_device_properties(reference.device))
-    return harness_overhead_us(setup.sets, setup.ref_call.fn, setup.layout, bencher, setup.batches)
+    return harness_overhead_us(checker_copies(setup.sets, bencher), setup.ref_call.fn, setup.layout, bencher, setup.batches)
 
 
-def harness_overhead_us(sets: list[Any], reference: Callable[[Any], Any], layout: Layout, bencher: Any,
-                        batches: tuple[int, int], ring: torch.Tensor | None = None, rounds: int = 5,
-                        graphed: bool = True) -> float:
-    """What a timed call costs besides the call, measured in the checker's process through the very loop
-    the candidate's process runs (timed_batch.run_batch) on a call that does nothing but return an output
-    of the reference's structure, into a ring like the job's, and the copy of the batch's slots: the slope
-    of its wall time over the two batch sizes. Taken off the checker's clock before that is compared with
-    the candidate's events. Nothing of it is the candidate's: a prepared checker measures it ahead.
-    `graphed`: through the loop's CUDA graphs (timed_batch.capture), as the candidate's process runs it
-    wherever its call can be captured; else eagerly."""
-    copies = [clone(s) for s in sets]
-    refresher = fresh_inputs.Refresher(copies, flush_words=bencher.flush)
-    with torch.no_grad():
-        held = reference(clone(sets[0]))
-    calls = [lambda: held] * len(copies)
-    if ring is None:
-        ring = torch.empty(batches[-1] * layout.slot_bytes, dtype=torch.uint8, device="cuda")
-    run_batch(calls, refresher, bencher, layout, ring, 1, len(calls))  # every kernel of the loop built and loaded, eagerly
-    captured = None
-    if graphed:
-        try:
-            captured = capture(calls, refresher, bencher, layout, ring, batches[-1])
-        except Exception:  # noqa: BLE001 - where this process cannot capture, the eager loop's cost (an upper bound)
-            torch.cuda.synchronize()
-            refresher.restore()
-    walls: list[tuple[float, int, list[float]]] = []
-    for _ in range(rounds):
-        for n in batches:
-            t0 = time.perf_counter()
-            run_batch(calls, refresher, bencher, layout, ring, 1, n, captured)
-            ring[:n * layout.slot_bytes].clone()  # as the reply's copy into this process
-            torch.cuda.synchronize()
-            walls.append(((time.perf_counter() - t0) * 1e6, n, []))
-    del copies, refresher, ring, held, captured
-    return checker_per_call_us(walls) or 0.0
+def checker_copies(sets: list[Any], bencher: Any) -> fresh_inputs.Refresher:
+    """Copies of the case's input sets, made new call by call as the candidate's loop makes its own, for a
+    loop this process runs (runner/timed_batch.py)."""
+    return fresh_inputs.Refresher([clone(s) for s in sets], flush_words=bencher.flush)
 
 
 @dataclass
@@ -231,6 +200,9 @@ class TimedPhase:
     flags: list[dict[str, str]] = field(default_factory=list)
     graphed: bool = False  # each timed call's sequence a CUDA graph in the candidate's process (timed_batch.capture)
     prepared_reply: dict[str, Any] = field(default_factory=dict)  # the candidate's answer to prepare_timing
+    yardstick: Any = None  # runner/timed_batch.Yardstick: the reference's batches beside the candidate's
+    reference_loop: dict[str, float] | None = None  # what it measured (Yardstick.figures)
+    band: tuple[float, float] = (CONFIRM_SLACK_US, CONFIRM_TOL)  # the confirmation band (µs, share): narrower where measured beside
 
     @classmethod
     def of(cls, checker: Any, device: Any, own_kernels: bool) -> TimedPhase:
@@ -321,12 +293,15 @@ class TimedPhase:
         empty_us = bencher.empty_pair_us()
         pair_us = {"empty": empty_us, "candidate": _graphed_pair_us(bencher) if self.graphed else empty_us}
         self.splits.mark("timing.baselines_warm_up")
-        if self.overhead_us is None or not self.graphed:  # else a prepared checker measured it on this very setup
+        self.yardstick = Yardstick(checker_copies(setup.sets, bencher), setup.ref_call.fn, setup.layout, bencher, setup.batches[-1], self.graphed,
+                                   pair_us["candidate"])
+        if not self.yardstick.usable and (self.overhead_us is None or not self.graphed):  # else a prepared checker's
             self.overhead_us = timed.overhead_us(bencher, setup.batches, self.graphed)
         self.splits.mark("timing.overhead")
 
         def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
             batch = timed.batch(start, n)
+            self.yardstick.batch(n)  # the reference's own batch of the same size, right after, under the same clocks
             return batch.samples, batch.wall_us
 
         def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
@@ -337,6 +312,7 @@ class TimedPhase:
         disturbed = None
         for attempt in range(2):  # a disturbed loop is timed again once; disturbed twice, it is flagged
             phase = "timing" if attempt == 0 else "timing_again"  # the TUI shows "timing again 40 runs"
+            self.yardstick.restart()
             samples, walls = timing.time_alternating(
                 bencher, candidate_batch, fns, on_run=lambda r, phase=phase: self.progress(phase=phase, runs=r),
                 batches=setup.batches, on_preliminary=first_number if attempt == 0 else None,
@@ -347,6 +323,11 @@ class TimedPhase:
         if disturbed is not None:
             self.flags.append(flag("noisy", f"timed twice, disturbed both times: {disturbed}; the number is not this "
                                    "kernel's alone"))
+        beside = self.yardstick.harness_us()
+        self.reference_loop = self.yardstick.figures()
+        self.yardstick.close()
+        if beside is not None:  # measured beside the candidate's batches: the narrow band
+            self.overhead_us, self.band = beside, (timing.YARDSTICK_SLACK_US, timing.YARDSTICK_TOL)
         self.splits.mark("timing.loop")
         return samples, walls, pair_us, flush_us
 
@@ -359,7 +340,9 @@ class TimedPhase:
         altered = timing.short_of_harness(walls, overhead_us)
         if altered:
             self.flags.append(flag("timing-patched", altered))
-        cand = timing.confirmed_stats(claimed, walls, overhead_us)
+        cand = timing.confirmed_stats(claimed, walls, overhead_us, tol=self.band[1], slack_us=self.band[0])
+        cand["confirm_band"] = {"slack_us": self.band[0], "tol": self.band[1]}
+        cand["reference_loop"] = self.reference_loop  # the harness's cost beside it, on the reference's own call
         cand["kernel_us"] = None  # kept in the result format; CUPTI kernel time is `trialtui profile`'s, where the candidate has no say
         cand["host_wall_us"] = number(reply.get("host_wall_us"))
         cand["cuda_graph"] = self.spec.cuda_graph
@@ -378,8 +361,8 @@ class TimedPhase:
             self.flags.append(flag("fallback", f"library kernels did {1 - split['own_share']:.0%} of the GPU time of the timed "
                                    f"calls ({names}); the candidate's own kernels {split['own_share']:.0%}: the number is "
                                    "mostly not its kernel's"))
-        cand["checker_wall_us_per_call"] = timing.wall_per_call(walls)
-        cand["checker_us_per_call"] = timing.checker_per_call_us(walls)
+        cand["checker_wall_us_per_call"] = batch_clock.wall_per_call(walls)
+        cand["checker_us_per_call"] = batch_clock.checker_per_call_us(walls)
         cand["checker_fixed_us"] = timing.fixed_cost_us(walls)  # each batch's own cost (request, reply): held under FIXED_CAP_US
         cand["flush_us"] = flush_us
         cand["overhead_us"] = overhead_us  # per call besides the call (flush, new inputs, the output's copies): off the checker's clock

@@ -227,7 +227,7 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
 #   clocks and heat: the clock less the reference's events (its own, in this process: no claim) is the
 #   harness's cost as the candidate's batches pay it. On the H200 (gpu_band, 2026-12-04) a kernel's clock
 #   less this and its events stayed within 1 µs of the reference's on the short cases, while the harness
-#   measured ahead moved 3 µs between passes: the band narrows to 2 µs and 6 % (runner/timing.py).
+#   measured ahead moved 3 µs between passes: the band narrows to 4 µs and 6 % (runner/timing.py).
 
 
 class CheckerLoop:

@@ -37,11 +37,13 @@ WALL_ALLOWANCE_FRAC = 0.3
 CONFIRM_TOL = 0.08
 CONFIRM_SLACK_US = 10.0
 # Where the checker ran the reference's own call through the same loop beside every batch of the candidate's
-# (runner/timed_batch.Yardstick), the harness's cost is known under the same clocks, and the band narrows:
-# on the H200 honest kernels' clock less that and their events stayed within 1 µs of the reference's on
-# 8-18 µs kernels and within 5 µs (4 %) on 128-990 µs ones (benches/gpu_band.py, fixtures/gpu/h200-2026-12-04f).
+# (runner/timed_batch.Yardstick), the harness's cost is known under the same clocks, and the band narrows.
+# In the checker's process honest kernels' clock less that and their events stayed within 1 µs of the
+# reference's on 6-18 µs kernels and within 5 µs (4 %) on 128-990 µs ones (benches/gpu_band.py); through
+# the candidate's process the request's round trip (about 1 ms, its jitter over 75 calls) adds up to 3.6 µs
+# (a 5.7 µs fp32 add of 1 M) and 9 µs (a 197 µs GEMM): fixtures/gpu/h200-2026-12-04f.
 YARDSTICK_TOL = 0.06
-YARDSTICK_SLACK_US = 2.0
+YARDSTICK_SLACK_US = 4.0
 DRIFT = 0.10  # a baseline's quarter medians further apart than this: disturbed (timed again once); a GEMM's clock easing under its power limit moves less
 FLUSH_DRIFT = 0.15  # the flush's own cost moved this much over the loop: likewise
 EMPTY_PAIR_RUNS = 21

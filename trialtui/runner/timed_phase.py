@@ -293,15 +293,18 @@ class TimedPhase:
         empty_us = bencher.empty_pair_us()
         pair_us = {"empty": empty_us, "candidate": _graphed_pair_us(bencher) if self.graphed else empty_us}
         self.splits.mark("timing.baselines_warm_up")
-        self.yardstick = Yardstick(checker_copies(setup.sets, bencher), setup.ref_call.fn, setup.layout, bencher, setup.batches[-1], self.graphed,
-                                   pair_us["candidate"])
-        if not self.yardstick.usable and (self.overhead_us is None or not self.graphed):  # else a prepared checker's
+        if self.overhead_us is None or not self.graphed:  # else a prepared checker measured it on this very setup
             self.overhead_us = timed.overhead_us(bencher, setup.batches, self.graphed)
         self.splits.mark("timing.overhead")
+        attempt_walls: list[tuple[float, int, list[float]]] = []
 
         def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
             batch = timed.batch(start, n)
-            self.yardstick.batch(n)  # the reference's own batch of the same size, right after, under the same clocks
+            attempt_walls.append((batch.wall_us, n, []))
+            if self.yardstick is None and len({size for _, size, _ in attempt_walls}) > 1:
+                self.yardstick = self._yardstick(setup, attempt_walls, pair_us["candidate"])
+            if self.yardstick:
+                self.yardstick.batch(n)  # the reference's own batch of the same size, right after, under the same clocks
             return batch.samples, batch.wall_us
 
         def first_number(so_far: dict[str, list[float]], walls_so_far: list) -> None:
@@ -312,7 +315,9 @@ class TimedPhase:
         disturbed = None
         for attempt in range(2):  # a disturbed loop is timed again once; disturbed twice, it is flagged
             phase = "timing" if attempt == 0 else "timing_again"  # the TUI shows "timing again 40 runs"
-            self.yardstick.restart()
+            attempt_walls.clear()
+            if self.yardstick:
+                self.yardstick.restart()
             samples, walls = timing.time_alternating(
                 bencher, candidate_batch, fns, on_run=lambda r, phase=phase: self.progress(phase=phase, runs=r),
                 batches=setup.batches, on_preliminary=first_number if attempt == 0 else None,
@@ -323,13 +328,28 @@ class TimedPhase:
         if disturbed is not None:
             self.flags.append(flag("noisy", f"timed twice, disturbed both times: {disturbed}; the number is not this "
                                    "kernel's alone"))
-        beside = self.yardstick.harness_us()
-        self.reference_loop = self.yardstick.figures()
-        self.yardstick.close()
+        beside = self.yardstick.harness_us() if self.yardstick else None
+        if self.yardstick:
+            self.reference_loop = self.yardstick.figures()
+            self.yardstick.close()
         if beside is not None:  # measured beside the candidate's batches: the narrow band
             self.overhead_us, self.band = beside, (timing.YARDSTICK_SLACK_US, timing.YARDSTICK_TOL)
         self.splits.mark("timing.loop")
         return samples, walls, pair_us, flush_us
+
+    def _yardstick(self, setup: TimedSetup, walls: list, pair_us: float) -> Any:
+        """The reference's loop beside the candidate's batches from now on, where its call is short: there the
+        band's 10 µs is a large part of it (above YARDSTICK_BELOW_US the wide band holds a forged report under
+        1.25x). Decided on the checker's clock after a batch of each size: a slope held down by the candidate
+        only makes it look shorter. False where it is long or the reference cannot be looped as its calls are."""
+        from trialtui.runner import timing
+
+        per_call = batch_clock.checker_per_call_us(walls)
+        if per_call is None or per_call - (self.overhead_us or 0.0) >= timing.YARDSTICK_BELOW_US:
+            return False
+        yardstick = Yardstick(checker_copies(setup.sets, self.bencher), setup.ref_call.fn, setup.layout, self.bencher,
+                              setup.batches[-1], self.graphed, pair_us)
+        return yardstick if yardstick.usable else False
 
     def _candidate(self, claimed: dict[str, Any], walls: list, reply: dict[str, Any], pair_us: float,
                    flush_us: float) -> dict[str, Any]:

@@ -50,3 +50,19 @@ def test_profile_reuses_the_watched_result_and_stays_within_the_target_of_bare_n
     before, after = profile("h200-2026-12-04c"), profile("h200-2026-12-04d")
     assert "bench" in before["trialtui_profile_phases_s"] and "bench" not in after["trialtui_profile_phases_s"]
     assert after["trialtui_profile_s"] <= 1.3 * after["bare_ncu_s"] < before["trialtui_profile_s"]
+
+
+def test_save_to_number_keeps_its_target_with_the_reference_beside_only_short_calls():
+    # h200-2026-12-04g (0a77d3e): the reference's batches beside every candidate batch doubled the timed loop
+    # (0.72 s) and the 135 µs softmax's save → final went to 2.10 s. h200-2026-12-04h (3b7a379): beside only calls
+    # under timing.YARDSTICK_BELOW_US (80 µs on the checker's clock), the loop is 0.56 s again and the final 1.63 s
+    def latency(run: str) -> dict:
+        return json.loads((Path(__file__).parent / "fixtures" / "gpu" / run / "loop_latency.json").read_text())["latency"]["kb_softmax"]
+
+    before, after = latency("h200-2026-12-04g"), latency("h200-2026-12-04h")
+    assert before["final_p50_s"] > 2.0 >= after["final_p50_s"] and after["preliminary_p50_s"] <= 1.2
+    assert after["final_p50_s"] <= 0.4 * after["bare_cold_s"]
+    loops = [save["phases_s"]["timing.loop"] for save in after["saves"]]
+    assert max(loops) < min(save["phases_s"]["timing.loop"] for save in before["saves"])
+    assert after["profile"]["trialtui_profile_s"] <= 1.3 * after["profile"]["bare_ncu_s"]
+

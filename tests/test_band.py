@@ -1,0 +1,106 @@
+"""The confirmation band (issue 33): the candidate's events stand as the headline only within it of the checker's
+clock less the harness's cost; narrow where the checker measured that cost beside the candidate's batches on
+the reference's own call (runner/timed_batch.Yardstick), and that only for short calls."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from trialtui.runner import timed_phase, timing
+from trialtui.runner.timed_batch import Yardstick
+
+HARNESS_US = 60.0
+
+
+def walls(per_call_us: float, fixed_us: float = 1200.0) -> list[tuple[float, int, list[float]]]:
+    return [(fixed_us + per_call_us * n, n, []) for n in (25, 100) * 4]
+
+
+@pytest.mark.parametrize("slack_us, tol", [(timing.CONFIRM_SLACK_US, timing.CONFIRM_TOL),
+                                           (timing.YARDSTICK_SLACK_US, timing.YARDSTICK_TOL)])
+def test_the_band_confirms_down_to_its_edge_and_no_further(slack_us, tol):
+    per_call = HARNESS_US + 11.2  # a latency-bound 11.2 µs GEMM, as the clock sees it
+    edge = (11.2 - slack_us) * (1 - tol)
+    for claim, confirmed in ((11.2, True), (edge * 1.001, True), (edge * 0.99, False)):
+        assert timing.confirm(claim, per_call, HARNESS_US, tol, slack_us)[1] is confirmed, claim
+        stats = timing.confirmed_stats(timing.summarize([claim] * 40), walls(per_call), HARNESS_US, tol=tol, slack_us=slack_us)
+        assert stats["confirmed"] is confirmed
+        if not confirmed:  # the headline is the clock's, the claim kept beside it
+            assert stats["median_us"] == pytest.approx(11.2, abs=0.01) and stats["claimed"]["median_us"] == claim
+
+
+def test_the_narrow_band_holds_a_forged_report_on_a_short_call_the_wide_one_let_through():
+    # what a forger that does the whole work of an 11.2 µs call can have confirmed: the wide band's edge is a
+    # 1.65 µs claim (6.8x, held only by the physical floor), the narrow band's 6.8 µs (1.65x)
+    wide = (11.2 - timing.CONFIRM_SLACK_US) * (1 - timing.CONFIRM_TOL)
+    narrow = (11.2 - timing.YARDSTICK_SLACK_US) * (1 - timing.YARDSTICK_TOL)
+    assert 11.2 / wide > 6 and 11.2 / narrow < 1.7
+    # above YARDSTICK_BELOW_US the wide band alone holds it under 1.25x
+    above = timing.YARDSTICK_BELOW_US
+    assert above / ((above - timing.CONFIRM_SLACK_US) * (1 - timing.CONFIRM_TOL)) < 1.25
+
+
+class FakeLoop:
+    def __init__(self, walls, events):
+        self.walls, self.events, self.captured = walls, events, object()
+
+    def per_call_us(self):
+        from trialtui.runner.batch_clock import checker_per_call_us
+
+        return checker_per_call_us(self.walls)
+
+
+def test_the_yardstick_reads_the_harness_as_its_clock_less_the_references_own_events():
+    yardstick = Yardstick.__new__(Yardstick)
+    yardstick.loop, yardstick.usable, yardstick.pair_us = FakeLoop(walls(HARNESS_US + 8.0), [9.3] * 40), True, 1.3
+    assert yardstick.harness_us() == pytest.approx(HARNESS_US)  # 68 µs a call less the reference's 9.3 - 1.3
+    assert yardstick.figures() == pytest.approx({"reference_events_us": 8.0, "reference_clock_us": HARNESS_US + 8.0,
+                                                 "harness_us": HARNESS_US})
+    yardstick.restart()
+    assert yardstick.harness_us() is None and yardstick.figures() is None  # a loop timed again starts it afresh
+    yardstick.usable = False
+    yardstick.loop.walls, yardstick.loop.events = walls(HARNESS_US + 8.0), [9.3] * 40
+    assert yardstick.harness_us() is None  # not looped as the candidate's calls were: the wide band
+
+
+def phase(overhead_us: float) -> timed_phase.TimedPhase:
+    return timed_phase.TimedPhase(spec=None, reference=None, link=None, deadline=None, facts=None, progress=print,
+                                  splits=None, device="cuda", bencher=object(), overhead_us=overhead_us, graphed=True)
+
+
+def test_the_reference_runs_beside_only_calls_the_checker_clocks_short(monkeypatch):
+    made = []
+
+    class Built:
+        def __init__(self, *args):
+            made.append(args)
+            self.usable = usable
+
+    monkeypatch.setattr(timed_phase, "Yardstick", Built)
+    monkeypatch.setattr(timed_phase, "checker_copies", lambda sets, bencher: ("copies", sets))
+    setup = SimpleNamespace(sets=["set"], ref_call=SimpleNamespace(fn=len), layout="layout", batches=(25, 100))
+    usable = True
+    short = phase(HARNESS_US)._yardstick(setup, walls(HARNESS_US + timing.YARDSTICK_BELOW_US - 1), 1.3)
+    assert isinstance(short, Built) and made[-1][-2:] == (True, 1.3)  # graphed as the candidate's calls, its pair
+    assert phase(HARNESS_US)._yardstick(setup, walls(HARNESS_US + timing.YARDSTICK_BELOW_US + 1), 1.3) is False
+    assert len(made) == 1  # a long call builds nothing: its loop keeps its time
+    # small batches held back make a call look shorter, never longer: the reference runs beside it
+    assert phase(HARNESS_US)._yardstick(setup, walls(HARNESS_US + 85.0), 1.3) is False
+    tilted = [(wall + (1500.0 if n == 25 else 0.0), n, s) for wall, n, s in walls(HARNESS_US + 85.0)]
+    assert isinstance(phase(HARNESS_US)._yardstick(setup, tilted, 1.3), Built)
+    usable = False
+    assert phase(HARNESS_US)._yardstick(setup, walls(HARNESS_US + 10.0), 1.3) is False  # a reference it cannot loop
+
+
+def test_an_open_class_is_measured_not_held():
+    path = Path(__file__).resolve().parent.parent / "benches" / "gpu_exploits.py"
+    spec = importlib.util.spec_from_file_location("gpu_exploits", path)
+    gpu_exploits = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_exploits)
+    tilt = gpu_exploits.expectation(gpu_exploits.CORPUS / "gemm_short_bf16" / "tilts_the_slope.py")
+    assert tilt["state"] == "correct" and tilt["open"] and "round trip" in tilt["open"]
+    assert gpu_exploits.expectation(gpu_exploits.CORPUS / "gemm_short_bf16" / "starts_late.py")["open"] is None

@@ -73,6 +73,16 @@ def phase(overhead_us: float) -> timed_phase.TimedPhase:
 
 
 def test_the_reference_runs_beside_only_calls_the_checker_clocks_short(monkeypatch):
+    short, long_ = walls(HARNESS_US + timing.YARDSTICK_BELOW_US - 1), walls(HARNESS_US + timing.YARDSTICK_BELOW_US + 5)
+    assert phase(HARNESS_US)._short(short) and not phase(HARNESS_US)._short(long_)
+    assert not phase(HARNESS_US)._short(short[:1])  # one batch size: no slope yet
+    # small batches held back make a call look shorter, never longer: the reference runs beside it
+    tilted = [(wall + (1500.0 if n == 25 else 0.0), n, s) for wall, n, s in walls(HARNESS_US + 85.0)]
+    assert not phase(HARNESS_US)._short(walls(HARNESS_US + 85.0)) and phase(HARNESS_US)._short(tilted)
+    # large batches held back early make it look long; the whole loop's clock judges it again
+    early = [(wall + (4000.0 if n == 100 else 0.0), n, s) for wall, n, s in short[:2]]
+    assert not phase(HARNESS_US)._short(early) and phase(HARNESS_US)._short(early + short)
+
     made = []
 
     class Built:
@@ -84,16 +94,20 @@ def test_the_reference_runs_beside_only_calls_the_checker_clocks_short(monkeypat
     monkeypatch.setattr(timed_phase, "checker_copies", lambda sets, bencher: ("copies", sets))
     setup = SimpleNamespace(sets=["set"], ref_call=SimpleNamespace(fn=len), layout="layout", batches=(25, 100))
     usable = True
-    short = phase(HARNESS_US)._yardstick(setup, walls(HARNESS_US + timing.YARDSTICK_BELOW_US - 1), 1.3)
-    assert isinstance(short, Built) and made[-1][-2:] == (True, 1.3)  # graphed as the candidate's calls, its pair
-    assert phase(HARNESS_US)._yardstick(setup, walls(HARNESS_US + timing.YARDSTICK_BELOW_US + 1), 1.3) is False
-    assert len(made) == 1  # a long call builds nothing: its loop keeps its time
-    # small batches held back make a call look shorter, never longer: the reference runs beside it
-    assert phase(HARNESS_US)._yardstick(setup, walls(HARNESS_US + 85.0), 1.3) is False
-    tilted = [(wall + (1500.0 if n == 25 else 0.0), n, s) for wall, n, s in walls(HARNESS_US + 85.0)]
-    assert isinstance(phase(HARNESS_US)._yardstick(setup, tilted, 1.3), Built)
+    assert isinstance(phase(HARNESS_US)._yardstick(setup, 1.3), Built) and made[-1][-2:] == (True, 1.3)
     usable = False
-    assert phase(HARNESS_US)._yardstick(setup, walls(HARNESS_US + 10.0), 1.3) is False  # a reference it cannot loop
+    assert phase(HARNESS_US)._yardstick(setup, 1.3) is False  # a reference it cannot loop: the wide band
+
+
+def test_a_yardstick_started_late_completes_its_batches():
+    yardstick = Yardstick.__new__(Yardstick)
+    yardstick.loop, yardstick.usable, yardstick.pair_us = FakeLoop([(3200.0, 25, [])], [9.3] * 25), True, 1.3
+    yardstick.loop.batch = lambda n: yardstick.loop.walls.append((1200.0 + 68.0 * n, n, []))
+    yardstick.complete((25, 100))
+    assert sorted(n for _, n, _ in yardstick.loop.walls) == [25, 25, 100, 100]
+    yardstick.usable = False
+    yardstick.complete((25, 100, 400))  # nothing it can run: it stops, the wide band holds
+    assert len(yardstick.loop.walls) == 4
 
 
 def test_an_open_class_is_measured_not_held():

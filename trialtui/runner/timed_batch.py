@@ -304,6 +304,12 @@ class Yardstick:
         if self.usable:
             self.loop.batch(n)
 
+    def complete(self, batches: tuple[int, int], each: int = 2) -> None:
+        """At least `each` batches of every size (one started late, beside the last batches only)."""
+        for n in batches if self.usable else ():
+            while sum(size == n for _, size, _ in self.loop.walls) < each:
+                self.batch(n)
+
     def restart(self) -> None:
         """A loop timed again: the yardstick's batches are those beside the kept attempt's only."""
         self.loop.walls, self.loop.events = [], []

@@ -301,8 +301,8 @@ class TimedPhase:
         def candidate_batch(start: int, n: int) -> tuple[list[float], float]:
             batch = timed.batch(start, n)
             attempt_walls.append((batch.wall_us, n, []))
-            if self.yardstick is None and len({size for _, size, _ in attempt_walls}) > 1:
-                self.yardstick = self._yardstick(setup, attempt_walls, pair_us["candidate"])
+            if self.yardstick is None and self._short(attempt_walls):
+                self.yardstick = self._yardstick(setup, pair_us["candidate"])
             if self.yardstick:
                 self.yardstick.batch(n)  # the reference's own batch of the same size, right after, under the same clocks
             return batch.samples, batch.wall_us
@@ -328,7 +328,12 @@ class TimedPhase:
         if disturbed is not None:
             self.flags.append(flag("noisy", f"timed twice, disturbed both times: {disturbed}; the number is not this "
                                    "kernel's alone"))
-        beside = self.yardstick.harness_us() if self.yardstick else None
+        short = self._short(walls)  # on the whole loop's clock: a call that looked long early is judged here
+        if short and self.yardstick is None:
+            self.yardstick = self._yardstick(setup, pair_us["candidate"])
+        if short and self.yardstick:
+            self.yardstick.complete(setup.batches)  # where it started late: the batches it lacks, right after
+        beside = self.yardstick.harness_us() if short and self.yardstick else None
         if self.yardstick:
             self.reference_loop = self.yardstick.figures()
             self.yardstick.close()
@@ -337,16 +342,21 @@ class TimedPhase:
         self.splits.mark("timing.loop")
         return samples, walls, pair_us, flush_us
 
-    def _yardstick(self, setup: TimedSetup, walls: list, pair_us: float) -> Any:
-        """The reference's loop beside the candidate's batches from now on, where its call is short: there the
-        band's 10 µs is a large part of it (above YARDSTICK_BELOW_US the wide band holds a forged report under
-        1.25x). Decided on the checker's clock after a batch of each size: a slope held down by the candidate
-        only makes it look shorter. False where it is long or the reference cannot be looped as its calls are."""
+    def _short(self, walls: list) -> bool:
+        """A call under YARDSTICK_BELOW_US on the checker's clock (less the harness's cost measured ahead), once
+        there is a batch of each size: there the wide band's 10 µs is a large part of it; above, the wide band
+        holds a forged report under 1.25x. Small batches held back only make a call look shorter; large ones
+        held back make it look longer, and the band is judged again on the whole loop's clock."""
         from trialtui.runner import timing
 
-        per_call = batch_clock.checker_per_call_us(walls)
-        if per_call is None or per_call - (self.overhead_us or 0.0) >= timing.YARDSTICK_BELOW_US:
+        if len({n for _, n, _ in walls}) < 2:
             return False
+        per_call = batch_clock.checker_per_call_us(walls)
+        return per_call is not None and per_call - (self.overhead_us or 0.0) < timing.YARDSTICK_BELOW_US
+
+    def _yardstick(self, setup: TimedSetup, pair_us: float) -> Any:
+        """The reference's loop beside the candidate's batches from now on; False where the reference cannot
+        be looped as the candidate's calls are (the wide band then)."""
         yardstick = Yardstick(checker_copies(setup.sets, self.bencher), setup.ref_call.fn, setup.layout, self.bencher,
                               setup.batches[-1], self.graphed, pair_us)
         return yardstick if yardstick.usable else False

@@ -31,3 +31,17 @@ def test_a_real_h200_save_reads_as_its_phases():
     assert lines[0].startswith("job ") and "correctness" in lines[0] and "timing" in lines[0]
     assert any(line.startswith("  candidate's process (its own clock): ") and "run.first_call" in line for line in lines)
     assert lines[-1].startswith("  tensors exchanged: 6912 MB")
+
+
+def test_a_step_timed_inside_a_marked_one_is_summed_without_moving_the_clock():
+    """The timed batches' request and copy (timing.batches.*) sit inside timing.loop: added, they leave the
+    next mark its own seconds."""
+    from trialtui.runner.job_progress import Splits
+
+    splits = Splits(sync=False)
+    splits.add("timing.batches.request", 0.25)
+    splits.add("timing.batches.request", 0.5)
+    started = splits.started
+    splits.mark("timing.loop")
+    assert splits.seconds["timing.batches.request"] == 0.75
+    assert splits.started > started and splits.seconds["timing.loop"] < 0.25  # the mark's own time only

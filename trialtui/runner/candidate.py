@@ -306,11 +306,14 @@ class Session:
         n, seed = int(msg["n"]), int(msg["seed"])
         if n * self.layout.slot_bytes > self.ring.numel():
             raise ValueError(f"a batch of {n} calls does not fit the kept outputs' buffer")
+        steps = Steps()  # where a batch's fixed cost goes (phases_s: candidate.time.loop, .events)
         with torch.no_grad():
             pending, mismatch = run_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring, seed, n,
                                           self.captured)
+        steps.mark("loop")
         samples = [a.elapsed_time(b) * 1000.0 for pairs in pending for a, b in pairs]
-        reply = {"samples": samples, "mismatch": mismatch, **self.facts()}
+        steps.mark("events")
+        reply = {"samples": samples, "mismatch": mismatch, "steps_s": steps.seconds, **self.facts()}
         return reply, None if self.mapped is not None else self.ring[:n * self.layout.slot_bytes]
 
     def op_kernel_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:

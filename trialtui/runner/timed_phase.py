@@ -67,6 +67,7 @@ class TimedCalls:
     flush_words: torch.Tensor | None = None  # the keyed flush's words (timing.Bencher.flush): each call's flush is in its hash
     draws: random.Random = field(default_factory=random.SystemRandom)
     rebuilt: fresh_inputs.Refresher = field(init=False)  # the checker's own copies, made new call by call
+    stages: dict[str, float] = field(default_factory=lambda: {"request": 0.0, "copy": 0.0})  # seconds, all batches
     shared: cuda_ipc.Isolated | None = field(init=False, default=None)  # the ring, where it can be shared
 
     def __post_init__(self) -> None:
@@ -97,10 +98,13 @@ class TimedCalls:
         t0 = time.perf_counter()
         reply, ring = self.link.request("time", timeout_s=self.deadline.left(), into="cuda", start=start, n=n,
                                         seed=seed, max_bytes=(0 if self.shared else size) + 2**20)
+        t1 = time.perf_counter()
         if self.shared is not None:  # the candidate's process wrote into our ring: ours alone from this copy on
             ring = self.shared.view()[:size].clone()  # whatever the reply carried is not looked at
             torch.cuda.synchronize()
         wall_us = (time.perf_counter() - t0) * 1e6  # the outputs are in this process's memory now: committed
+        self.stages["request"] += t1 - t0  # the candidate's op and the round trip (phases_s: timing.batches.*)
+        self.stages["copy"] += t0 + wall_us / 1e6 - t1
         self.see(reply)
         samples = reply.get("samples")
         if not isinstance(samples, list) or len(samples) != n or not all(
@@ -237,6 +241,8 @@ class TimedPhase:
                 reply, _ = self.link.request("kernel_time", timeout_s=self.deadline.left(), into="cuda")
                 self.facts.see(reply)
                 self.splits.mark("timing.kernel_time")
+            for stage, seconds in timed.stages.items():  # inside timing.loop: where each batch's fixed cost goes
+                self.splits.add(f"timing.batches.{stage}", seconds)
         stats = {name: timing.summarize(timing.less_empty_pair(s, pair_us.get(name, pair_us["empty"])))
                  for name, s in samples.items()}
         cand = self._candidate(stats.pop("candidate"), walls, reply, pair_us["candidate"], flush_us)
@@ -343,10 +349,9 @@ class TimedPhase:
         return samples, walls, pair_us, flush_us
 
     def _short(self, walls: list) -> bool:
-        """A call under YARDSTICK_BELOW_US on the checker's clock (less the harness's cost measured ahead), once
-        there is a batch of each size: there the wide band's 10 µs is a large part of it; above, the wide band
-        holds a forged report under 1.25x. Small batches held back only make a call look shorter; large ones
-        held back make it look longer, and the band is judged again on the whole loop's clock."""
+        """A call under YARDSTICK_BELOW_US on the checker's clock less the harness's cost measured ahead (a batch
+        of each size seen). Small batches held back only make a call look shorter; large ones make it look
+        longer, so the band is judged again on the whole loop's clock."""
         from trialtui.runner import timing
 
         if len({n for _, n, _ in walls}) < 2:
@@ -355,8 +360,7 @@ class TimedPhase:
         return per_call is not None and per_call - (self.overhead_us or 0.0) < timing.YARDSTICK_BELOW_US
 
     def _yardstick(self, setup: TimedSetup, pair_us: float) -> Any:
-        """The reference's loop beside the candidate's batches from now on; False where the reference cannot
-        be looped as the candidate's calls are (the wide band then)."""
+        """The reference's loop beside the candidate's batches; False where it cannot loop as they do."""
         yardstick = Yardstick(checker_copies(setup.sets, self.bencher), setup.ref_call.fn, setup.layout, self.bencher,
                               setup.batches[-1], self.graphed, pair_us)
         return yardstick if yardstick.usable else False

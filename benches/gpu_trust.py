@@ -128,15 +128,15 @@ def row(problem: str, name: str, want: dict, state: str, message: str, flags: li
 def headline_beyond_checker(result: dict | None) -> list[str]:
     """The headline may be the candidate's own events only where the checker's clock bears them out
     (runner/timing.confirm); a median better than that by more than the noise is a forged number."""
-    from trialtui.runner.timing import CONFIRM_SLACK_US, CONFIRM_TOL
+    from trialtui.runner.timing import WIDE, Band
 
     timing = (result or {}).get("timing") or {}
     median, per_call = timing.get("median_us"), timing.get("checker_us_per_call")
     flush = timing.get("overhead_us", timing.get("flush_us"))  # what a call costs besides itself, as the checker measured
     if not all(isinstance(x, (int, float)) for x in (median, per_call, flush)):
         return []
-    band = timing.get("confirm_band") or {"slack_us": CONFIRM_SLACK_US, "tol": CONFIRM_TOL}  # the one it was held to
-    floor = (max(0.0, per_call - flush) - band["slack_us"]) * (1 - band["tol"])
+    band = Band(**timing["confirm_band"]) if timing.get("confirm_band") else WIDE  # the one it was held to
+    floor = band.edge(max(0.0, per_call - flush))
     return [f"headline {median:.1f} µs below the checker's clock ({floor:.1f} µs)"] if median < floor else []
 
 

@@ -20,14 +20,14 @@ def walls(per_call_us: float, fixed_us: float = 1200.0) -> list[tuple[float, int
     return [(fixed_us + per_call_us * n, n, []) for n in (25, 100) * 4]
 
 
-@pytest.mark.parametrize("slack_us, tol", [(timing.CONFIRM_SLACK_US, timing.CONFIRM_TOL),
-                                           (timing.YARDSTICK_SLACK_US, timing.YARDSTICK_TOL)])
-def test_the_band_confirms_down_to_its_edge_and_no_further(slack_us, tol):
+@pytest.mark.parametrize("band", [timing.WIDE, timing.NARROW])
+def test_the_band_confirms_down_to_its_edge_and_no_further(band):
     per_call = HARNESS_US + 11.2  # a latency-bound 11.2 µs GEMM, as the clock sees it
-    edge = (11.2 - slack_us) * (1 - tol)
+    edge = (11.2 - band.slack_us) * (1 - band.tol)
+    assert band.edge(11.2) == pytest.approx(edge)
     for claim, confirmed in ((11.2, True), (edge * 1.001, True), (edge * 0.99, False)):
-        assert timing.confirm(claim, per_call, HARNESS_US, tol, slack_us)[1] is confirmed, claim
-        stats = timing.confirmed_stats(timing.summarize([claim] * 40), walls(per_call), HARNESS_US, tol=tol, slack_us=slack_us)
+        assert timing.confirm(claim, per_call, HARNESS_US, band)[1] is confirmed, claim
+        stats = timing.confirmed_stats(timing.summarize([claim] * 40), walls(per_call), HARNESS_US, band)
         assert stats["confirmed"] is confirmed
         if not confirmed:  # the headline is the clock's, the claim kept beside it
             assert stats["median_us"] == pytest.approx(11.2, abs=0.01) and stats["claimed"]["median_us"] == claim
@@ -36,12 +36,11 @@ def test_the_band_confirms_down_to_its_edge_and_no_further(slack_us, tol):
 def test_the_narrow_band_holds_a_forged_report_on_a_short_call_the_wide_one_let_through():
     # what a forger that does the whole work of an 11.2 µs call can have confirmed: the wide band's edge is a
     # 1.65 µs claim (6.8x, held only by the physical floor), the narrow band's 6.8 µs (1.65x)
-    wide = (11.2 - timing.CONFIRM_SLACK_US) * (1 - timing.CONFIRM_TOL)
-    narrow = (11.2 - timing.YARDSTICK_SLACK_US) * (1 - timing.YARDSTICK_TOL)
+    wide, narrow = timing.WIDE.edge(11.2), timing.NARROW.edge(11.2)
     assert 11.2 / wide > 6 and 11.2 / narrow < 1.7
     # above YARDSTICK_BELOW_US the wide band alone holds it under 1.25x
     above = timing.YARDSTICK_BELOW_US
-    assert above / ((above - timing.CONFIRM_SLACK_US) * (1 - timing.CONFIRM_TOL)) < 1.25
+    assert above / timing.WIDE.edge(above) < 1.25
 
 
 class FakeLoop:

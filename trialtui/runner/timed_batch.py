@@ -23,8 +23,8 @@ from typing import Any, Callable
 
 import torch
 
-from trialtui.runner.tensors import clone, map_tensors, tensors_of
 from trialtui.runner.batch_clock import checker_per_call_us
+from trialtui.runner.tensors import clone, map_tensors, tensors_of
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
 LARGE_BATCH = 100  # the most calls a batch holds: the checker's clock bounds a tilted slope by FIXED_CAP_US over this many
@@ -226,8 +226,8 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
 # - `Yardstick`: around the reference's own call, batch for batch beside the candidate's, under the same
 #   clocks and heat: the clock less the reference's events (its own, in this process: no claim) is the
 #   harness's cost as the candidate's batches pay it. On the H200 (gpu_band, 2026-12-04) a kernel's clock
-#   less this and its events stayed within 1 µs of the reference's on the short cases, while the harness
-#   measured ahead moved 3 µs between passes: the band narrows to 4 µs and 6 % (runner/timing.py).
+#   less the harness and its events stayed within 1 µs of the reference's on the short cases, while the
+#   reference's own clock moved 3 µs between passes: the band narrows to 4 µs and 6 % (runner/timing.NARROW).
 
 
 class CheckerLoop:

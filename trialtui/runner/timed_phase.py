@@ -31,12 +31,12 @@ from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
 from trialtui.runner.tensors import clone, nbytes
 from trialtui.runner.timed_batch import KEEP_BYTES, Layout, Yardstick, harness_overhead_us
-from trialtui.runner.timing import CONFIRM_SLACK_US, CONFIRM_TOL
+from trialtui.runner.timing import CONFIRM_SLACK_US, WIDE, Band
 
 SUSPICIOUS_SPEEDUP = 10.0
 LIBRARY_SHARE = 0.5  # the candidate's own kernels did less of the timed calls' GPU time than this: `fallback`
 # On the CPU one request holds the three calls and its reply: the samples stand unless under a tenth of the checker's figure (a busy machine stretches the reply, never the calls).
-CPU_CONFIRM_TOL = 0.9
+CPU_BAND = Band(CONFIRM_SLACK_US, 0.9)
 
 
 # judge(expected, output, inputs, where) raises CandidateFailed("...", state="incorrect") on a wrong output
@@ -102,9 +102,10 @@ class TimedCalls:
         if self.shared is not None:  # the candidate's process wrote into our ring: ours alone from this copy on
             ring = self.shared.view()[:size].clone()  # whatever the reply carried is not looked at
             torch.cuda.synchronize()
-        wall_us = (time.perf_counter() - t0) * 1e6  # the outputs are in this process's memory now: committed
+        t2 = time.perf_counter()
+        wall_us = (t2 - t0) * 1e6  # the outputs are in this process's memory now: committed
         self.stages["request"] += t1 - t0  # the candidate's op and the round trip (phases_s: timing.batches.*)
-        self.stages["copy"] += t0 + wall_us / 1e6 - t1
+        self.stages["copy"] += t2 - t1
         self.see(reply)
         samples = reply.get("samples")
         if not isinstance(samples, list) or len(samples) != n or not all(
@@ -206,7 +207,7 @@ class TimedPhase:
     prepared_reply: dict[str, Any] = field(default_factory=dict)  # the candidate's answer to prepare_timing
     yardstick: Any = None  # runner/timed_batch.Yardstick: the reference's batches beside the candidate's
     reference_loop: dict[str, float] | None = None  # what it measured (Yardstick.figures)
-    band: tuple[float, float] = (CONFIRM_SLACK_US, CONFIRM_TOL)  # the confirmation band (µs, share): narrower where measured beside
+    band: Band = WIDE  # the confirmation band: timing.NARROW where the harness's cost was measured beside
 
     @classmethod
     def of(cls, checker: Any, device: Any, own_kernels: bool) -> TimedPhase:
@@ -344,14 +345,13 @@ class TimedPhase:
             self.reference_loop = self.yardstick.figures()
             self.yardstick.close()
         if beside is not None:  # measured beside the candidate's batches: the narrow band
-            self.overhead_us, self.band = beside, (timing.YARDSTICK_SLACK_US, timing.YARDSTICK_TOL)
+            self.overhead_us, self.band = beside, timing.NARROW
         self.splits.mark("timing.loop")
         return samples, walls, pair_us, flush_us
 
     def _short(self, walls: list) -> bool:
-        """A call under YARDSTICK_BELOW_US on the checker's clock less the harness's cost measured ahead (a batch
-        of each size seen). Small batches held back only make a call look shorter; large ones make it look
-        longer, so the band is judged again on the whole loop's clock."""
+        """A call under YARDSTICK_BELOW_US on the checker's clock less the harness's cost measured ahead; large
+        batches held back make it look longer, so the band is judged again on the whole loop's clock."""
         from trialtui.runner import timing
 
         if len({n for _, n, _ in walls}) < 2:
@@ -374,8 +374,8 @@ class TimedPhase:
         altered = timing.short_of_harness(walls, overhead_us)
         if altered:
             self.flags.append(flag("timing-patched", altered))
-        cand = timing.confirmed_stats(claimed, walls, overhead_us, tol=self.band[1], slack_us=self.band[0])
-        cand["confirm_band"] = {"slack_us": self.band[0], "tol": self.band[1]}
+        cand = timing.confirmed_stats(claimed, walls, overhead_us, self.band)
+        cand["confirm_band"] = {"slack_us": self.band.slack_us, "tol": self.band.tol}
         cand["reference_loop"] = self.reference_loop  # the harness's cost beside it, on the reference's own call
         cand["kernel_us"] = None  # kept in the result format; CUPTI kernel time is `trialtui profile`'s, where the candidate has no say
         cand["host_wall_us"] = number(reply.get("host_wall_us"))
@@ -495,6 +495,6 @@ def cpu_timing(spec: BenchSpec, reference, link: CandidateLink, case, deadline, 
     for where, output in zip(("timed call 1", "timed call 2", "timed call 3"), outputs):
         check_timed(spec, reference, expected, output, inputs, lambda: timing_truth(reference, call, inputs), where)
     samples = [float(x) for x in reply.get("samples") or [] if isinstance(x, (int, float)) and x >= 0][:3] or [0.0]
-    stats = confirmed_stats(summarize(samples), [(wall_us, len(samples), samples)], 0.0, tol=CPU_CONFIRM_TOL)
+    stats = confirmed_stats(summarize(samples), [(wall_us, len(samples), samples)], 0.0, CPU_BAND)
     return {**stats, "kernel_us": None, "label": CPU_TIMING_LABEL}
 

@@ -39,7 +39,8 @@ CONFIRM_SLACK_US = 10.0
 # Where the checker ran the reference's own call through the same loop beside every batch of the candidate's
 # (runner/timed_batch.Yardstick), the harness's cost is known under the same clocks, and the band narrows.
 # In the checker's process honest kernels' clock less that and their events stayed within 1 µs of the
-# reference's on 6-18 µs kernels and within 5 µs (4 %) on 128-990 µs ones (benches/gpu_band.py); through
+# reference's on 5-19 µs kernels, and at most 4.5 µs (3.5 %) above it on 128-990 µs ones (benches/gpu_band.py,
+# fixtures/gpu/h200-2026-12-04f/band_log.txt); through
 # the candidate's process the request's round trip (about 1 ms, its jitter over 75 calls) adds up to 3.6 µs
 # (a 5.7 µs fp32 add of 1 M) and 9 µs (a 197 µs GEMM): fixtures/gpu/h200-2026-12-04f.
 YARDSTICK_TOL = 0.06
@@ -48,6 +49,22 @@ YARDSTICK_SLACK_US = 4.0
 # holds a forged report under 1 / ((1 - 10 / 80) x 0.92) = 1.24x, and the reference's batches would cost the
 # loop their time (0.16 s of the 135 µs softmax's save → number, h200-2026-12-04g).
 YARDSTICK_BELOW_US = 80.0
+
+
+@dataclass(frozen=True)
+class Band:
+    """How far under the checker's clock (less the harness's cost) the candidate's events may lie and stand."""
+
+    slack_us: float
+    tol: float
+
+    def edge(self, seen_us: float) -> float:
+        """The least claim it confirms against `seen_us`."""
+        return (seen_us - self.slack_us) * (1 - self.tol)
+
+
+WIDE = Band(CONFIRM_SLACK_US, CONFIRM_TOL)  # the harness's cost measured ahead, on a call that does nothing
+NARROW = Band(YARDSTICK_SLACK_US, YARDSTICK_TOL)  # measured beside the candidate's batches (runner/timed_batch.Yardstick)
 DRIFT = 0.10  # a baseline's quarter medians further apart than this: disturbed (timed again once); a GEMM's clock easing under its power limit moves less
 FLUSH_DRIFT = 0.15  # the flush's own cost moved this much over the loop: likewise
 EMPTY_PAIR_RUNS = 21
@@ -291,12 +308,12 @@ def preliminary(samples: dict[str, list[float]]) -> dict[str, Any]:
 
 
 def confirmed_stats(claimed: dict[str, Any], walls: list[tuple[float, int, list[float]]], overhead_us: float,
-                    tol: float | None = None, slack_us: float = CONFIRM_SLACK_US) -> dict[str, Any]:
+                    band: Band = WIDE) -> dict[str, Any]:
     """The candidate's figures as the headline may hold them: its own where the checker's clock confirms
     the median, else the checker's per-call times (one per batch, the batch's fixed cost taken out), with
     the candidate's under `claimed`."""
     per_call = checker_per_call_us(walls)
-    _, confirmed = confirm(claimed["median_us"], per_call, overhead_us, CONFIRM_TOL if tol is None else tol, slack_us)
+    _, confirmed = confirm(claimed["median_us"], per_call, overhead_us, band)
     if confirmed:
         return {**claimed, "confirmed": True}
     fixed = fixed_cost_us(walls)
@@ -313,20 +330,19 @@ def fixed_cost_us(walls: list[tuple[float, int, list[float]]]) -> float:
     return max(0.0, statistics.median(costs)) if costs else 0.0
 
 
-def confirm(claimed_us: float, per_call_us: float | None, overhead_us: float, tol: float = CONFIRM_TOL,
-            slack_us: float = CONFIRM_SLACK_US) -> tuple[float, bool]:
+def confirm(claimed_us: float, per_call_us: float | None, overhead_us: float, band: Band = WIDE) -> tuple[float, bool]:
     """The headline: the candidate's event median where the checker's clock bears it out, else the checker's.
 
     Each timed call is the call and the harness's work around it (the L2 flush, new inputs, copying its
     output out: `overhead_us`, measured by the checker); so the checker's per-call time less that is
     what the call took as the checker saw it. The candidate's events are confirmed when they are no
-    better than that (less `slack_us`) by more than `tol`; otherwise the checker's figure is
+    better than that by more than `band` allows; otherwise the checker's figure is
     the number (a launch-bound kernel's includes its launch cost: time it under a CUDA graph).
     """
     if per_call_us is None:
         return claimed_us, False
     seen = max(0.0, per_call_us - overhead_us)
-    if claimed_us >= (seen - slack_us) * (1 - tol):
+    if claimed_us >= band.edge(seen):
         return claimed_us, True
     return seen, False
 

@@ -93,7 +93,10 @@ def _clock(timing: dict) -> str:
     per_call, overhead = timing.get("checker_us_per_call"), timing.get("overhead_us")
     if per_call is None or overhead is None:
         return "-"
-    return f"{per_call - overhead:.1f} µs (harness {overhead:.1f}, fixed {timing.get('checker_fixed_us') or 0:.0f})"
+    landing, beside = timing.get("landing") or {}, timing.get("reference_loop") or {}
+    land = (f" land {landing['per_call_us']:.1f} harness {beside.get('landing_harness_us') or 0:.1f}"
+            if landing.get("per_call_us") is not None else f" land - ({landing.get('unlanded')} unlanded)")
+    return f"{per_call - overhead:.1f} µs (harness {overhead:.1f}, fixed {timing.get('checker_fixed_us') or 0:.0f}){land}"
 
 
 def main(argv: list[str]) -> int:
@@ -118,6 +121,8 @@ def main(argv: list[str]) -> int:
                "overhead_us": timing.get("overhead_us"), "rse": timing.get("rse"), "label": timing.get("label"),
                "checker_us_per_call": timing.get("checker_us_per_call"), "checker_fixed_us": timing.get("checker_fixed_us"),
                "empty_pair_us": timing.get("empty_pair_us"), "graphed": timing.get("graphed"), "flush_us": timing.get("flush_us"),
+               "landing": timing.get("landing"), "reference_loop": timing.get("reference_loop"),
+               "graph_refused": timing.get("graph_refused"), "events_us": (timing.get("claimed") or timing).get("median_us"),
                "flags": [f.get("code") for f in result.get("flags") or []], "message": (result.get("message") or "")[:300],
                "ok": ok}
         rows.append(row)

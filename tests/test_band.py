@@ -44,8 +44,13 @@ def test_the_narrow_band_holds_a_forged_report_on_a_short_call_the_wide_one_let_
 
 
 class FakeLoop:
-    def __init__(self, walls, events):
-        self.walls, self.events, self.captured = walls, events, object()
+    def __init__(self, walls, events, landings=()):
+        self.walls, self.events, self.captured, self.landings = walls, events, object(), list(landings)
+
+    def landing_per_call_us(self):
+        from trialtui.runner.landing import landing_per_call_us
+
+        return landing_per_call_us(self.landings)
 
     def per_call_us(self):
         from trialtui.runner.batch_clock import checker_per_call_us
@@ -57,8 +62,9 @@ def test_the_yardstick_reads_the_harness_as_its_clock_less_the_references_own_ev
     yardstick = Yardstick.__new__(Yardstick)
     yardstick.loop, yardstick.usable, yardstick.pair_us = FakeLoop(walls(HARNESS_US + 8.0), [9.3] * 40), True, 1.3
     assert yardstick.harness_us() == pytest.approx(HARNESS_US)  # 68 µs a call less the reference's 9.3 - 1.3
-    assert yardstick.figures() == pytest.approx({"reference_events_us": 8.0, "reference_clock_us": HARNESS_US + 8.0,
-                                                 "harness_us": HARNESS_US})
+    assert yardstick.figures() == {**pytest.approx({"reference_events_us": 8.0, "reference_clock_us": HARNESS_US + 8.0,
+                                                    "harness_us": HARNESS_US}).expected,
+                                   "reference_landing_us": None, "landing_harness_us": None}
     yardstick.restart()
     assert yardstick.harness_us() is None and yardstick.figures() is None  # a loop timed again starts it afresh
     yardstick.usable = False

@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from trialtui.runner import fresh_inputs  # noqa: E402
+from trialtui.runner import fresh_inputs, landing  # noqa: E402
 from trialtui.runner.candidate_requests import CandidateFailed, Deadline  # noqa: E402
 from trialtui.runner.compare import close_at_once  # noqa: E402
 from trialtui.runner.timed_batch import Layout  # noqa: E402
@@ -140,8 +140,10 @@ class Link:
     def __init__(self, session):
         self.session = session
 
-    def request(self, op, payload=None, *, timeout_s, into="cpu", max_bytes=None, **msg):
+    def request(self, op, payload=None, *, timeout_s, into="cpu", max_bytes=None, meanwhile=None, **msg):
         reply, out = getattr(self.session, f"op_{op}")(msg, payload)
+        if meanwhile is not None:  # the op ran to its end here: whatever landed is seen now
+            meanwhile(lambda: True, time.monotonic() + timeout_s)
         return reply, out.clone() if isinstance(out, torch.Tensor) else out
 
 
@@ -232,8 +234,9 @@ class MemoOnPointer:
 FLUSH_WORDS = torch.randint(-2**31, 2**31, (40_000,), dtype=torch.int32)  # the checker's keyed flush (three programs)
 
 
-def timed(monkeypatch, forward, n=10, batches=3, candidate_flush=FLUSH_WORDS):
-    """`candidate_flush`: the words the candidate's loop flushes through (None: it skips the flush)."""
+def timed(monkeypatch, forward, n=10, batches=3, candidate_flush=FLUSH_WORDS, land=True):
+    """`candidate_flush`: the words the candidate's loop flushes through (None: it skips the flush); `land`: its
+    hashes land in the checker's pad (runner/landing.py)."""
     from trialtui.runner.candidate import Session
 
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
@@ -253,7 +256,9 @@ def timed(monkeypatch, forward, n=10, batches=3, candidate_flush=FLUSH_WORDS):
             raise CandidateFailed(f"{where} differs", state="incorrect")
 
     calls = TimedCalls(Link(session), Deadline(60), sets, lambda inputs: honest(inputs[0]), layout, judge, see=lambda r: None,
-                       flush_words=FLUSH_WORDS)
+                       flush_words=FLUSH_WORDS, keep=n)
+    session.landing = landing.slots_of(calls.pad.wire(), "cpu") if land else None
+    session.timed = calls
     for b in range(batches):
         batch = calls.batch(b * n, n)
         assert len(batch.samples) == n

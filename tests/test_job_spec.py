@@ -30,7 +30,7 @@ BEFORE_HELDOUT = {
 }
 BEFORE_PREPARED = {k: v for k, v in BEFORE.items() if k not in ("candidate", "given_baselines", "candidate_as")}
 RUNNER = Path(__file__).parents[1] / "trialtui" / "runner"
-BENCH_MODULES = ("bench_job.py", "prepared.py", "timed_phase.py", "heldout.py", "judging.py")
+BENCH_MODULES = ("bench_job.py", "prepared.py", "timed_phase.py", "cpu_timing.py", "heldout.py", "judging.py")
 
 
 @pytest.fixture

@@ -31,7 +31,9 @@ from trialtui.runner.job_progress import Progress, Splits
 from trialtui.runner.judging import higher_precision
 from trialtui.runner.prepared import Prepared, prepare, problem_key
 from trialtui.runner.tensors import nbytes
-from trialtui.runner.timed_phase import TimedPhase, cpu_timing, number, overhead_at, speedups
+from trialtui.runner.cpu_timing import cpu_timing
+from trialtui.runner.speedups import speedups
+from trialtui.runner.timed_phase import TimedPhase, number, overhead_at
 
 
 def _case_list(spec: BenchSpec, on_gpu: bool) -> list[dict[str, Any]]:

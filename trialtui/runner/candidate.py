@@ -115,6 +115,7 @@ class Session:
         self.runs = 0
         self.library_ops: set[str] = set()
         self.mapped = None  # the checker's ring, mapped here (runner/cuda_ipc.Mapped)
+        self.landing = None  # the checker's landing pad, mapped here (runner/landing.slots_of)
         self.eager_calls: list[Callable[[], Any]] = []
         self.captured = None  # the timed calls as CUDA graphs (runner/timed_batch.capture), where they could be captured
 
@@ -242,7 +243,8 @@ class Session:
 
         from trialtui.runner import library_split, timing
         from trialtui.runner.fresh_inputs import Refresher
-        from trialtui.runner.timed_batch import Layout, capture, run_batch
+        from trialtui.runner.landing import release, slots_of
+        from trialtui.runner.timed_batch import Layout, capture_landing, run_batch
 
         steps = Steps()
         self.bencher = timing.Bencher.of_words(payload.pop("flush_words", None))  # the checker's: the chain goes through them
@@ -261,6 +263,9 @@ class Session:
             self.ring = self.mapped.tensor
         else:
             self.ring = torch.empty(size, dtype=torch.uint8, device=self.device)
+        release(self.landing)  # each call's hash lands in the checker's pad too (runner/landing.py)
+        self.landing = slots_of(msg["landing"], self.device) if isinstance(msg.get("landing"), dict) else None
+        landing = self.landing[0] if self.landing else None
         steps.mark("ring")
         self.refresher = Refresher(self.input_sets, flush_words=self.bencher.flush)
         steps.mark("refresher")
@@ -279,20 +284,19 @@ class Session:
             torch.cuda.synchronize()
             self.eager_calls = self.calls  # the library split needs torch's functions called, not a replay
             # the loop once as it is, eagerly, a call on each set: every kernel of it built and loaded before capture
-            run_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring, 0, len(self.calls))
+            run_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring, 0, len(self.calls), landing=landing)
             steps.mark("warm_up")
-            self.captured, refused = None, None
-            try:  # each timed call's whole sequence a CUDA graph: the host's launches out of its events
-                self.captured = capture(self.calls, self.refresher, self.bencher, self.layout, self.ring, int(msg["keep"]))
-            except Exception as exc:  # noqa: BLE001 - a call that syncs the host, an unjoined stream: timed eagerly
-                refused = describe(exc)
-                torch.cuda.synchronize()
-                self.refresher.restore()
+            # each timed call's whole sequence a CUDA graph: the host's launches out of its events (else eagerly)
+            self.captured, kept, refused = capture_landing(self.calls, self.refresher, self.bencher, self.layout,
+                                                           self.ring, int(msg["keep"]), landing)
+            if kept is None and self.landing is not None:  # captured without the copy to host memory
+                release(self.landing)
+                self.landing = None
             if self.captured is None and msg.get("cuda_graph"):
                 self.calls = [timing.cuda_graph_call(c) for c in self.calls]
             steps.mark("capture")
         return {"launches": self.counter.count - before, "steps_s": steps.seconds, "graphed": self.captured is not None,
-                "graph_refused": refused, **self.facts()}, None  # at the timed size
+                "graph_refused": refused, "landing": self.landing is not None, **self.facts()}, None  # at the timed size
 
     def op_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         """One batch of timed calls (runner/timed_batch.py): before each, its inputs made new from the
@@ -309,7 +313,7 @@ class Session:
         steps = Steps()  # where a batch's fixed cost goes (phases_s: candidate.time.loop, .events)
         with torch.no_grad():
             pending, mismatch = run_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring, seed, n,
-                                          self.captured)
+                                          self.captured, self.landing[0] if self.landing else None)
         steps.mark("loop")
         samples = [a.elapsed_time(b) * 1000.0 for pairs in pending for a, b in pairs]
         steps.mark("events")

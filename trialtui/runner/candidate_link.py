@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from trialtui.core.prctl import drop_ptrace_now, prepare_candidate_child
 from trialtui.runner.candidate_requests import CandidateFailed
@@ -94,8 +94,10 @@ class CandidateProcess:
             self.op_s.setdefault("ready", 0.0)
 
     def request(self, op: str, payload: Any = None, *, timeout_s: float, into: str = "cpu",
-                max_bytes: int | None = None, **header: Any) -> tuple[dict[str, Any], Any]:
-        """Send one request and wait for its reply; failures become CandidateFailed with a clear message."""
+                max_bytes: int | None = None, meanwhile: Callable[[Callable[[], bool], float], None] | None = None,
+                **header: Any) -> tuple[dict[str, Any], Any]:
+        """Send one request and wait for its reply; failures become CandidateFailed with a clear message.
+        `meanwhile(answered, deadline)` runs once the request is sent, before the reply is read."""
         from trialtui.runner.wire import ChannelClosed, ChannelTimeout, WireError
 
         try:
@@ -103,6 +105,8 @@ class CandidateProcess:
             self.channel.send({"op": op, **header}, payload)
         except ChannelClosed:
             raise CandidateFailed(self._death(f"before {op}")) from None
+        if meanwhile is not None:
+            meanwhile(self.channel.readable, time.monotonic() + max(0.0, timeout_s))
         try:
             reply, out = self.channel.recv(device=into, max_bytes=max_bytes, deadline=time.monotonic() + max(0.0, timeout_s))
         except ChannelTimeout:

@@ -5,7 +5,7 @@ that starts the process imports runner/candidate_link.py."""
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 
 class CandidateFailed(Exception):
@@ -30,8 +30,10 @@ class CandidateLink(Protocol):
     def process(self) -> Running: ...
 
     def request(self, op: str, payload: Any = None, *, timeout_s: float, into: str = "cpu",
-                max_bytes: int | None = None, **header: Any) -> tuple[dict[str, Any], Any]:
-        """Send one request and wait for its reply; failures become CandidateFailed."""
+                max_bytes: int | None = None, meanwhile: Callable[[Callable[[], bool], float], None] | None = None,
+                **header: Any) -> tuple[dict[str, Any], Any]:
+        """Send one request and wait for its reply; failures become CandidateFailed. `meanwhile(answered,
+        deadline)`: run once the request is sent (the checker watches its landing pad: runner/landing.py)."""
         ...
 
 

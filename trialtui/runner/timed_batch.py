@@ -24,6 +24,7 @@ from typing import Any, Callable
 import torch
 
 from trialtui.runner.batch_clock import checker_per_call_us
+from trialtui.runner.landing import Pad, land, landing_per_call_us, release, slots_of
 from trialtui.runner.tensors import clone, map_tensors, tensors_of
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
@@ -124,12 +125,14 @@ class Layout:
 
 
 def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
-              seed: int, n: int, captured: Captured | None = None) -> tuple[list, str | None]:
+              seed: int, n: int, captured: Captured | None = None, landing: torch.Tensor | None = None,
+              launched: Callable[[], None] | None = None) -> tuple[list, str | None]:
     """The timed loop itself, the same code in the candidate's process and in the checker's measure of what
     it costs besides the calls: per call, its inputs made new from the batch's seed and the hash of the
     previous call's output (runner/fresh_inputs.py), an L2 flush (keyed, where the refresher has the
     checker's words: its fold enters the chain) and the call between two events, its output copied into its
-    slot and hashed for the next call's inputs.
+    slot and hashed for the next call's inputs, the hash copied into its `landing` slot (runner/landing.py:
+    the checker's clock per call, where it maps them). `launched`: called once every call is queued.
 
     Nothing in the loop waits on the host, and nothing waits for a fixed time: a wait the checker took off
     its clock would be time a rewritten loop could fill with work outside its events (issue 33: a
@@ -156,7 +159,11 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
             place = ring[i * slot:(i + 1) * slot]
             mismatch = mismatch or layout.pack(out[0], place)
             layout.hash_into(place, hashes, i, refresher.digest)
+            if landing is not None:
+                land(landing, hashes, i)
             del out
+    if launched is not None:
+        launched()
     refresher.restore()
     if ring.device.type == "cuda":
         torch.cuda.synchronize()
@@ -175,7 +182,7 @@ class Captured:
 
 
 def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
-            n: int) -> Captured:
+            n: int, landing: torch.Tensor | None = None) -> Captured:
     """Capture the loop of `run_batch` (it raises where a call cannot be captured: a host sync, a stream it
     does not join; or where this torch cannot time events a graph records). Every call was warmed up
     before, and the loop run once eagerly: nothing is compiled, autotuned or loaded while capturing."""
@@ -200,6 +207,8 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
                 end.record()
                 mismatch = mismatch or layout.pack(out, place)
                 layout.hash_into(place, hashes, i, refresher.digest)
+                if landing is not None:
+                    land(landing, hashes, i)
                 del out
             finally:
                 graph.capture_end()
@@ -212,6 +221,21 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
     torch.cuda.synchronize()
     pairs[0][0].elapsed_time(pairs[0][1])
     return Captured(graphs, pairs, hashes, mismatch)
+
+
+def capture_landing(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
+                    n: int, landing: torch.Tensor | None) -> tuple[Captured | None, torch.Tensor | None, str | None]:
+    """`capture` with the hashes landing, else without (a torch that cannot capture the copy to host memory),
+    else none: (the graphs, the landing slots they write, what each refused attempt raised)."""
+    refused: list[str] = []
+    for slots in ((landing, None) if landing is not None else (None,)):
+        try:
+            return capture(calls, refresher, bencher, layout, ring, n, slots), slots, "; ".join(refused) or None
+        except Exception as exc:  # noqa: BLE001 - a call that syncs the host, an unjoined stream: timed eagerly
+            refused.append(f"{type(exc).__name__}: {exc}"[:300])
+            torch.cuda.synchronize()
+            refresher.restore()
+    return None, landing, "; ".join(refused)
 
 
 # -- the loop in the checker's own process -----------------------------------------------------------
@@ -242,24 +266,35 @@ class CheckerLoop:
         self.ring = ring if ring is not None else torch.empty(largest * layout.slot_bytes, dtype=torch.uint8, device="cuda")
         self.walls: list[tuple[float, int, list[float]]] = []
         self.events: list[float] = []
+        self.landings: list[tuple[float, int]] = []  # (µs from the batch's start to its last hash's landing, n)
         self.draws = random.Random(random.SystemRandom().getrandbits(62))
+        self.pad = Pad(largest)  # the loop's hashes land here as the candidate's land in the checker's pad
+        self.slots = slots_of(self.pad.wire(), "cuda")
+        self.pad.unlink()
+        landing = self.slots[0] if self.slots else None
         with torch.no_grad():
-            run_batch(self.calls, self.refresher, bencher, layout, self.ring, 1, len(self.calls))  # every kernel built, eagerly
+            run_batch(self.calls, self.refresher, bencher, layout, self.ring, 1, len(self.calls), landing=landing)  # every kernel built, eagerly
             self.captured = None
             if graphed:
-                try:
-                    self.captured = capture(self.calls, self.refresher, bencher, layout, self.ring, largest)
-                except Exception:  # noqa: BLE001 - where this process cannot capture it: the eager loop
-                    torch.cuda.synchronize()
-                    self.refresher.restore()
+                self.captured, kept, _ = capture_landing(self.calls, self.refresher, bencher, layout, self.ring, largest,
+                                                         landing)
+                if kept is None:
+                    release(self.slots)
+                    self.slots = None
 
     def batch(self, n: int) -> None:
         """One batch of n calls, clocked as the checker clocks the candidate's: from the start until the
         events are read (the candidate's process reads them before it answers) and the outputs copied."""
+        self.pad.arm(n)
+        t0_ns = time.perf_counter_ns()
         t0 = time.perf_counter()
+        watch = (lambda: self.pad.watch(lambda: False, time.monotonic() + 60.0)) if self.slots else None
         with torch.no_grad():
             pending, _ = run_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring,
-                                   self.draws.getrandbits(62), n, self.captured)
+                                   self.draws.getrandbits(62), n, self.captured, self.slots[0] if self.slots else None,
+                                   launched=watch)
+        if self.pad.seen is not None:  # its own loop: the value needs no check
+            self.landings.append(((self.pad.seen[0] - t0_ns) / 1000.0, n))
         events = [a.elapsed_time(b) * 1000.0 for pairs in pending for a, b in pairs]
         self.ring[:n * self.layout.slot_bytes].clone()  # as the checker copies the candidate's ring
         torch.cuda.synchronize()
@@ -269,8 +304,14 @@ class CheckerLoop:
     def per_call_us(self) -> float | None:
         return checker_per_call_us(self.walls)
 
+    def landing_per_call_us(self) -> float | None:
+        return landing_per_call_us(self.landings)
+
     def close(self) -> None:
         del self.refresher, self.calls, self.ring, self.captured
+        release(self.slots)
+        self.slots = None
+        self.pad.close()
 
 
 def harness_overhead_us(refresher: Any, reference: Callable[[Any], Any], layout: Layout, bencher: Any,
@@ -312,7 +353,7 @@ class Yardstick:
 
     def restart(self) -> None:
         """A loop timed again: the yardstick's batches are those beside the kept attempt's only."""
-        self.loop.walls, self.loop.events = [], []
+        self.loop.walls, self.loop.events, self.loop.landings = [], [], []
 
     def harness_us(self) -> float | None:
         """The clock's per-call figure less the reference's own events: the harness's cost beside the
@@ -322,13 +363,21 @@ class Yardstick:
             return None
         return per_call - (statistics.median(self.loop.events) - self.pair_us)
 
-    def figures(self) -> dict[str, float] | None:
-        """What the result shows of it: the reference's events and clock per call in the candidate's loop."""
+    def landing_harness_us(self) -> float | None:
+        """The same on the landing clock (runner/landing.py): its per-call figure less the reference's events."""
+        per_call = self.loop.landing_per_call_us() if self.usable else None
+        if per_call is None or not self.loop.events:
+            return None
+        return per_call - (statistics.median(self.loop.events) - self.pair_us)
+
+    def figures(self) -> dict[str, float | None] | None:
+        """What the result shows of it: the reference's events and clocks per call in the candidate's loop."""
         harness = self.harness_us()
         if harness is None:
             return None
         per_call = self.loop.per_call_us() or 0.0
-        return {"reference_events_us": per_call - harness, "reference_clock_us": per_call, "harness_us": harness}
+        return {"reference_events_us": per_call - harness, "reference_clock_us": per_call, "harness_us": harness,
+                "reference_landing_us": self.loop.landing_per_call_us(), "landing_harness_us": self.landing_harness_us()}
 
     def close(self) -> None:
         self.loop.close()

@@ -24,19 +24,16 @@ from typing import Any, Callable
 import torch
 
 from trialtui.core.job_spec import BenchSpec
-from trialtui.core.result import CPU_TIMING_LABEL, flag
-from trialtui.runner import batch_clock, cuda_ipc, fresh_inputs, timed_work
+from trialtui.core.result import flag
+from trialtui.runner import batch_clock, cuda_ipc, fresh_inputs, landing, timed_work
 from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
 from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
 from trialtui.runner.tensors import clone, nbytes
 from trialtui.runner.timed_batch import KEEP_BYTES, Layout, Yardstick, harness_overhead_us
-from trialtui.runner.timing import CONFIRM_SLACK_US, WIDE, Band
+from trialtui.runner.timing import WIDE, Band
 
-SUSPICIOUS_SPEEDUP = 10.0
 LIBRARY_SHARE = 0.5  # the candidate's own kernels did less of the timed calls' GPU time than this: `fallback`
-# On the CPU one request holds the three calls and its reply: the samples stand unless under a tenth of the checker's figure (a busy machine stretches the reply, never the calls).
-CPU_BAND = Band(CONFIRM_SLACK_US, 0.9)
 
 
 # judge(expected, output, inputs, where) raises CandidateFailed("...", state="incorrect") on a wrong output
@@ -50,6 +47,7 @@ class Batch:
     start: int  # index of its first call among all timed calls
     samples: list[float]  # the candidate's own event times per call, µs: claims
     wall_us: float  # the checker's clock from the request until every output was copied here
+    landed_us: float | None = None  # from the request until the last output's hash landed here (runner/landing.py)
 
 
 @dataclass
@@ -69,9 +67,13 @@ class TimedCalls:
     rebuilt: fresh_inputs.Refresher = field(init=False)  # the checker's own copies, made new call by call
     stages: dict[str, float] = field(default_factory=lambda: {"request": 0.0, "copy": 0.0})  # seconds, all batches
     shared: cuda_ipc.Isolated | None = field(init=False, default=None)  # the ring, where it can be shared
+    pad: landing.Pad = field(init=False)  # where each call's hash lands as the candidate's loop makes it
+    landings: list[tuple[float, int]] = field(default_factory=list)  # (µs from the request, n) per batch
+    unlanded: int = 0  # batches the candidate's process said it would land and did not (or not its hash)
 
     def __post_init__(self) -> None:
         self.rebuilt = fresh_inputs.Refresher([clone(s) for s in self.sets])
+        self.pad = landing.Pad(self.keep)
         if cuda_ipc.available():
             try:
                 self.shared = cuda_ipc.Isolated.empty(self.keep * self.layout.slot_bytes)
@@ -91,13 +93,17 @@ class TimedCalls:
         if self.shared is not None:
             self.shared.free()
             self.shared = None
+        self.pad.close()
 
     def batch(self, start: int, n: int) -> Batch:
         seed = self.draws.getrandbits(62)  # drawn here, per batch: told to the candidate's process with the request
         size = n * self.layout.slot_bytes
+        self.pad.arm(n)
+        t0_ns = time.perf_counter_ns()
         t0 = time.perf_counter()
         reply, ring = self.link.request("time", timeout_s=self.deadline.left(), into="cuda", start=start, n=n,
-                                        seed=seed, max_bytes=(0 if self.shared else size) + 2**20)
+                                        seed=seed, max_bytes=(0 if self.shared else size) + 2**20,
+                                        meanwhile=self.pad.watch)
         t1 = time.perf_counter()
         if self.shared is not None:  # the candidate's process wrote into our ring: ours alone from this copy on
             ring = self.shared.view()[:size].clone()  # whatever the reply carried is not looked at
@@ -127,7 +133,12 @@ class TimedCalls:
         for call in range(n):
             self.check(start, call, seed, ring, hashes)
         del ring
-        return Batch(start, [float(x) for x in samples], wall_us)
+        landed_us = self.pad.landed_us(t0_ns, landing.as_word(hashes[n - 1]))
+        if landed_us is not None:
+            self.landings.append((landed_us, n))
+        else:
+            self.unlanded += 1
+        return Batch(start, [float(x) for x in samples], wall_us, landed_us)
 
     def check(self, start: int, call: int, seed: int, ring: torch.Tensor, hashes: torch.Tensor) -> None:
         which = call % len(self.sets)
@@ -208,6 +219,7 @@ class TimedPhase:
     yardstick: Any = None  # runner/timed_batch.Yardstick: the reference's batches beside the candidate's
     reference_loop: dict[str, float] | None = None  # what it measured (Yardstick.figures)
     band: Band = WIDE  # the confirmation band: timing.NARROW where the harness's cost was measured beside
+    landing: dict[str, Any] | None = None  # the landing clock's figures (runner/landing.py)
 
     @classmethod
     def of(cls, checker: Any, device: Any, own_kernels: bool) -> TimedPhase:
@@ -260,7 +272,8 @@ class TimedPhase:
                                    "flush_words": self.bencher.flush}  # a copy crosses: its loop flushes through it
         reply, _ = self.link.request("prepare_timing", payload, timeout_s=self.deadline.left(), into="cuda",
                                      cuda_graph=self.spec.cuda_graph, layout=setup.layout.to_wire(),
-                                     keep=setup.batches[-1], ring=timed.ring_wire)
+                                     keep=setup.batches[-1], ring=timed.ring_wire, landing=timed.pad.wire())
+        timed.pad.unlink()  # mapped there by now, or never
         self.splits.mark("timing.prepare_candidate")
         self.facts.see(reply)
         self.prepared_reply = reply
@@ -323,6 +336,7 @@ class TimedPhase:
         for attempt in range(2):  # a disturbed loop is timed again once; disturbed twice, it is flagged
             phase = "timing" if attempt == 0 else "timing_again"  # the TUI shows "timing again 40 runs"
             attempt_walls.clear()
+            timed.landings.clear()
             if self.yardstick:
                 self.yardstick.restart()
             samples, walls = timing.time_alternating(
@@ -344,6 +358,8 @@ class TimedPhase:
         if self.yardstick:
             self.reference_loop = self.yardstick.figures()
             self.yardstick.close()
+        self.landing = {"per_call_us": landing.landing_per_call_us(timed.landings), "batches": len(timed.landings),
+                        "unlanded": timed.unlanded, "accepted": self.prepared_reply.get("landing") is True}
         if beside is not None:  # measured beside the candidate's batches: the narrow band
             self.overhead_us, self.band = beside, timing.NARROW
         self.splits.mark("timing.loop")
@@ -377,6 +393,7 @@ class TimedPhase:
         cand = timing.confirmed_stats(claimed, walls, overhead_us, self.band)
         cand["confirm_band"] = {"slack_us": self.band.slack_us, "tol": self.band.tol}
         cand["reference_loop"] = self.reference_loop  # the harness's cost beside it, on the reference's own call
+        cand["landing"] = self.landing  # the clock from each request to its last hash's landing, per call
         cand["kernel_us"] = None  # kept in the result format; CUPTI kernel time is `trialtui profile`'s, where the candidate has no say
         cand["host_wall_us"] = number(reply.get("host_wall_us"))
         cand["cuda_graph"] = self.spec.cuda_graph
@@ -445,56 +462,3 @@ def number(value: Any) -> float | None:
 
 def _bind(fn, inputs):
     return lambda: fn(inputs)
-
-
-def speedups(cand: dict[str, Any], baselines: dict[str, dict[str, Any]]) -> tuple[dict[str, float], list[dict]]:
-    """Speedup per baseline; a tie inside the measured noise band and a >10x win are flagged."""
-    result: dict[str, float] = {}
-    flags = []
-    for kind, base in baselines.items():
-        ratio = base["median_us"] / cand["median_us"]
-        result[kind] = ratio
-        noise = 2 * ((cand.get("rse") or 0) ** 2 + (base.get("rse") or 0) ** 2) ** 0.5
-        band = max(noise, _iqr_band(cand), _iqr_band(base))
-        if abs(ratio - 1) <= band:
-            flags.append(flag("tie", f"vs {kind}: {ratio:.3f}× is inside the noise band ±{band:.1%}: a tie"))
-        if ratio > SUSPICIOUS_SPEEDUP:
-            flags.append(flag("suspicious", f"vs {kind}: {ratio:.1f}× is above {SUSPICIOUS_SPEEDUP:g}×: suspicious, verify"))
-    return result, flags
-
-
-def _iqr_band(stats: dict[str, Any]) -> float:
-    """Half the p20–p80 spread relative to the median."""
-    median = stats.get("median_us") or 0
-    if not median or stats.get("p20_us") is None:
-        return 0.0
-    return (stats["p80_us"] - stats["p20_us"]) / 2 / median
-
-
-def cpu_timing(spec: BenchSpec, reference, link: CandidateLink, case, deadline, facts) -> dict[str, Any]:
-    """Three host-timed calls in the candidate's process: a CPU figure, labelled as such, never a GPU number.
-
-    Its samples are claims: they stand only where the checker's own clock around the request bears
-    them out (runner/timing.py, confirmed_stats); the timed calls' outputs are checked.
-    """
-    from trialtui.runner.timing import confirmed_stats, summarize
-
-    inputs = reference.make_inputs(case, 0)
-    call = reference.call(case, 0)
-    with torch.no_grad():
-        expected = call.fn(clone(inputs))
-    payload: dict[str, Any] = {"inputs": inputs, "seed": 0, **call.payload}
-    reply, _ = link.request("cpu_prepare", payload, timeout_s=deadline.left())
-    facts.see(reply)
-    t0 = time.perf_counter()
-    reply, outputs = link.request("cpu_time", timeout_s=deadline.left(), max_bytes=2 * 64 * nbytes(expected) + 2**20)
-    wall_us = (time.perf_counter() - t0) * 1e6
-    facts.see(reply)
-    if not isinstance(outputs, list) or len(outputs) != 3:
-        raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
-    for where, output in zip(("timed call 1", "timed call 2", "timed call 3"), outputs):
-        check_timed(spec, reference, expected, output, inputs, lambda: timing_truth(reference, call, inputs), where)
-    samples = [float(x) for x in reply.get("samples") or [] if isinstance(x, (int, float)) and x >= 0][:3] or [0.0]
-    stats = confirmed_stats(summarize(samples), [(wall_us, len(samples), samples)], 0.0, CPU_BAND)
-    return {**stats, "kernel_us": None, "label": CPU_TIMING_LABEL}
-

@@ -98,6 +98,10 @@ class Channel:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line + b"\n"
 
+    def readable(self) -> bool:
+        """Something to read now (a line begun, or bytes waiting): the other side has answered."""
+        return bool(self._buffer) or bool(select.select([self._fd], [], [], 0)[0])
+
     def send(self, header: dict[str, Any], payload: Any = None) -> None:
         tensors: list[dict[str, Any]] = []
         started = time.perf_counter()

@@ -1,0 +1,151 @@
+"""A timed batch's last output hash landing in host memory the checker watches: a clock per call with no
+reply in it.
+
+The checker's clock around a batch (runner/batch_clock.py) runs from the request until the outputs are in
+its memory. Its fixed cost (the reply, the ring's copy: 1-1.7 ms a batch on the H200) varies by more than a
+short call lasts, and the candidate's process decides when it answers, so a slope over two batch sizes can
+be tilted (tests/exploits/gemm_short_bf16/tilts_the_slope.py). Here the timed loop also writes each call's
+output hash (runner/fresh_inputs.digest: the next call's input is drawn from it) into a slot of host memory
+the checker maps too (`Pad`), and the checker watches the batch's last slot from the moment it sent the
+request. That hash cannot land before the last output exists, and the last output cannot exist before every
+output ahead of it (each call's input comes from the previous output's hash). So the time from the request
+to the landing holds the whole batch's work and only the request's way in besides: no reply, no copy, no
+second batch size. Landing late only adds; a value that is not the hash the checker computes from the
+output it judges is no landing at all.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import random
+import tempfile
+import time
+from typing import Any, Callable
+
+SLOT_BYTES = 8  # one call's hash: two int32 words (runner/fresh_inputs.new_hashes)
+POLLS_PER_LOOK = 256  # reads of the slot between looks at the reply channel and the deadline
+
+
+class Pad:
+    """The host memory the timed loop's hashes land in, mapped from a file both processes open; the
+    checker's side arms a batch's last slot and watches it."""
+
+    def __init__(self, slots: int) -> None:
+        folder = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+        fd, self.path = tempfile.mkstemp(prefix="trialtui-landing-", dir=folder)
+        try:
+            size = -(-max(1, slots) * SLOT_BYTES // mmap.PAGESIZE) * mmap.PAGESIZE
+            os.ftruncate(fd, size)
+            self.map = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        self.slots = slots
+        self.words = memoryview(self.map).cast("Q")
+        self.armed: tuple[int, int] | None = None
+        self.seen: tuple[int, int] | None = None  # (perf_counter_ns, value) of the armed slot's landing
+
+    def wire(self) -> dict[str, Any]:
+        return {"path": self.path, "slots": self.slots}
+
+    def unlink(self) -> None:
+        """Once the other side has mapped it: the file goes, the mappings stay."""
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def arm(self, n: int) -> None:
+        """Batch of n calls: its last slot holds a value drawn now, so a landing is any other value."""
+        sentinel = random.SystemRandom().getrandbits(64)
+        self.words[n - 1] = sentinel
+        self.armed, self.seen = (n - 1, sentinel), None
+
+    def watch(self, answered: Callable[[], bool], deadline: float) -> None:
+        """Read the armed slot until it changes (`seen`), the other side answers or the deadline passes.
+        In the thread that waits anyway: nothing else here needs the interpreter meanwhile."""
+        assert self.armed is not None
+        slot, sentinel = self.armed
+        words, clock = self.words, time.perf_counter_ns
+        while True:
+            for _ in range(POLLS_PER_LOOK):
+                if words[slot] != sentinel:
+                    self.seen = (clock(), words[slot])
+                    return
+            if answered() or time.monotonic() > deadline:
+                if words[slot] != sentinel:  # landed while we looked away: seen now, later than it was
+                    self.seen = (clock(), words[slot])
+                return
+
+    def landed_us(self, since_ns: int, expected: int) -> float | None:
+        """µs from `since_ns` to the landing of `expected` (the last output's hash as the checker computes
+        it); None where nothing landed or what landed is not that hash."""
+        if self.seen is None or self.seen[1] != expected:
+            return None
+        return max(0.0, (self.seen[0] - since_ns) / 1000.0)
+
+    def close(self) -> None:
+        self.unlink()
+        self.words.release()
+        self.map.close()
+
+
+def as_word(pair: Any) -> int:
+    """A call's hash (two int32 words, a tensor) as the slot's unsigned 64-bit value."""
+    return int.from_bytes(pair.detach().to("cpu").contiguous().numpy().tobytes(), "little")
+
+
+def slots_of(wire: Any, device: Any) -> tuple[Any, Any] | None:
+    """The candidate's process's (or the checker's own loop's) view of a pad: an int32 tensor (slots, 2)
+    over the mapped file, registered with CUDA where the loop runs there so a copy from the GPU lands in it
+    as the stream reaches it. (tensor, the mapping to keep open); None where it cannot be mapped."""
+    import torch
+
+    try:
+        path, slots = str(wire["path"]), int(wire["slots"])
+        with open(path, "r+b") as fh:
+            mapped = mmap.mmap(fh.fileno(), 0)
+    except (KeyError, TypeError, ValueError, OSError):
+        return None
+    if len(mapped) < slots * SLOT_BYTES or slots < 1:
+        mapped.close()
+        return None
+    tensor = torch.frombuffer(mapped, dtype=torch.int32, count=2 * slots).view(slots, 2)
+    if torch.device(device).type == "cuda":
+        code = torch.cuda.cudart().cudaHostRegister(tensor.data_ptr(), slots * SLOT_BYTES, 0)
+        if int(code) != 0:
+            del tensor
+            mapped.close()
+            return None
+    return tensor, mapped
+
+
+def release(slots: tuple[Any, Any] | None) -> None:
+    """Unregister and unmap what `slots_of` made."""
+    if slots is None:
+        return
+    import torch
+
+    tensor, mapped = slots
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaHostUnregister(tensor.data_ptr())
+    del tensor
+    try:
+        mapped.close()
+    except BufferError:  # a view of it is still alive somewhere: the process's exit unmaps it
+        pass
+
+
+def land(slots: Any, hashes: Any, call: int) -> None:
+    """Queue call `call`'s hash into its slot (on the GPU's stream: it lands once the hash is made)."""
+    slots[call].copy_(hashes[call], non_blocking=hashes.is_cuda)
+
+
+def landing_per_call_us(landings: list[tuple[float, int]]) -> float | None:
+    """The clock per call: the largest batches' fastest landing over their calls. Every batch does the
+    whole work of its calls, and what lengthens one (the request's way in, the host descheduled) only adds."""
+    if not landings:
+        return None
+    largest = max(n for _, n in landings)
+    return min(us for us, n in landings if n == largest) / largest

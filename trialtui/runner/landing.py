@@ -112,8 +112,11 @@ def slots_of(wire: Any, device: Any) -> tuple[Any, Any] | None:
         return None
     tensor = torch.frombuffer(mapped, dtype=torch.int32, count=2 * slots).view(slots, 2)
     if torch.device(device).type == "cuda":
-        code = torch.cuda.cudart().cudaHostRegister(tensor.data_ptr(), slots * SLOT_BYTES, 0)
-        if int(code) != 0:
+        try:
+            registered = int(torch.cuda.cudart().cudaHostRegister(tensor.data_ptr(), slots * SLOT_BYTES, 0)) == 0
+        except Exception:  # noqa: BLE001 - a torch without the binding: no landing, the reply's clock alone
+            registered = False
+        if not registered:
             del tensor
             mapped.close()
             return None

@@ -61,6 +61,7 @@ class FakeLoop:
 def test_the_yardstick_reads_the_harness_as_its_clock_less_the_references_own_events():
     yardstick = Yardstick.__new__(Yardstick)
     yardstick.loop, yardstick.usable, yardstick.pair_us = FakeLoop(walls(HARNESS_US + 8.0), [9.3] * 40), True, 1.3
+    yardstick.landed = False
     assert yardstick.harness_us() == pytest.approx(HARNESS_US)  # 68 µs a call less the reference's 9.3 - 1.3
     assert yardstick.figures() == {**pytest.approx({"reference_events_us": 8.0, "reference_clock_us": HARNESS_US + 8.0,
                                                     "harness_us": HARNESS_US}).expected,
@@ -99,7 +100,7 @@ def test_the_reference_runs_beside_only_calls_the_checker_clocks_short(monkeypat
     monkeypatch.setattr(timed_phase, "checker_copies", lambda sets, bencher: ("copies", sets))
     setup = SimpleNamespace(sets=["set"], ref_call=SimpleNamespace(fn=len), layout="layout", batches=(25, 100))
     usable = True
-    assert isinstance(phase(HARNESS_US)._yardstick(setup, 1.3), Built) and made[-1][-2:] == (True, 1.3)
+    assert isinstance(phase(HARNESS_US)._yardstick(setup, 1.3), Built) and made[-1][-3:] == (True, 1.3, False)
     usable = False
     assert phase(HARNESS_US)._yardstick(setup, 1.3) is False  # a reference it cannot loop: the wide band
 
@@ -115,11 +116,28 @@ def test_a_yardstick_started_late_completes_its_batches():
     assert len(yardstick.loop.walls) == 4
 
 
-def test_an_open_class_is_measured_not_held():
+def test_an_open_class_is_measured_not_held_and_the_tilt_is_held_now(tmp_path):
     path = Path(__file__).resolve().parent.parent / "benches" / "gpu_exploits.py"
     spec = importlib.util.spec_from_file_location("gpu_exploits", path)
     gpu_exploits = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gpu_exploits)
-    tilt = gpu_exploits.expectation(gpu_exploits.CORPUS / "gemm_short_bf16" / "tilts_the_slope.py")
-    assert tilt["state"] == "correct" and tilt["open"] and "round trip" in tilt["open"]
-    assert gpu_exploits.expectation(gpu_exploits.CORPUS / "gemm_short_bf16" / "starts_late.py")["open"] is None
+    opened = tmp_path / "opened.py"
+    opened.write_text("# gpu-expect: correct\n# open: a class docs/SECURITY.md names as not covered\n")
+    assert gpu_exploits.expectation(opened)["open"] == "a class docs/SECURITY.md names as not covered"
+    for name in ("tilts_the_slope.py", "starts_late.py"):  # the landing clock has no reply and no slope to tilt
+        want = gpu_exploits.expectation(gpu_exploits.CORPUS / "gemm_short_bf16" / name)
+        assert want["state"] == "correct" and want["open"] is None
+
+
+def test_the_landing_clock_confirms_a_claim_within_its_band_and_no_further():
+    """Batches started on the checker's go (runner/go_gate.py): each landing is the calls' work and the harness's,
+    with no reply in it; honest events stand, a claim under the band's edge gets the landing clock's figures."""
+    landings = [(100 * (HARNESS_US + 11.4), 100), (25 * (HARNESS_US + 11.6), 25), (100 * (HARNESS_US + 11.9), 100)]
+    honest = timing.landed_stats({"median_us": 11.2}, landings, HARNESS_US)
+    assert honest["confirmed"] and honest["median_us"] == 11.2
+    edge = timing.LANDED.edge(11.4)
+    assert timing.landed_stats({"median_us": edge + 0.01}, landings, HARNESS_US)["confirmed"]
+    forged = timing.landed_stats({"median_us": edge - 0.01}, landings, HARNESS_US)
+    assert not forged["confirmed"] and forged["claimed"]["median_us"] == pytest.approx(edge - 0.01)
+    assert forged["median_us"] == pytest.approx(11.6)  # its batches' own figures, less the harness
+    assert 1 / (edge / 11.4) < 1.3  # a forged report gains under 1.3x on an 11 µs call

@@ -6,6 +6,7 @@ that hash, or a landing it did not see."""
 from __future__ import annotations
 
 import subprocess
+import threading
 import sys
 import textwrap
 import time
@@ -94,14 +95,19 @@ def test_the_armed_slot_holds_a_value_drawn_per_batch():
 
 def test_the_loop_lands_each_calls_hash_in_the_slot_the_checker_reads_as_one_word():
     pad = landing.Pad(3)
-    slots = landing.slots_of(pad.wire(), "cpu")
+    view = landing.slots_of(pad.wire(), "cpu")
     try:
         hashes = torch.tensor([[1, 2], [-3, 4], [5, -6]], dtype=torch.int32)
         for call in range(3):
-            landing.land(slots[0], hashes, call)
+            landing.land(view.slots, hashes, call)
         assert [pad.words[i] for i in range(3)] == [landing.as_word(hashes[i]) for i in range(3)]
+        pad.arm(3)
+        started = pad.go(2026)
+        assert int(view.go[0]) == 2026 and started <= time.perf_counter_ns()  # the go word, as the gate reads it
+        pad.arm(3)
+        assert int(view.go[0]) == 0  # shut again for the next batch
     finally:
-        landing.release(slots)
+        landing.release(view)
         pad.close()
 
 
@@ -141,3 +147,115 @@ def test_the_checker_counts_a_landing_only_where_the_candidates_loop_landed_its_
     assert session.timed.landings == [] and session.timed.unlanded == 2
     with pytest.raises(CandidateFailed):  # and a wrong output is still a wrong output
         timed(monkeypatch, lambda x: honest(x) + 1, n=10, batches=1)
+
+
+class ThreadedLink:
+    """The checker's link into a candidate.Session in this process, each op in a thread of its own so that
+    `meanwhile` runs while it does, as it does beside a real process."""
+
+    def __init__(self, session):
+        self.session = session
+
+    def request(self, op, payload=None, *, timeout_s, into="cpu", max_bytes=None, meanwhile=None, **msg):
+        box = {}
+
+        def run():
+            try:
+                box["reply"] = getattr(self.session, f"op_{op}")(msg, payload)
+            except Exception as exc:  # noqa: BLE001 - raised where the checker would see it
+                box["error"] = exc
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        if meanwhile is not None:
+            meanwhile(lambda: not worker.is_alive(), time.monotonic() + timeout_s)
+        worker.join()
+        if "error" in box:
+            raise CandidateFailed(str(box["error"]))
+        reply, out = box["reply"]
+        return reply, out.clone() if isinstance(out, torch.Tensor) else out
+
+
+class HostGate:
+    """runner/go_gate.Gate on the CPU: the loop here is synchronous, so its wait is the host's."""
+
+    def __init__(self, view, ignores_go=False, writes_go=None):
+        self.view, self.ignores_go, self.writes_go = view, ignores_go, writes_go
+
+    def wait(self, seed):
+        if self.writes_go is not None:  # a candidate that opens the gate itself, with a seed of its choosing
+            self.view.go[0] = self.writes_go
+        deadline = time.monotonic() + 10
+        while not self.ignores_go and int(self.view.go[0]) == 0 and time.monotonic() < deadline:
+            time.sleep(1e-4)
+        seed.fill_(int(self.view.go[0]))
+
+
+def gated(monkeypatch, forward, n=8, batches=2, **gate):
+    """tests/test_fresh_inputs.timed with every batch queued behind a gate and started on the checker's go."""
+    from tests.test_fresh_inputs import FLUSH_WORDS, FakeBencher, honest
+
+    from trialtui.runner import fresh_inputs, timed_phase
+    from trialtui.runner.candidate import Session
+    from trialtui.runner.candidate_requests import Deadline
+    from trialtui.runner.compare import close_at_once
+    from trialtui.runner.timed_batch import Layout
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(timed_phase, "GO_STALL_S", 0.05)  # the CPU's gate waits on the host: the go is written unasked
+    sets = [[torch.randn(8, 64)], [torch.randn(8, 64)]]
+    layout = Layout.of_output(honest(sets[0][0]))
+    session = Session(channel=None)
+    session.input_sets = [[t.clone() for t in s] for s in sets]
+    session.calls = [(lambda inputs=inputs: forward(inputs[0])) for inputs in session.input_sets]
+    session.bencher, session.layout = FakeBencher(), layout
+    session.ring = torch.empty(n * layout.slot_bytes, dtype=torch.uint8)
+    session.refresher = fresh_inputs.Refresher(session.input_sets, flush_words=FLUSH_WORDS)
+    monkeypatch.setattr(session, "facts", lambda scan=False: {})
+
+    def judge(expected, output, inputs, where):
+        if not close_at_once(expected, output, 1e-5, 1e-5):
+            raise CandidateFailed(f"{where} differs", state="incorrect")
+
+    calls = timed_phase.TimedCalls(ThreadedLink(session), Deadline(60), sets, lambda inputs: honest(inputs[0]), layout,
+                                   judge, see=lambda r: None, flush_words=FLUSH_WORDS, keep=n)
+    calls.gated = True
+    session.landing = landing.slots_of(calls.pad.wire(), "cpu")
+    session.gate = HostGate(session.landing, **gate)
+    for b in range(batches):
+        calls.batch(b * n, n)
+    return calls
+
+
+def test_a_gated_batch_takes_its_seed_from_the_go_and_its_clock_from_then_to_the_landing(monkeypatch):
+    from tests.test_fresh_inputs import honest
+
+    calls = gated(monkeypatch, honest)
+    assert [n for _, n in calls.landings] == [8, 8] and calls.unlanded == 0
+    assert all(0 <= us < 5e6 for us, _ in calls.landings)
+
+
+@pytest.mark.parametrize("gate", [{"ignores_go": True}, {"writes_go": 12345}], ids=["starts-before-the-go", "opens-its-own-gate"])
+def test_a_batch_started_before_the_checkers_go_is_incorrect(monkeypatch, gate):
+    """No input exists before the seed the go carries: a loop that starts without it (or with a seed of its
+    own) computes every call on inputs the checker never drew."""
+    from tests.test_fresh_inputs import honest
+
+    with pytest.raises(CandidateFailed) as caught:
+        gated(monkeypatch, honest, **gate)
+    assert caught.value.state == "incorrect"
+
+
+def test_the_gate_kernel_compiles_for_hopper_and_polls_the_go_word(monkeypatch):
+    triton = pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+
+    from trialtui.runner import go_gate
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    kernel = go_gate._compile.__wrapped__()
+    source = triton.compiler.ASTSource(fn=kernel, signature={"go_ptr": "*i64", "seed_ptr": "*i64", "limit_ns": "i64"},
+                                       constexprs={})
+    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    assert "ld.volatile.global" in ptx and "bra" in ptx  # read again and again until the go
+    assert ptx.count("%globaltimer") >= 2  # and given up on after LIMIT_NS

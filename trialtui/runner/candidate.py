@@ -17,7 +17,8 @@ from typing import Any, Callable
 from trialtui.runner.candidate_errors import describe
 
 RAISED_UNDER_RECORDER = "(the call raised under the op recorder)"
-OPS = ("ready", "load", "run", "prepare_timing", "time", "kernel_time", "cpu_prepare", "cpu_time", "peak")
+OPS = ("ready", "load", "run", "prepare_timing", "time", "time_gated", "time_done", "kernel_time", "cpu_prepare", "cpu_time",
+       "peak")
 
 
 class LaunchCounter:
@@ -116,6 +117,8 @@ class Session:
         self.library_ops: set[str] = set()
         self.mapped = None  # the checker's ring, mapped here (runner/cuda_ipc.Mapped)
         self.landing = None  # the checker's landing pad, mapped here (runner/landing.slots_of)
+        self.gate = None  # the timed batches start on the checker's go (runner/go_gate.py)
+        self.queued: tuple[int, list, str | None] | None = None  # a gated batch on its way: (n, event pairs, mismatch)
         self.eager_calls: list[Callable[[], Any]] = []
         self.captured = None  # the timed calls as CUDA graphs (runner/timed_batch.capture), where they could be captured
 
@@ -243,6 +246,7 @@ class Session:
 
         from trialtui.runner import library_split, timing
         from trialtui.runner.fresh_inputs import Refresher
+        from trialtui.runner.go_gate import Gate
         from trialtui.runner.landing import release, slots_of
         from trialtui.runner.timed_batch import Layout, capture_landing, run_batch
 
@@ -265,7 +269,7 @@ class Session:
             self.ring = torch.empty(size, dtype=torch.uint8, device=self.device)
         release(self.landing)  # each call's hash lands in the checker's pad too (runner/landing.py)
         self.landing = slots_of(msg["landing"], self.device) if isinstance(msg.get("landing"), dict) else None
-        landing = self.landing[0] if self.landing else None
+        landing = self.landing.slots if self.landing else None
         steps.mark("ring")
         self.refresher = Refresher(self.input_sets, flush_words=self.bencher.flush)
         steps.mark("refresher")
@@ -292,11 +296,15 @@ class Session:
             if kept is None and self.landing is not None:  # captured without the copy to host memory
                 release(self.landing)
                 self.landing = None
+            self.gate = why_not = None
+            if self.captured is not None and self.landing is not None:  # queued ahead, started by the checker
+                self.gate, why_not = Gate.of(self.landing, self.refresher.seed)
             if self.captured is None and msg.get("cuda_graph"):
                 self.calls = [timing.cuda_graph_call(c) for c in self.calls]
             steps.mark("capture")
         return {"launches": self.counter.count - before, "steps_s": steps.seconds, "graphed": self.captured is not None,
-                "graph_refused": refused, "landing": self.landing is not None, **self.facts()}, None  # at the timed size
+                "graph_refused": refused, "landing": self.landing is not None, "gated": self.gate is not None,
+                "gate_refused": why_not, **self.facts()}, None  # at the timed size
 
     def op_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         """One batch of timed calls (runner/timed_batch.py): before each, its inputs made new from the
@@ -313,8 +321,39 @@ class Session:
         steps = Steps()  # where a batch's fixed cost goes (phases_s: candidate.time.loop, .events)
         with torch.no_grad():
             pending, mismatch = run_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring, seed, n,
-                                          self.captured, self.landing[0] if self.landing else None)
+                                          self.captured, self.landing.slots if self.landing else None)
         steps.mark("loop")
+        return self._answer(n, pending, mismatch, steps)
+
+    def op_time_gated(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
+        """A batch queued behind the gate (runner/go_gate.py), answered at once: the checker's go starts it
+        and gives its seed; `time_done` waits for it and answers as `time` does."""
+        import torch
+
+        from trialtui.runner.timed_batch import launch_batch
+
+        n = int(msg["n"])
+        if self.gate is None or n * self.layout.slot_bytes > self.ring.numel():
+            raise ValueError("a gated batch was asked of a loop with no gate, or does not fit the kept outputs' buffer")
+        with torch.no_grad():
+            pending, mismatch = launch_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring, 0, n,
+                                             self.captured, self.landing.slots, self.gate)
+        self.queued = (n, pending, mismatch)
+        return {"queued": True}, None
+
+    def op_time_done(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
+        from trialtui.runner.timed_batch import finish_batch
+
+        if self.queued is None:
+            raise ValueError("no gated batch is queued")
+        (n, pending, mismatch), self.queued = self.queued, None
+        steps = Steps()
+        finish_batch(self.refresher, self.ring)
+        steps.mark("loop")
+        return self._answer(n, pending, mismatch, steps)
+
+    def _answer(self, n: int, pending: list, mismatch: str | None, steps: Steps) -> tuple[dict[str, Any], Any]:
+        """A batch's reply: each call's events, the first mismatch, and the ring where it is not the checker's."""
         samples = [a.elapsed_time(b) * 1000.0 for pairs in pending for a, b in pairs]
         steps.mark("events")
         reply = {"samples": samples, "mismatch": mismatch, "steps_s": steps.seconds, **self.facts()}

@@ -16,11 +16,13 @@ output it judges is no landing at all.
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 import random
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 SLOT_BYTES = 8  # one call's hash: two int32 words (runner/fresh_inputs.new_hashes)
@@ -35,7 +37,7 @@ class Pad:
         folder = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
         fd, self.path = tempfile.mkstemp(prefix="trialtui-landing-", dir=folder)
         try:
-            size = -(-max(1, slots) * SLOT_BYTES // mmap.PAGESIZE) * mmap.PAGESIZE
+            size = -(-(max(1, slots) + 1) * SLOT_BYTES // mmap.PAGESIZE) * mmap.PAGESIZE  # and the go word
             os.ftruncate(fd, size)
             self.map = mmap.mmap(fd, size)
         finally:
@@ -56,10 +58,18 @@ class Pad:
             pass
 
     def arm(self, n: int) -> None:
-        """Batch of n calls: its last slot holds a value drawn now, so a landing is any other value."""
+        """Batch of n calls: its last slot holds a value drawn now, so a landing is any other value; the go
+        word (runner/go_gate.py) is shut."""
         sentinel = random.SystemRandom().getrandbits(64)
         self.words[n - 1] = sentinel
+        self.words[self.slots] = 0
         self.armed, self.seen = (n - 1, sentinel), None
+
+    def go(self, seed: int) -> int:
+        """Open the gate with the batch's seed (never 0): the clock's start, perf_counter_ns, taken first."""
+        started = time.perf_counter_ns()
+        self.words[self.slots] = seed
+        return started
 
     def watch(self, answered: Callable[[], bool], deadline: float) -> None:
         """Read the armed slot until it changes (`seen`), the other side answers or the deadline passes.
@@ -95,10 +105,24 @@ def as_word(pair: Any) -> int:
     return int.from_bytes(pair.detach().to("cpu").contiguous().numpy().tobytes(), "little")
 
 
-def slots_of(wire: Any, device: Any) -> tuple[Any, Any] | None:
-    """The candidate's process's (or the checker's own loop's) view of a pad: an int32 tensor (slots, 2)
-    over the mapped file, registered with CUDA where the loop runs there so a copy from the GPU lands in it
-    as the stream reaches it. (tensor, the mapping to keep open); None where it cannot be mapped."""
+@dataclass
+class PadView:
+    """A process's view of a pad (`slots_of`): the landing slots and the go word as host tensors over the
+    mapping, and, where registered with CUDA, the go word's address on the GPU (runner/go_gate.py reads it)."""
+
+    slots: Any  # int32 (slots, 2)
+    go: Any  # int64 (1,)
+    go_on_device: int | None
+    mapped: mmap.mmap
+    registered: bool
+
+
+HOST_REGISTER_DEVICEMAP = 2  # cudaHostRegisterMapped: the GPU reads it where cuMemHostGetDevicePointer says
+
+
+def slots_of(wire: Any, device: Any) -> PadView | None:
+    """The candidate's process's (or the checker's own loop's) view of a pad, registered with CUDA where the
+    loop runs there, so a copy from the GPU lands in it as the stream reaches it; None where it cannot be."""
     import torch
 
     try:
@@ -107,33 +131,47 @@ def slots_of(wire: Any, device: Any) -> tuple[Any, Any] | None:
             mapped = mmap.mmap(fh.fileno(), 0)
     except (KeyError, TypeError, ValueError, OSError):
         return None
-    if len(mapped) < slots * SLOT_BYTES or slots < 1:
+    if len(mapped) < (slots + 1) * SLOT_BYTES or slots < 1:
         mapped.close()
         return None
-    tensor = torch.frombuffer(mapped, dtype=torch.int32, count=2 * slots).view(slots, 2)
+    words = torch.frombuffer(mapped, dtype=torch.int64, count=slots + 1)
+    view = PadView(words[:slots].view(torch.int32).view(slots, 2), words[slots:], None, mapped, False)
     if torch.device(device).type == "cuda":
         try:
-            registered = int(torch.cuda.cudart().cudaHostRegister(tensor.data_ptr(), slots * SLOT_BYTES, 0)) == 0
+            code = torch.cuda.cudart().cudaHostRegister(words.data_ptr(), (slots + 1) * SLOT_BYTES, HOST_REGISTER_DEVICEMAP)
+            view.registered = int(code) == 0
         except Exception:  # noqa: BLE001 - a torch without the binding: no landing, the reply's clock alone
-            registered = False
-        if not registered:
-            del tensor
+            view.registered = False
+        if not view.registered:
+            del words, view
             mapped.close()
             return None
-    return tensor, mapped
+        view.go_on_device = _device_pointer(view.go.data_ptr())
+    return view
 
 
-def release(slots: tuple[Any, Any] | None) -> None:
+def _device_pointer(host: int) -> int | None:
+    """The GPU's address of registered host memory (the driver's word for it, not an assumption)."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        found = ctypes.c_uint64()
+        lib.cuMemHostGetDevicePointer_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_void_p, ctypes.c_uint]
+        return found.value if lib.cuMemHostGetDevicePointer_v2(ctypes.byref(found), host, 0) == 0 else None
+    except (OSError, AttributeError):
+        return None
+
+
+def release(view: PadView | None) -> None:
     """Unregister and unmap what `slots_of` made."""
-    if slots is None:
+    if view is None:
         return
     import torch
 
-    tensor, mapped = slots
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    if view.registered:
         torch.cuda.synchronize()
-        torch.cuda.cudart().cudaHostUnregister(tensor.data_ptr())
-    del tensor
+        torch.cuda.cudart().cudaHostUnregister(view.slots.data_ptr())
+    mapped = view.mapped
+    view.slots = view.go = None
     try:
         mapped.close()
     except BufferError:  # a view of it is still alive somewhere: the process's exit unmaps it

@@ -24,6 +24,7 @@ from typing import Any, Callable
 import torch
 
 from trialtui.runner.batch_clock import checker_per_call_us
+from trialtui.runner.go_gate import Gate
 from trialtui.runner.landing import Pad, land, landing_per_call_us, release, slots_of
 from trialtui.runner.tensors import clone, map_tensors, tensors_of
 
@@ -126,13 +127,14 @@ class Layout:
 
 def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
               seed: int, n: int, captured: Captured | None = None, landing: torch.Tensor | None = None,
-              launched: Callable[[], None] | None = None) -> tuple[list, str | None]:
+              gate: Any = None) -> tuple[list, str | None]:
     """The timed loop itself, the same code in the candidate's process and in the checker's measure of what
     it costs besides the calls: per call, its inputs made new from the batch's seed and the hash of the
     previous call's output (runner/fresh_inputs.py), an L2 flush (keyed, where the refresher has the
     checker's words: its fold enters the chain) and the call between two events, its output copied into its
     slot and hashed for the next call's inputs, the hash copied into its `landing` slot (runner/landing.py:
-    the checker's clock per call, where it maps them). `launched`: called once every call is queued.
+    the checker's clock per call, where it maps them). `gate` (runner/go_gate.py): the batch waits on the
+    GPU for the checker's go, whose word is its seed.
 
     Nothing in the loop waits on the host, and nothing waits for a fixed time: a wait the checker took off
     its clock would be time a rewritten loop could fill with work outside its events (issue 33: a
@@ -143,7 +145,19 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
     Work a call leaves on a side stream that its output needs must be joined to the current stream, as
     any consumer of the output would require; an output copied before it is whole is a wrong answer.
     Returns the event pairs and the first mismatch."""
-    refresher.begin(seed)
+    pending, mismatch = launch_batch(calls, refresher, bencher, layout, ring, seed, n, captured, landing, gate)
+    finish_batch(refresher, ring)
+    return pending, mismatch
+
+
+def launch_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
+                 seed: int, n: int, captured: Captured | None = None, landing: torch.Tensor | None = None,
+                 gate: Any = None) -> tuple[list, str | None]:
+    """`run_batch` up to its calls queued: the candidate's process answers a gated batch here."""
+    if gate is not None:
+        gate.wait(refresher.seed)
+    else:
+        refresher.begin(seed)
     if captured is not None:
         captured.hashes.zero_()
         for graph in captured.graphs[:n]:
@@ -162,12 +176,14 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
             if landing is not None:
                 land(landing, hashes, i)
             del out
-    if launched is not None:
-        launched()
+    return pending, mismatch
+
+
+def finish_batch(refresher: Any, ring: torch.Tensor) -> None:
+    """The input sets put back once the batch is done, and the batch waited for."""
     refresher.restore()
     if ring.device.type == "cuda":
         torch.cuda.synchronize()
-    return pending, mismatch
 
 
 @dataclass
@@ -259,7 +275,7 @@ class CheckerLoop:
     `refresher`: a runner/fresh_inputs.Refresher over copies of the case's input sets, through the keyed flush."""
 
     def __init__(self, refresher: Any, fn: Callable[[Any], Any], layout: Layout, bencher: Any, largest: int,
-                 graphed: bool, ring: torch.Tensor | None = None) -> None:
+                 graphed: bool, ring: torch.Tensor | None = None, gated: bool = False) -> None:
         self.refresher = refresher
         self.calls = [(lambda inputs=inputs: fn(inputs)) for inputs in refresher.sets]
         self.layout, self.bencher = layout, bencher
@@ -269,36 +285,46 @@ class CheckerLoop:
         self.landings: list[tuple[float, int]] = []  # (µs from the batch's start to its last hash's landing, n)
         self.draws = random.Random(random.SystemRandom().getrandbits(62))
         self.pad = Pad(largest)  # the loop's hashes land here as the candidate's land in the checker's pad
-        self.slots = slots_of(self.pad.wire(), "cuda")
+        self.view = slots_of(self.pad.wire(), "cuda")
         self.pad.unlink()
-        landing = self.slots[0] if self.slots else None
+        self.gate = None
         with torch.no_grad():
-            run_batch(self.calls, self.refresher, bencher, layout, self.ring, 1, len(self.calls), landing=landing)  # every kernel built, eagerly
+            run_batch(self.calls, self.refresher, bencher, layout, self.ring, 1, len(self.calls),
+                      landing=self.landing)  # every kernel built, eagerly
             self.captured = None
             if graphed:
                 self.captured, kept, _ = capture_landing(self.calls, self.refresher, bencher, layout, self.ring, largest,
-                                                         landing)
+                                                         self.landing)
                 if kept is None:
-                    release(self.slots)
-                    self.slots = None
+                    release(self.view)
+                    self.view = None
+            if gated and self.captured is not None and self.view is not None:  # started as the candidate's batches are
+                self.gate, _ = Gate.of(self.view, self.refresher.seed)
+
+    @property
+    def landing(self) -> torch.Tensor | None:
+        return self.view.slots if self.view is not None else None
 
     def batch(self, n: int) -> None:
         """One batch of n calls, clocked as the checker clocks the candidate's: from the start until the
-        events are read (the candidate's process reads them before it answers) and the outputs copied."""
+        events are read (the candidate's process reads them before it answers) and the outputs copied; and
+        from the start (behind a gate, its go) until its last hash lands."""
         self.pad.arm(n)
-        t0_ns = time.perf_counter_ns()
-        t0 = time.perf_counter()
-        watch = (lambda: self.pad.watch(lambda: False, time.monotonic() + 60.0)) if self.slots else None
+        seed = self.draws.getrandbits(62) or 1
+        t0 = time.perf_counter_ns()
         with torch.no_grad():
-            pending, _ = run_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring,
-                                   self.draws.getrandbits(62), n, self.captured, self.slots[0] if self.slots else None,
-                                   launched=watch)
-        if self.pad.seen is not None:  # its own loop: the value needs no check
-            self.landings.append(((self.pad.seen[0] - t0_ns) / 1000.0, n))
+            pending, _ = launch_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring, seed, n,
+                                      self.captured, self.landing, self.gate)
+            started = self.pad.go(seed) if self.gate is not None else t0
+            if self.view is not None:
+                self.pad.watch(lambda: False, time.monotonic() + 60.0)
+            finish_batch(self.refresher, self.ring)
+        if self.pad.seen is not None and self.pad.seen[0] - started < 1e9:  # its own loop: the value needs no check
+            self.landings.append(((self.pad.seen[0] - started) / 1000.0, n))
         events = [a.elapsed_time(b) * 1000.0 for pairs in pending for a, b in pairs]
         self.ring[:n * self.layout.slot_bytes].clone()  # as the checker copies the candidate's ring
         torch.cuda.synchronize()
-        self.walls.append(((time.perf_counter() - t0) * 1e6, n, []))
+        self.walls.append(((time.perf_counter_ns() - t0) / 1000.0, n, []))
         self.events += events
 
     def per_call_us(self) -> float | None:
@@ -309,8 +335,8 @@ class CheckerLoop:
 
     def close(self) -> None:
         del self.refresher, self.calls, self.ring, self.captured
-        release(self.slots)
-        self.slots = None
+        release(self.view)
+        self.view = None
         self.pad.close()
 
 
@@ -336,9 +362,12 @@ class Yardstick:
     """The reference's call through the timed loop here, a batch beside each of the candidate's."""
 
     def __init__(self, refresher: Any, reference: Callable[[Any], Any], layout: Layout, bencher: Any,
-                 largest: int, graphed: bool, pair_us: float) -> None:
-        self.loop = CheckerLoop(refresher, reference, layout, bencher, largest, graphed)
-        self.usable = (self.loop.captured is not None) == graphed  # timed as the candidate's calls are
+                 largest: int, graphed: bool, pair_us: float, gated: bool = False) -> None:
+        self.loop = CheckerLoop(refresher, reference, layout, bencher, largest, graphed, gated=gated)
+        # timed as the candidate's calls are, and started as its batches are (a gated batch's host launches
+        # all come before the go: its clock from the request holds them)
+        self.usable = (self.loop.captured is not None) == graphed and (self.loop.gate is not None) == gated
+        self.landed = self.usable and gated
         self.pair_us = pair_us  # the empty event pair, taken off the reference's events as off the candidate's
 
     def batch(self, n: int) -> None:
@@ -365,7 +394,7 @@ class Yardstick:
 
     def landing_harness_us(self) -> float | None:
         """The same on the landing clock (runner/landing.py): its per-call figure less the reference's events."""
-        per_call = self.loop.landing_per_call_us() if self.usable else None
+        per_call = self.loop.landing_per_call_us() if self.landed else None
         if per_call is None or not self.loop.events:
             return None
         return per_call - (statistics.median(self.loop.events) - self.pair_us)

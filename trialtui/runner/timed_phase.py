@@ -33,6 +33,7 @@ from trialtui.runner.tensors import clone, nbytes
 from trialtui.runner.timed_batch import KEEP_BYTES, Layout, Yardstick, harness_overhead_us
 from trialtui.runner.timing import WIDE, Band
 
+GO_STALL_S = 1.0  # a gated batch not queued by then is started anyway (runner/go_gate.LIMIT_NS is far longer)
 LIBRARY_SHARE = 0.5  # the candidate's own kernels did less of the timed calls' GPU time than this: `fallback`
 
 
@@ -70,6 +71,7 @@ class TimedCalls:
     pad: landing.Pad = field(init=False)  # where each call's hash lands as the candidate's loop makes it
     landings: list[tuple[float, int]] = field(default_factory=list)  # (µs from the request, n) per batch
     unlanded: int = 0  # batches the candidate's process said it would land and did not (or not its hash)
+    gated: bool = False  # its batches start on the checker's go (runner/go_gate.py), as its process offered
 
     def __post_init__(self) -> None:
         self.rebuilt = fresh_inputs.Refresher([clone(s) for s in self.sets])
@@ -96,14 +98,22 @@ class TimedCalls:
         self.pad.close()
 
     def batch(self, start: int, n: int) -> Batch:
-        seed = self.draws.getrandbits(62)  # drawn here, per batch: told to the candidate's process with the request
+        seed = self.draws.getrandbits(62) or 1  # drawn here, per batch: told with the request, or behind a gate, its go
         size = n * self.layout.slot_bytes
         self.pad.arm(n)
         t0_ns = time.perf_counter_ns()
         t0 = time.perf_counter()
-        reply, ring = self.link.request("time", timeout_s=self.deadline.left(), into="cuda", start=start, n=n,
-                                        seed=seed, max_bytes=(0 if self.shared else size) + 2**20,
-                                        meanwhile=self.pad.watch)
+        if self.gated:  # queued first, then started: the landing clock runs from the go
+            opened: list[int] = []
+            self.link.request("time_gated", timeout_s=self.deadline.left(), start=start, n=n,
+                              meanwhile=lambda answered, deadline: self._go_if_stalled(answered, seed, opened))
+            t0_ns = opened[0] if opened else self.pad.go(seed)  # no call's input exists before it
+            reply, ring = self.link.request("time_done", timeout_s=self.deadline.left(), into="cuda",
+                                            max_bytes=(0 if self.shared else size) + 2**20, meanwhile=self.pad.watch)
+        else:
+            reply, ring = self.link.request("time", timeout_s=self.deadline.left(), into="cuda", start=start, n=n,
+                                            seed=seed, max_bytes=(0 if self.shared else size) + 2**20,
+                                            meanwhile=self.pad.watch)
         t1 = time.perf_counter()
         if self.shared is not None:  # the candidate's process wrote into our ring: ours alone from this copy on
             ring = self.shared.view()[:size].clone()  # whatever the reply carried is not looked at
@@ -139,6 +149,16 @@ class TimedCalls:
         else:
             self.unlanded += 1
         return Batch(start, [float(x) for x in samples], wall_us, landed_us)
+
+    def _go_if_stalled(self, answered: Callable[[], bool], seed: int, opened: list[int]) -> None:
+        """The go, written anyway where the candidate's process has not answered that its batch is queued
+        in GO_STALL_S (a launch queue full behind the gate); `opened` gets its time."""
+        until = time.monotonic() + GO_STALL_S
+        while not answered():
+            if time.monotonic() > until:
+                opened.append(self.pad.go(seed))
+                return
+            time.sleep(20e-6)
 
     def check(self, start: int, call: int, seed: int, ring: torch.Tensor, hashes: torch.Tensor) -> None:
         which = call % len(self.sets)
@@ -220,6 +240,9 @@ class TimedPhase:
     reference_loop: dict[str, float] | None = None  # what it measured (Yardstick.figures)
     band: Band = WIDE  # the confirmation band: timing.NARROW where the harness's cost was measured beside
     landing: dict[str, Any] | None = None  # the landing clock's figures (runner/landing.py)
+    gated: bool = False  # the candidate's batches start on the checker's go (runner/go_gate.py)
+    landed_harness_us: float | None = None  # the harness's cost on the landing clock, where it confirms
+    landings: list[tuple[float, int]] = field(default_factory=list)  # the candidate's batches' (µs from the go, n)
 
     @classmethod
     def of(cls, checker: Any, device: Any, own_kernels: bool) -> TimedPhase:
@@ -278,6 +301,8 @@ class TimedPhase:
         self.facts.see(reply)
         self.prepared_reply = reply
         self.graphed = reply.get("graphed") is True
+        timed.gated = self.graphed and reply.get("gated") is True  # its batches start on our go (runner/go_gate.py)
+        self.gated = timed.gated
         if reply.get("launches") == 0 and self.own_kernels:
             self.flags.append(flag("fallback", f"no kernel of the candidate's own ran at the timed size {case or '(defaults)'} "
                                    "(it did at the test sizes): it falls back to PyTorch or a library there, so the number is not its kernel's"))
@@ -355,13 +380,18 @@ class TimedPhase:
         if short and self.yardstick:
             self.yardstick.complete(setup.batches)  # where it started late: the batches it lacks, right after
         beside = self.yardstick.harness_us() if short and self.yardstick else None
+        landed = self.yardstick.landing_harness_us() if short and self.yardstick and self.gated else None
         if self.yardstick:
             self.reference_loop = self.yardstick.figures()
             self.yardstick.close()
         self.landing = {"per_call_us": landing.landing_per_call_us(timed.landings), "batches": len(timed.landings),
-                        "unlanded": timed.unlanded, "accepted": self.prepared_reply.get("landing") is True}
+                        "unlanded": timed.unlanded, "accepted": self.prepared_reply.get("landing") is True,
+                        "gated": self.gated, "gate_refused": str(self.prepared_reply.get("gate_refused") or "")[:300] or None}
+        self.landings = list(timed.landings)
         if beside is not None:  # measured beside the candidate's batches: the narrow band
             self.overhead_us, self.band = beside, timing.NARROW
+        if landed is not None and self.gated:  # every batch gated: the landing clock's band, or none landed, no band
+            self.landed_harness_us, self.band = landed, timing.LANDED
         self.splits.mark("timing.loop")
         return samples, walls, pair_us, flush_us
 
@@ -378,7 +408,7 @@ class TimedPhase:
     def _yardstick(self, setup: TimedSetup, pair_us: float) -> Any:
         """The reference's loop beside the candidate's batches; False where it cannot loop as they do."""
         yardstick = Yardstick(checker_copies(setup.sets, self.bencher), setup.ref_call.fn, setup.layout, self.bencher,
-                              setup.batches[-1], self.graphed, pair_us)
+                              setup.batches[-1], self.graphed, pair_us, self.gated)
         return yardstick if yardstick.usable else False
 
     def _candidate(self, claimed: dict[str, Any], walls: list, reply: dict[str, Any], pair_us: float,
@@ -390,7 +420,12 @@ class TimedPhase:
         altered = timing.short_of_harness(walls, overhead_us)
         if altered:
             self.flags.append(flag("timing-patched", altered))
-        cand = timing.confirmed_stats(claimed, walls, overhead_us, self.band)
+        if self.landed_harness_us is None:
+            cand = timing.confirmed_stats(claimed, walls, overhead_us, self.band)
+        elif self.landing["unlanded"]:  # a gated batch whose last hash did not land: its claims stand on nothing
+            cand = timing.unconfirmed_stats(claimed, walls, overhead_us)
+        else:
+            cand = timing.landed_stats(claimed, self.landings, self.landed_harness_us, self.band)
         cand["confirm_band"] = {"slack_us": self.band.slack_us, "tol": self.band.tol}
         cand["reference_loop"] = self.reference_loop  # the harness's cost beside it, on the reference's own call
         cand["landing"] = self.landing  # the clock from each request to its last hash's landing, per call

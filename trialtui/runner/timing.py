@@ -18,6 +18,7 @@ import torch
 from trialtui.core.spread import IQR_SIGMAS, P20_P80_SIGMAS
 from trialtui.core.spread import median_rse as median_rse_of
 from trialtui.runner.batch_clock import checker_per_call_us
+from trialtui.runner.landing import landing_per_call_us
 
 MIN_RUNS = 10
 TARGET_RSE = 0.005  # the median's relative standard error (from the IQR) the loop stops at
@@ -49,6 +50,12 @@ YARDSTICK_SLACK_US = 4.0
 # holds a forged report under 1 / ((1 - 10 / 80) x 0.92) = 1.24x, and the reference's batches would cost the
 # loop their time (0.16 s of the 135 µs softmax's save → number, h200-2026-12-04g).
 YARDSTICK_BELOW_US = 80.0
+# Where the candidate's batches also started on the checker's go and their last hashes landed in its memory
+# (runner/go_gate.py, runner/landing.py), the clock holds no reply and no request: the landing clock's figure
+# less the harness's on the same clock beside (the reference's loop, gated too). Without the gate the request's
+# way in added 330-520 µs a batch over the checker's own loop (3.3-5.2 µs a call at 100, H200, 2026-12-04).
+LANDED_TOL = 0.04
+LANDED_SLACK_US = 2.0
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,7 @@ class Band:
 
 WIDE = Band(CONFIRM_SLACK_US, CONFIRM_TOL)  # the harness's cost measured ahead, on a call that does nothing
 NARROW = Band(YARDSTICK_SLACK_US, YARDSTICK_TOL)  # measured beside the candidate's batches (runner/timed_batch.Yardstick)
+LANDED = Band(LANDED_SLACK_US, LANDED_TOL)  # and on the landing clock, every batch started on the checker's go
 DRIFT = 0.10  # a baseline's quarter medians further apart than this: disturbed (timed again once); a GEMM's clock easing under its power limit moves less
 FLUSH_DRIFT = 0.15  # the flush's own cost moved this much over the loop: likewise
 EMPTY_PAIR_RUNS = 21
@@ -316,8 +324,26 @@ def confirmed_stats(claimed: dict[str, Any], walls: list[tuple[float, int, list[
     _, confirmed = confirm(claimed["median_us"], per_call, overhead_us, band)
     if confirmed:
         return {**claimed, "confirmed": True}
+    return unconfirmed_stats(claimed, walls, overhead_us)
+
+
+def unconfirmed_stats(claimed: dict[str, Any], walls: list[tuple[float, int, list[float]]],
+                      overhead_us: float) -> dict[str, Any]:
+    """The checker's per-call times as the figures (one per batch, the batch's fixed cost taken out), the
+    candidate's under `claimed`."""
     fixed = fixed_cost_us(walls)
     seen = [max(0.0, (wall - fixed) / n - overhead_us) for wall, n, _ in walls if n]
+    return {**summarize(seen), "confirmed": False, "claimed": claimed}
+
+
+def landed_stats(claimed: dict[str, Any], landings: list[tuple[float, int]], harness_us: float,
+                 band: Band = LANDED) -> dict[str, Any]:
+    """`confirmed_stats` on the landing clock (runner/landing.py): the candidate's figures where it confirms
+    them, else its per-call figures, one per batch, less the harness's."""
+    _, confirmed = confirm(claimed["median_us"], landing_per_call_us(landings), harness_us, band)
+    if confirmed:
+        return {**claimed, "confirmed": True}
+    seen = [max(0.0, us / n - harness_us) for us, n in landings if n]
     return {**summarize(seen), "confirmed": False, "claimed": claimed}
 
 

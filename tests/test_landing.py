@@ -259,3 +259,17 @@ def test_the_gate_kernel_compiles_for_hopper_and_polls_the_go_word(monkeypatch):
     ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
     assert "ld.volatile.global" in ptx and "bra" in ptx  # read again and again until the go
     assert ptx.count("%globaltimer") >= 2  # and given up on after LIMIT_NS
+
+
+@pytest.mark.parametrize("slots", [1, 2, 25, 100])
+def test_the_go_word_lies_16_byte_aligned_after_the_slots_whatever_their_number(slots):
+    pad = landing.Pad(slots)
+    view = landing.slots_of(pad.wire(), "cpu")
+    try:
+        assert view.go.data_ptr() % 16 == 0 and view.go.data_ptr() >= view.slots.data_ptr() + slots * 8
+        pad.arm(slots)
+        pad.go(99)
+        assert int(view.go[0]) == 99 and pad.words[slots - 1] != 99
+    finally:
+        landing.release(view)
+        pad.close()

@@ -29,6 +29,12 @@ SLOT_BYTES = 8  # one call's hash: two int32 words (runner/fresh_inputs.new_hash
 POLLS_PER_LOOK = 256  # reads of the slot between looks at the reply channel and the deadline
 
 
+def go_word(slots: int) -> int:
+    """The go word's index (runner/go_gate.py): after the slots, 16-byte aligned, so the gate's kernel is the
+    one compiled ahead whatever the batch's size."""
+    return slots + (slots & 1)
+
+
 class Pad:
     """The host memory the timed loop's hashes land in, mapped from a file both processes open; the
     checker's side arms a batch's last slot and watches it."""
@@ -37,7 +43,7 @@ class Pad:
         folder = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
         fd, self.path = tempfile.mkstemp(prefix="trialtui-landing-", dir=folder)
         try:
-            size = -(-(max(1, slots) + 1) * SLOT_BYTES // mmap.PAGESIZE) * mmap.PAGESIZE  # and the go word
+            size = -(-(go_word(max(1, slots)) + 1) * SLOT_BYTES // mmap.PAGESIZE) * mmap.PAGESIZE
             os.ftruncate(fd, size)
             self.map = mmap.mmap(fd, size)
         finally:
@@ -62,13 +68,13 @@ class Pad:
         word (runner/go_gate.py) is shut."""
         sentinel = random.SystemRandom().getrandbits(64)
         self.words[n - 1] = sentinel
-        self.words[self.slots] = 0
+        self.words[go_word(self.slots)] = 0
         self.armed, self.seen = (n - 1, sentinel), None
 
     def go(self, seed: int) -> int:
         """Open the gate with the batch's seed (never 0): the clock's start, perf_counter_ns, taken first."""
         started = time.perf_counter_ns()
-        self.words[self.slots] = seed
+        self.words[go_word(self.slots)] = seed
         return started
 
     def watch(self, answered: Callable[[], bool], deadline: float) -> None:
@@ -131,14 +137,14 @@ def slots_of(wire: Any, device: Any) -> PadView | None:
             mapped = mmap.mmap(fh.fileno(), 0)
     except (KeyError, TypeError, ValueError, OSError):
         return None
-    if len(mapped) < (slots + 1) * SLOT_BYTES or slots < 1:
+    if slots < 1 or len(mapped) < (go_word(slots) + 1) * SLOT_BYTES:
         mapped.close()
         return None
-    words = torch.frombuffer(mapped, dtype=torch.int64, count=slots + 1)
-    view = PadView(words[:slots].view(torch.int32).view(slots, 2), words[slots:], None, mapped, False)
+    words = torch.frombuffer(mapped, dtype=torch.int64, count=go_word(slots) + 1)
+    view = PadView(words[:slots].view(torch.int32).view(slots, 2), words[go_word(slots):], None, mapped, False)
     if torch.device(device).type == "cuda":
         try:
-            code = torch.cuda.cudart().cudaHostRegister(words.data_ptr(), (slots + 1) * SLOT_BYTES, HOST_REGISTER_DEVICEMAP)
+            code = torch.cuda.cudart().cudaHostRegister(words.data_ptr(), words.numel() * SLOT_BYTES, HOST_REGISTER_DEVICEMAP)
             view.registered = int(code) == 0
         except Exception:  # noqa: BLE001 - a torch without the binding: no landing, the reply's clock alone
             view.registered = False

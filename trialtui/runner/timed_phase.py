@@ -25,7 +25,7 @@ import torch
 
 from trialtui.core.job_spec import BenchSpec
 from trialtui.core.result import flag
-from trialtui.runner import batch_clock, cuda_ipc, fresh_inputs, landing, timed_work
+from trialtui.runner import batch_clock, cuda_ipc, fresh_inputs, go_gate, landing, timed_work
 from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
 from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
@@ -242,7 +242,6 @@ class TimedPhase:
     landing: dict[str, Any] | None = None  # the landing clock's figures (runner/landing.py)
     gated: bool = False  # the candidate's batches start on the checker's go (runner/go_gate.py)
     landed_harness_us: float | None = None  # the harness's cost on the landing clock, where it confirms
-    landings: list[tuple[float, int]] = field(default_factory=list)  # the candidate's batches' (µs from the go, n)
 
     @classmethod
     def of(cls, checker: Any, device: Any, own_kernels: bool) -> TimedPhase:
@@ -337,6 +336,8 @@ class TimedPhase:
         flush_us = bencher.flush_cost_us()
         empty_us = bencher.empty_pair_us()
         pair_us = {"empty": empty_us, "candidate": _graphed_pair_us(bencher) if self.graphed else empty_us}
+        if self.gated:  # the checker's own loop beside it will be gated too: its kernel built now, not mid-loop
+            go_gate.warm(self.device)
         self.splits.mark("timing.baselines_warm_up")
         if self.overhead_us is None or not self.graphed:  # else a prepared checker measured it on this very setup
             self.overhead_us = timed.overhead_us(bencher, setup.batches, self.graphed)
@@ -384,10 +385,9 @@ class TimedPhase:
         if self.yardstick:
             self.reference_loop = self.yardstick.figures()
             self.yardstick.close()
-        self.landing = {"per_call_us": landing.landing_per_call_us(timed.landings), "batches": len(timed.landings),
+        self.landing = {"per_call_us": landing.landing_per_call_us(timed.landings), "batches": list(timed.landings),
                         "unlanded": timed.unlanded, "accepted": self.prepared_reply.get("landing") is True,
                         "gated": self.gated, "gate_refused": str(self.prepared_reply.get("gate_refused") or "")[:300] or None}
-        self.landings = list(timed.landings)
         if beside is not None:  # measured beside the candidate's batches: the narrow band
             self.overhead_us, self.band = beside, timing.NARROW
         if landed is not None and self.gated:  # every batch gated: the landing clock's band, or none landed, no band
@@ -425,7 +425,7 @@ class TimedPhase:
         elif self.landing["unlanded"]:  # a gated batch whose last hash did not land: its claims stand on nothing
             cand = timing.unconfirmed_stats(claimed, walls, overhead_us)
         else:
-            cand = timing.landed_stats(claimed, self.landings, self.landed_harness_us, self.band)
+            cand = timing.landed_stats(claimed, self.landing["batches"], self.landed_harness_us, self.band)
         cand["confirm_band"] = {"slack_us": self.band.slack_us, "tol": self.band.tol}
         cand["reference_loop"] = self.reference_loop  # the harness's cost beside it, on the reference's own call
         cand["landing"] = self.landing  # the clock from each request to its last hash's landing, per call

@@ -100,7 +100,7 @@ def test_the_reference_runs_beside_only_calls_the_checker_clocks_short(monkeypat
     monkeypatch.setattr(timed_phase, "checker_copies", lambda sets, bencher: ("copies", sets))
     setup = SimpleNamespace(sets=["set"], ref_call=SimpleNamespace(fn=len), layout="layout", batches=(25, 100))
     usable = True
-    assert isinstance(phase(HARNESS_US)._yardstick(setup, 1.3), Built) and made[-1][-3:] == (True, 1.3, False)
+    assert isinstance(phase(HARNESS_US)._yardstick(setup, 1.3), Built) and made[-1][-2:] == (True, 1.3)
     usable = False
     assert phase(HARNESS_US)._yardstick(setup, 1.3) is False  # a reference it cannot loop: the wide band
 

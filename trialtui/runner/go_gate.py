@@ -8,7 +8,8 @@ than the checker's own loop pays (2026-12-04), and it varies, so it bounds the c
 reply did. Behind the gate, the candidate's process queues the whole batch and answers; the checker takes
 its clock's start as it writes the seed, and the GPU, reading that word, starts the first call a PCIe read
 later. No call's input exists before the seed does (runner/fresh_inputs.py), so no call's work can start
-before the go, whatever the candidate's process queued; its own loop and the checker's start alike.
+before the go, whatever the candidate's process queued. The checker's own loop beside it is not gated: in its
+process the first launch is the start (a gated loop there left its next baseline drifting 89 %, H200).
 """
 
 from __future__ import annotations
@@ -35,18 +36,6 @@ def _compile():
         tl.store(seed_ptr, go)
 
     return await_go
-
-
-def warm(device: Any) -> None:
-    """The gate's kernel compiled and loaded in this process ahead of the timed loop: built mid-loop (the
-    checker's own loop starts beside the candidate's after its first batches) it would leave the GPU idle
-    for the compile, and a GEMM baseline's clock moves with that (a 10 % drift, flagged `noisy`: H200,
-    2026-12-04). Its word is set already: it returns at once."""
-    import torch
-
-    go = torch.ones(1, dtype=torch.int64, device=device)
-    _compile()[(1,)](go, torch.zeros_like(go), LIMIT_NS, num_warps=1)
-    torch.cuda.synchronize(device)
 
 
 class _OnDevice:

@@ -24,7 +24,6 @@ from typing import Any, Callable
 import torch
 
 from trialtui.runner.batch_clock import checker_per_call_us
-from trialtui.runner.go_gate import Gate
 from trialtui.runner.landing import Pad, land, landing_per_call_us, release, slots_of
 from trialtui.runner.tensors import clone, map_tensors, tensors_of
 
@@ -275,7 +274,7 @@ class CheckerLoop:
     `refresher`: a runner/fresh_inputs.Refresher over copies of the case's input sets, through the keyed flush."""
 
     def __init__(self, refresher: Any, fn: Callable[[Any], Any], layout: Layout, bencher: Any, largest: int,
-                 graphed: bool, ring: torch.Tensor | None = None, gated: bool = False) -> None:
+                 graphed: bool, ring: torch.Tensor | None = None) -> None:
         self.refresher = refresher
         self.calls = [(lambda inputs=inputs: fn(inputs)) for inputs in refresher.sets]
         self.layout, self.bencher = layout, bencher
@@ -287,7 +286,6 @@ class CheckerLoop:
         self.pad = Pad(largest)  # the loop's hashes land here as the candidate's land in the checker's pad
         self.view = slots_of(self.pad.wire(), "cuda")
         self.pad.unlink()
-        self.gate = None
         with torch.no_grad():
             run_batch(self.calls, self.refresher, bencher, layout, self.ring, 1, len(self.calls),
                       landing=self.landing)  # every kernel built, eagerly
@@ -298,8 +296,6 @@ class CheckerLoop:
                 if kept is None:
                     release(self.view)
                     self.view = None
-            if gated and self.captured is not None and self.view is not None:  # started as the candidate's batches are
-                self.gate, _ = Gate.of(self.view, self.refresher.seed)
 
     @property
     def landing(self) -> torch.Tensor | None:
@@ -308,19 +304,19 @@ class CheckerLoop:
     def batch(self, n: int) -> None:
         """One batch of n calls, clocked as the checker clocks the candidate's: from the start until the
         events are read (the candidate's process reads them before it answers) and the outputs copied; and
-        from the start (behind a gate, its go) until its last hash lands."""
+        from the start until its last hash lands. Never gated (runner/go_gate.py): in this process the start is
+        the first launch, a few µs a batch, where the candidate's batches would hold the request's way in."""
         self.pad.arm(n)
         seed = self.draws.getrandbits(62) or 1
         t0 = time.perf_counter_ns()
         with torch.no_grad():
             pending, _ = launch_batch(self.calls, self.refresher, self.bencher, self.layout, self.ring, seed, n,
-                                      self.captured, self.landing, self.gate)
-            started = self.pad.go(seed) if self.gate is not None else t0
+                                      self.captured, self.landing)
             if self.view is not None:
                 self.pad.watch(lambda: False, time.monotonic() + 60.0)
             finish_batch(self.refresher, self.ring)
-        if self.pad.seen is not None and self.pad.seen[0] - started < 1e9:  # its own loop: the value needs no check
-            self.landings.append(((self.pad.seen[0] - started) / 1000.0, n))
+        if self.pad.seen is not None:  # its own loop: the value needs no check
+            self.landings.append(((self.pad.seen[0] - t0) / 1000.0, n))
         events = [a.elapsed_time(b) * 1000.0 for pairs in pending for a, b in pairs]
         self.ring[:n * self.layout.slot_bytes].clone()  # as the checker copies the candidate's ring
         torch.cuda.synchronize()
@@ -362,12 +358,9 @@ class Yardstick:
     """The reference's call through the timed loop here, a batch beside each of the candidate's."""
 
     def __init__(self, refresher: Any, reference: Callable[[Any], Any], layout: Layout, bencher: Any,
-                 largest: int, graphed: bool, pair_us: float, gated: bool = False) -> None:
-        self.loop = CheckerLoop(refresher, reference, layout, bencher, largest, graphed, gated=gated)
-        # timed as the candidate's calls are, and started as its batches are (a gated batch's host launches
-        # all come before the go: its clock from the request holds them)
-        self.usable = (self.loop.captured is not None) == graphed and (self.loop.gate is not None) == gated
-        self.landed = self.usable and gated
+                 largest: int, graphed: bool, pair_us: float) -> None:
+        self.loop = CheckerLoop(refresher, reference, layout, bencher, largest, graphed)
+        self.usable = (self.loop.captured is not None) == graphed  # timed as the candidate's calls are
         self.pair_us = pair_us  # the empty event pair, taken off the reference's events as off the candidate's
 
     def batch(self, n: int) -> None:
@@ -394,7 +387,7 @@ class Yardstick:
 
     def landing_harness_us(self) -> float | None:
         """The same on the landing clock (runner/landing.py): its per-call figure less the reference's events."""
-        per_call = self.loop.landing_per_call_us() if self.landed else None
+        per_call = self.loop.landing_per_call_us() if self.usable else None
         if per_call is None or not self.loop.events:
             return None
         return per_call - (statistics.median(self.loop.events) - self.pair_us)

@@ -25,7 +25,7 @@ import torch
 
 from trialtui.core.job_spec import BenchSpec
 from trialtui.core.result import flag
-from trialtui.runner import batch_clock, cuda_ipc, fresh_inputs, go_gate, landing, timed_work
+from trialtui.runner import batch_clock, cuda_ipc, fresh_inputs, landing, timed_work
 from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
 from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
@@ -119,7 +119,9 @@ class TimedCalls:
             ring = self.shared.view()[:size].clone()  # whatever the reply carried is not looked at
             torch.cuda.synchronize()
         t2 = time.perf_counter()
-        wall_us = (t2 - t0) * 1e6  # the outputs are in this process's memory now: committed
+        # the outputs are in this process's memory now: committed. From the go where gated (the host's launches,
+        # all queued ahead of it, are not the calls' time: a 128 µs softmax's clock read 158 µs with them)
+        wall_us = (time.perf_counter_ns() - t0_ns) / 1000.0
         self.stages["request"] += t1 - t0  # the candidate's op and the round trip (phases_s: timing.batches.*)
         self.stages["copy"] += t2 - t1
         self.see(reply)
@@ -336,8 +338,6 @@ class TimedPhase:
         flush_us = bencher.flush_cost_us()
         empty_us = bencher.empty_pair_us()
         pair_us = {"empty": empty_us, "candidate": _graphed_pair_us(bencher) if self.graphed else empty_us}
-        if self.gated:  # the checker's own loop beside it will be gated too: its kernel built now, not mid-loop
-            go_gate.warm(self.device)
         self.splits.mark("timing.baselines_warm_up")
         if self.overhead_us is None or not self.graphed:  # else a prepared checker measured it on this very setup
             self.overhead_us = timed.overhead_us(bencher, setup.batches, self.graphed)
@@ -408,7 +408,7 @@ class TimedPhase:
     def _yardstick(self, setup: TimedSetup, pair_us: float) -> Any:
         """The reference's loop beside the candidate's batches; False where it cannot loop as they do."""
         yardstick = Yardstick(checker_copies(setup.sets, self.bencher), setup.ref_call.fn, setup.layout, self.bencher,
-                              setup.batches[-1], self.graphed, pair_us, self.gated)
+                              setup.batches[-1], self.graphed, pair_us)
         return yardstick if yardstick.usable else False
 
     def _candidate(self, claimed: dict[str, Any], walls: list, reply: dict[str, Any], pair_us: float,

@@ -52,8 +52,9 @@ YARDSTICK_SLACK_US = 4.0
 YARDSTICK_BELOW_US = 80.0
 # Where the candidate's batches also started on the checker's go and their last hashes landed in its memory
 # (runner/go_gate.py, runner/landing.py), the clock holds no reply and no request: the landing clock's figure
-# less the harness's on the same clock beside (the reference's loop, gated too). Without the gate the request's
-# way in added 330-520 µs a batch over the checker's own loop (3.3-5.2 µs a call at 100, H200, 2026-12-04).
+# less the harness's on the same clock beside (the reference's loop in the checker's process, from its first
+# launch). Without the gate the request's way in added 330-520 µs a batch over the checker's own loop (3.3-5.2 µs
+# a call at 100); behind it honest short kernels read within 2.1 µs of their events (H200, 2026-12-04).
 LANDED_TOL = 0.04
 LANDED_SLACK_US = 2.0
 

@@ -59,10 +59,14 @@ def test_save_to_number_keeps_its_target_with_the_reference_beside_only_short_ca
     def latency(run: str) -> dict:
         return json.loads((Path(__file__).parent / "fixtures" / "gpu" / run / "loop_latency.json").read_text())["latency"]["kb_softmax"]
 
-    before, after = latency("h200-2026-12-04g"), latency("h200-2026-12-04h")
-    assert before["final_p50_s"] > 2.0 >= after["final_p50_s"] and after["preliminary_p50_s"] <= 1.2
-    assert after["final_p50_s"] <= 0.4 * after["bare_cold_s"]
-    loops = [save["phases_s"]["timing.loop"] for save in after["saves"]]
-    assert max(loops) < min(save["phases_s"]["timing.loop"] for save in before["saves"])
-    assert after["profile"]["trialtui_profile_s"] <= 1.3 * after["profile"]["bare_ncu_s"]
+    # h200-2026-12-04i (c244ff2, each hash landing in host memory the checker watches) and 04j (7dc3847, every batch
+    # queued behind the go gate, two requests a batch): 1.68 and 1.64 s
+    before = latency("h200-2026-12-04g")
+    for run in ("h200-2026-12-04h", "h200-2026-12-04i", "h200-2026-12-04j"):
+        after = latency(run)
+        assert before["final_p50_s"] > 2.0 >= after["final_p50_s"] and after["preliminary_p50_s"] <= 1.2, run
+        assert after["final_p50_s"] <= 0.4 * after["bare_cold_s"], run
+        loops = [save["phases_s"]["timing.loop"] for save in after["saves"]]
+        assert max(loops) < min(save["phases_s"]["timing.loop"] for save in before["saves"]), run
+        assert after["profile"]["trialtui_profile_s"] <= 1.3 * after["profile"]["bare_ncu_s"], run
 

@@ -258,6 +258,7 @@ def timed(monkeypatch, forward, n=10, batches=3, candidate_flush=FLUSH_WORDS, la
     calls = TimedCalls(Link(session), Deadline(60), sets, lambda inputs: honest(inputs[0]), layout, judge, see=lambda r: None,
                        flush_words=FLUSH_WORDS, keep=n)
     session.landing = landing.slots_of(calls.pad.wire(), "cpu") if land else None
+    calls.pad.unlink()  # mapped here by now, as the checker unlinks it once the candidate's process has
     session.timed = calls
     for b in range(batches):
         batch = calls.batch(b * n, n)

@@ -221,6 +221,7 @@ def gated(monkeypatch, forward, n=8, batches=2, **gate):
                                    judge, see=lambda r: None, flush_words=FLUSH_WORDS, keep=n)
     calls.gated = True
     session.landing = landing.slots_of(calls.pad.wire(), "cpu")
+    calls.pad.unlink()
     session.gate = HostGate(session.landing, **gate)
     for b in range(batches):
         calls.batch(b * n, n)

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import torch
+
 SLOT_BYTES = 8  # one call's hash: two int32 words (runner/fresh_inputs.new_hashes)
 POLLS_PER_LOOK = 256  # reads of the slot between looks at the reply channel and the deadline
 
@@ -107,8 +109,8 @@ class Pad:
 
 
 def as_word(pair: Any) -> int:
-    """A call's hash (two int32 words, a tensor) as the slot's unsigned 64-bit value."""
-    return int.from_bytes(pair.detach().to("cpu").contiguous().numpy().tobytes(), "little")
+    """A call's hash (two int32 words, a tensor) as the slot's unsigned 64-bit value (both little-endian)."""
+    return int(pair.detach().to("cpu").contiguous().view(-1).view(torch.int64).item()) & (2**64 - 1)
 
 
 @dataclass
@@ -129,8 +131,6 @@ HOST_REGISTER_DEVICEMAP = 2  # cudaHostRegisterMapped: the GPU reads it where cu
 def slots_of(wire: Any, device: Any) -> PadView | None:
     """The candidate's process's (or the checker's own loop's) view of a pad, registered with CUDA where the
     loop runs there, so a copy from the GPU lands in it as the stream reaches it; None where it cannot be."""
-    import torch
-
     try:
         path, slots = str(wire["path"]), int(wire["slots"])
         with open(path, "r+b") as fh:
@@ -171,8 +171,6 @@ def release(view: PadView | None) -> None:
     """Unregister and unmap what `slots_of` made."""
     if view is None:
         return
-    import torch
-
     if view.registered:
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaHostUnregister(view.slots.data_ptr())

@@ -1,6 +1,6 @@
-"""The timing phase of a bench job: the candidate (in its process, every timed call judged) and the
+"""The timing phase of a bench job on a GPU: the candidate (in its process, every timed call judged) and the
 baselines (here) in alternating batches on the same inputs, its number checked against the checker's
-clock, the physical floor and the library's share of the work; the CPU's labelled figure.
+clocks (runner/landing.py), the physical floor and the library's share of the work.
 
 The checker's side of the timed batches (`TimedCalls`): asks the candidate's process for a batch, clocks
 it, and judges every call's output against the reference's for that call's own input.

@@ -234,9 +234,9 @@ class MemoOnPointer:
 FLUSH_WORDS = torch.randint(-2**31, 2**31, (40_000,), dtype=torch.int32)  # the checker's keyed flush (three programs)
 
 
-def timed(monkeypatch, forward, n=10, batches=3, candidate_flush=FLUSH_WORDS, land=True):
-    """`candidate_flush`: the words the candidate's loop flushes through (None: it skips the flush); `land`: its
-    hashes land in the checker's pad (runner/landing.py)."""
+def checker_and_candidate(monkeypatch, forward, n, link=None, candidate_flush=FLUSH_WORDS, land=True):
+    """A candidate.Session in this process whose calls are `forward`, and the checker's TimedCalls on it (through
+    `link`, a Link's class); its hashes land in the checker's pad (runner/landing.py) where `land`."""
     from trialtui.runner.candidate import Session
 
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
@@ -255,10 +255,17 @@ def timed(monkeypatch, forward, n=10, batches=3, candidate_flush=FLUSH_WORDS, la
         if not close_at_once(expected, output, 1e-5, 1e-5):
             raise CandidateFailed(f"{where} differs", state="incorrect")
 
-    calls = TimedCalls(Link(session), Deadline(60), sets, lambda inputs: honest(inputs[0]), layout, judge, see=lambda r: None,
-                       flush_words=FLUSH_WORDS, keep=n)
+    calls = TimedCalls((link or Link)(session), Deadline(60), sets, lambda inputs: honest(inputs[0]), layout, judge,
+                       see=lambda r: None, flush_words=FLUSH_WORDS, keep=n)
     session.landing = landing.slots_of(calls.pad.wire(), "cpu") if land else None
     calls.pad.unlink()  # mapped here by now, as the checker unlinks it once the candidate's process has
+    return session, calls
+
+
+def timed(monkeypatch, forward, n=10, batches=3, candidate_flush=FLUSH_WORDS, land=True):
+    """`candidate_flush`: the words the candidate's loop flushes through (None: it skips the flush); `land`: its
+    hashes land in the checker's pad (runner/landing.py)."""
+    session, calls = checker_and_candidate(monkeypatch, forward, n, candidate_flush=candidate_flush, land=land)
     session.timed = calls
     for b in range(batches):
         batch = calls.batch(b * n, n)

@@ -193,35 +193,13 @@ class HostGate:
 
 def gated(monkeypatch, forward, n=8, batches=2, **gate):
     """tests/test_fresh_inputs.timed with every batch queued behind a gate and started on the checker's go."""
-    from tests.test_fresh_inputs import FLUSH_WORDS, FakeBencher, honest
+    from tests.test_fresh_inputs import checker_and_candidate
 
-    from trialtui.runner import fresh_inputs, timed_phase
-    from trialtui.runner.candidate import Session
-    from trialtui.runner.candidate_requests import Deadline
-    from trialtui.runner.compare import close_at_once
-    from trialtui.runner.timed_batch import Layout
+    from trialtui.runner import timed_phase
 
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
     monkeypatch.setattr(timed_phase, "GO_STALL_S", 0.05)  # the CPU's gate waits on the host: the go is written unasked
-    sets = [[torch.randn(8, 64)], [torch.randn(8, 64)]]
-    layout = Layout.of_output(honest(sets[0][0]))
-    session = Session(channel=None)
-    session.input_sets = [[t.clone() for t in s] for s in sets]
-    session.calls = [(lambda inputs=inputs: forward(inputs[0])) for inputs in session.input_sets]
-    session.bencher, session.layout = FakeBencher(), layout
-    session.ring = torch.empty(n * layout.slot_bytes, dtype=torch.uint8)
-    session.refresher = fresh_inputs.Refresher(session.input_sets, flush_words=FLUSH_WORDS)
-    monkeypatch.setattr(session, "facts", lambda scan=False: {})
-
-    def judge(expected, output, inputs, where):
-        if not close_at_once(expected, output, 1e-5, 1e-5):
-            raise CandidateFailed(f"{where} differs", state="incorrect")
-
-    calls = timed_phase.TimedCalls(ThreadedLink(session), Deadline(60), sets, lambda inputs: honest(inputs[0]), layout,
-                                   judge, see=lambda r: None, flush_words=FLUSH_WORDS, keep=n)
+    session, calls = checker_and_candidate(monkeypatch, forward, n, link=ThreadedLink)
     calls.gated = True
-    session.landing = landing.slots_of(calls.pad.wire(), "cpu")
-    calls.pad.unlink()
     session.gate = HostGate(session.landing, **gate)
     for b in range(batches):
         calls.batch(b * n, n)

@@ -141,3 +141,47 @@ def test_the_landing_clock_confirms_a_claim_within_its_band_and_no_further():
     assert not forged["confirmed"] and forged["claimed"]["median_us"] == pytest.approx(edge - 0.01)
     assert forged["median_us"] == pytest.approx(11.6)  # its batches' own figures, less the harness
     assert 1 / (edge / 11.4) < 1.3  # a forged report gains under 1.3x on an 11 µs call
+
+
+class FakeYardstick:
+    def __init__(self, landed):
+        self.landed = landed
+
+    def complete(self, batches):
+        pass
+
+    def harness_us(self):
+        return HARNESS_US
+
+    def landing_harness_us(self):
+        return self.landed
+
+    def figures(self):
+        return {"harness_us": HARNESS_US, "landing_harness_us": self.landed}
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("graphed, gated, own_landing, long_call, band", [
+    (True, True, 60.0, False, "LANDED"),  # queued behind the gate: the landing clock from the go
+    (True, False, 60.0, False, "LANDED"),  # its process declined the gate: the same clock, from the request
+    (False, False, 60.0, False, "NARROW"),  # calls it could not capture: the reply's clock, the reference beside
+    (True, True, None, False, "NARROW"),  # the checker's own loop could not land: the reply's clock
+    (True, True, 60.0, True, "WIDE"),  # a long call: the harness measured ahead
+])
+def test_declining_the_gate_or_the_pad_buys_no_wider_band(monkeypatch, graphed, gated, own_landing, long_call, band):
+    """The band a short call's events are held to is the checker's choice, from what it measured itself: a
+    candidate's process that declines the gate is judged on the landing clock from the request (no shorter a
+    clock), and one that takes no pad, or lands no hash, has no claim confirmed (_candidate: `unlanded`)."""
+    monkeypatch.setattr(timed_phase.TimedPhase, "_yardstick", lambda self, setup, pair_us: FakeYardstick(own_landing))
+    test = phase(HARNESS_US)
+    test.graphed, test.gated = graphed, gated
+    test.prepared_reply = {"landing": True, "gated": gated}
+    timed = SimpleNamespace(landings=[(100 * (HARNESS_US + 9.0), 100)], unlanded=0)
+    setup = SimpleNamespace(batches=(25, 100))
+    clock = walls(HARNESS_US + (timing.YARDSTICK_BELOW_US + 20 if long_call else 9.0))
+    test._settle_band(timed, clock, setup, 1.3)
+    assert test.band == getattr(timing, band)
+    assert (test.landed_harness_us is not None) is (band == "LANDED")
+    assert test.landing["gated"] is gated and test.landing["per_call_us"] == pytest.approx(HARNESS_US + 9.0)

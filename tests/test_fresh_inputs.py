@@ -352,7 +352,7 @@ def test_the_checker_draws_a_new_seed_for_every_batch(monkeypatch):
 
 
 def test_the_kernel_split_the_candidates_process_reports_is_checked_as_data():
-    from trialtui.runner.timed_phase import _kernel_split
+    from trialtui.runner.library_split import reported_split as _kernel_split
 
     good = {"own_us": 3.0, "library_us": 130.0, "own_share": 0.02, "library_top": [["sm90_xmma_gemm", 130.0]]}
     assert _kernel_split(good)["own_share"] == 0.02

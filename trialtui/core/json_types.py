@@ -26,3 +26,8 @@ def fits(value: Any, hint: Any) -> bool:
     if origin is dict:
         return isinstance(value, dict) and all(fits(k, args[0]) and fits(v, args[1]) for k, v in value.items())
     return isinstance(value, hint)
+
+
+def number(value: Any) -> float | None:
+    """A JSON number as a float, else None (a bool is no number): what the other side sent, taken as data."""
+    return float(value) if fits(value, float) else None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core.job_spec import BenchSpec
+from trialtui.core.json_types import number
 from trialtui.core.model import REFERENCE_FAILED
 from trialtui.core.prctl import seal
 from trialtui.core.result import RESULT_VERSION, flag
@@ -33,7 +34,7 @@ from trialtui.runner.prepared import Prepared, prepare, problem_key
 from trialtui.runner.tensors import nbytes
 from trialtui.runner.cpu_timing import cpu_timing
 from trialtui.runner.speedups import speedups
-from trialtui.runner.timed_phase import TimedPhase, number, overhead_at
+from trialtui.runner.timed_phase import TimedPhase, overhead_at
 
 
 def _case_list(spec: BenchSpec, on_gpu: bool) -> list[dict[str, Any]]:

@@ -9,6 +9,8 @@ from typing import Any, Callable
 
 import torch
 
+from trialtui.core.json_types import number
+
 # torch functions that allocate, reshape or only look at tensors: anything else a candidate's call runs
 # through torch is library work (ATen's kernels, cuBLAS, cuDNN) whose share of the GPU time gets weighed
 SHAPE_FUNCTIONS = frozenset({
@@ -112,3 +114,15 @@ def kernel_split(calls: list[Callable[[], Any]], own_names: set[str], runs: int 
     top = sorted(other.items(), key=lambda kv: -kv[1])[:5]
     return {"own_us": own / runs, "library_us": library / runs, "own_share": own / (own + library),
             "library_top": [[name[:120], us / runs] for name, us in top]}
+
+
+def reported_split(value: Any) -> dict[str, Any] | None:
+    """`kernel_split` as the candidate's process reports it to the checker, checked as data."""
+    if not isinstance(value, dict):
+        return None
+    own, library, share = (number(value.get(k)) for k in ("own_us", "library_us", "own_share"))
+    if own is None or library is None or share is None or not 0 <= share <= 1:
+        return None
+    top = [[str(n)[:120], float(us)] for n, us in (value.get("library_top") or [])[:5]
+           if isinstance(us, (int, float)) and not isinstance(us, bool)]
+    return {"own_us": own, "library_us": library, "own_share": share, "library_top": top}

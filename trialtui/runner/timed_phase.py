@@ -24,8 +24,9 @@ from typing import Any, Callable
 import torch
 
 from trialtui.core.job_spec import BenchSpec
+from trialtui.core.json_types import number
 from trialtui.core.result import flag
-from trialtui.runner import batch_clock, cuda_ipc, fresh_inputs, landing, timed_work
+from trialtui.runner import batch_clock, cuda_ipc, fresh_inputs, landing, library_split, timed_work
 from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
 from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
@@ -48,7 +49,6 @@ class Batch:
     start: int  # index of its first call among all timed calls
     samples: list[float]  # the candidate's own event times per call, µs: claims
     wall_us: float  # the checker's clock from the request until every output was copied here
-    landed_us: float | None = None  # from the request until the last output's hash landed here (runner/landing.py)
 
 
 @dataclass
@@ -69,7 +69,7 @@ class TimedCalls:
     stages: dict[str, float] = field(default_factory=lambda: {"request": 0.0, "copy": 0.0})  # seconds, all batches
     shared: cuda_ipc.Isolated | None = field(init=False, default=None)  # the ring, where it can be shared
     pad: landing.Pad = field(init=False)  # where each call's hash lands as the candidate's loop makes it
-    landings: list[tuple[float, int]] = field(default_factory=list)  # (µs from the request, n) per batch
+    landings: list[tuple[float, int]] = field(default_factory=list)  # (µs from the go, else the request, n) per batch
     unlanded: int = 0  # batches the candidate's process said it would land and did not (or not its hash)
     gated: bool = False  # its batches start on the checker's go (runner/go_gate.py), as its process offered
 
@@ -150,7 +150,7 @@ class TimedCalls:
             self.landings.append((landed_us, n))
         else:
             self.unlanded += 1
-        return Batch(start, [float(x) for x in samples], wall_us, landed_us)
+        return Batch(start, [float(x) for x in samples], wall_us)
 
     def _go_if_stalled(self, answered: Callable[[], bool], seed: int, opened: list[int]) -> None:
         """The go, written anyway where the candidate's process has not answered that its batch is queued
@@ -375,13 +375,25 @@ class TimedPhase:
         if disturbed is not None:
             self.flags.append(flag("noisy", f"timed twice, disturbed both times: {disturbed}; the number is not this "
                                    "kernel's alone"))
+        self._settle_band(timed, walls, setup, pair_us["candidate"])
+        self.splits.mark("timing.loop")
+        return samples, walls, pair_us, flush_us
+
+    def _settle_band(self, timed: TimedCalls, walls: list, setup: TimedSetup, pair_us: float) -> None:
+        """The band the candidate's events are held to, on the whole loop's clock: the wide one, or for a short
+        call the narrow one (the reference's loop beside), or for a short call captured as graphs the landing
+        clock's, from the go or, where its process declined the gate, from the request (a clock no shorter)."""
+        from trialtui.runner import timing
+
         short = self._short(walls)  # on the whole loop's clock: a call that looked long early is judged here
         if short and self.yardstick is None:
-            self.yardstick = self._yardstick(setup, pair_us["candidate"])
+            self.yardstick = self._yardstick(setup, pair_us)
         if short and self.yardstick:
             self.yardstick.complete(setup.batches)  # where it started late: the batches it lacks, right after
         beside = self.yardstick.harness_us() if short and self.yardstick else None
-        landed = self.yardstick.landing_harness_us() if short and self.yardstick and self.gated else None
+        # graphed calls are judged on the landing clock, from the go or, where its process declined the gate, from
+        # the request (a clock no shorter): declining the gate or the pad buys no wider band
+        landed = self.yardstick.landing_harness_us() if short and self.yardstick and self.graphed else None
         if self.yardstick:
             self.reference_loop = self.yardstick.figures()
             self.yardstick.close()
@@ -390,10 +402,8 @@ class TimedPhase:
                         "gated": self.gated, "gate_refused": str(self.prepared_reply.get("gate_refused") or "")[:300] or None}
         if beside is not None:  # measured beside the candidate's batches: the narrow band
             self.overhead_us, self.band = beside, timing.NARROW
-        if landed is not None and self.gated:  # every batch gated: the landing clock's band, or none landed, no band
+        if landed is not None:  # the landing clock's band; where a batch did not land, none (_candidate)
             self.landed_harness_us, self.band = landed, timing.LANDED
-        self.splits.mark("timing.loop")
-        return samples, walls, pair_us, flush_us
 
     def _short(self, walls: list) -> bool:
         """A call under YARDSTICK_BELOW_US on the checker's clock less the harness's cost measured ahead; large
@@ -422,7 +432,7 @@ class TimedPhase:
             self.flags.append(flag("timing-patched", altered))
         if self.landed_harness_us is None:
             cand = timing.confirmed_stats(claimed, walls, overhead_us, self.band)
-        elif self.landing["unlanded"]:  # a gated batch whose last hash did not land: its claims stand on nothing
+        elif self.landing["unlanded"]:  # a batch whose last hash did not land (or no pad taken): claims stand on nothing
             cand = timing.unconfirmed_stats(claimed, walls, overhead_us)
         else:
             cand = timing.landed_stats(claimed, self.landing["batches"], self.landed_harness_us, self.band)
@@ -440,7 +450,7 @@ class TimedPhase:
                          if cand["confirmed"] else
                          "GPU, the checker's clock per call, L2 flushed, median (the candidate's own events were not confirmed)")
         cand["peak_mem_bytes"] = number(reply.get("peak_mem_bytes"))
-        split = _kernel_split(reply.get("kernels"))
+        split = library_split.reported_split(reply.get("kernels"))
         cand["kernels"] = split
         if split is not None and split["own_share"] < LIBRARY_SHARE:
             names = ", ".join(name.split("(")[0][:60] for name, _ in split["library_top"][:3])
@@ -477,22 +487,6 @@ def _graphed_pair_us(bencher: Any) -> float:
     except Exception:  # noqa: BLE001 - no external events in this torch: the eager pair, a little larger
         torch.cuda.synchronize()
         return bencher.empty_pair_us()
-
-
-def _kernel_split(value: Any) -> dict[str, Any] | None:
-    """The candidate's process's kernel split (library_split.kernel_split), checked as data."""
-    if not isinstance(value, dict):
-        return None
-    own, library, share = (number(value.get(k)) for k in ("own_us", "library_us", "own_share"))
-    if own is None or library is None or share is None or not 0 <= share <= 1:
-        return None
-    top = [[str(n)[:120], float(us)] for n, us in (value.get("library_top") or [])[:5]
-           if isinstance(us, (int, float)) and not isinstance(us, bool)]
-    return {"own_us": own, "library_us": library, "own_share": share, "library_top": top}
-
-
-def number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _bind(fn, inputs):

@@ -446,9 +446,10 @@ class TimedPhase:
         cand["graph_refused"] = str(self.prepared_reply.get("graph_refused") or "")[:300] or None
         cand["empty_pair_us"] = pair_us  # taken off every event sample (the baselines': their own, eager)
         how = "in a CUDA graph of each call" if self.graphed else "around each call, launched eagerly"
-        cand["label"] = (f"GPU, CUDA events {how} less their empty pair ({pair_us:.1f} µs), L2 flushed, median"
-                         if cand["confirmed"] else
-                         "GPU, the checker's clock per call, L2 flushed, median (the candidate's own events were not confirmed)")
+        clock = "the landing clock" if self.landed_harness_us is not None else "the checker's clock"  # runner/landing.py
+        cand["label"] = (f"GPU, CUDA events {how} less their empty pair ({pair_us:.1f} µs), L2 flushed, median, within "
+                         f"{self.band.slack_us:g} µs and {self.band.tol:.0%} of {clock}" if cand["confirmed"] else
+                         f"GPU, {clock} per call, L2 flushed, median (the candidate's own events were not confirmed)")
         cand["peak_mem_bytes"] = number(reply.get("peak_mem_bytes"))
         split = library_split.reported_split(reply.get("kernels"))
         cand["kernels"] = split

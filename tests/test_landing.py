@@ -5,10 +5,11 @@ that hash, or a landing it did not see."""
 
 from __future__ import annotations
 
+import os
 import subprocess
-import threading
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -252,3 +253,9 @@ def test_the_go_word_lies_16_byte_aligned_after_the_slots_whatever_their_number(
     finally:
         landing.release(view)
         pad.close()
+
+
+def test_a_pad_is_made_where_the_first_folder_that_takes_it_is(tmp_path):
+    fd, path = landing._made((str(tmp_path / "missing"), str(tmp_path)))
+    os.close(fd)
+    assert path.startswith(str(tmp_path)) and "trialtui-landing-" in path

@@ -42,8 +42,7 @@ class Pad:
     checker's side arms a batch's last slot and watches it."""
 
     def __init__(self, slots: int) -> None:
-        folder = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
-        fd, self.path = tempfile.mkstemp(prefix="trialtui-landing-", dir=folder)
+        fd, self.path = _made(("/dev/shm", tempfile.gettempdir()))
         try:
             size = -(-(go_word(max(1, slots)) + 1) * SLOT_BYTES // mmap.PAGESIZE) * mmap.PAGESIZE
             os.ftruncate(fd, size)
@@ -106,6 +105,16 @@ class Pad:
         self.unlink()
         self.words.release()
         self.map.close()
+
+
+def _made(folders: tuple[str, ...]) -> tuple[int, str]:
+    """A file for a pad, in memory where the system has a folder for it (a full or read-only /dev/shm: the next)."""
+    for folder in folders[:-1]:
+        try:
+            return tempfile.mkstemp(prefix="trialtui-landing-", dir=folder)
+        except OSError:
+            continue
+    return tempfile.mkstemp(prefix="trialtui-landing-", dir=folders[-1])
 
 
 def as_word(pair: Any) -> int:

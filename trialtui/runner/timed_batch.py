@@ -266,7 +266,9 @@ def capture_landing(calls: list[Callable[[], Any]], refresher: Any, bencher: Any
 #   clocks and heat: the clock less the reference's events (its own, in this process: no claim) is the
 #   harness's cost as the candidate's batches pay it. On the H200 (gpu_band, 2026-12-04) a kernel's clock
 #   less the harness and its events stayed within 1 µs of the reference's on the short cases, while the
-#   reference's own clock moved 3 µs between passes: the band narrows to 4 µs and 6 % (runner/timing.NARROW).
+#   reference's own clock moved 3 µs between passes: the band narrows to 4 µs and 6 % (runner/timing.NARROW),
+#   and on the landing clock (runner/landing.py), where the candidate's batches land their hashes, to 2 µs and
+#   4 % (runner/timing.LANDED).
 
 
 class CheckerLoop:
@@ -380,15 +382,14 @@ class Yardstick:
     def harness_us(self) -> float | None:
         """The clock's per-call figure less the reference's own events: the harness's cost beside the
         candidate's batches. None where it was not measured (a reference this process cannot capture)."""
-        per_call = self.loop.per_call_us() if self.usable else None
-        if per_call is None or not self.loop.events:
-            return None
-        return per_call - (statistics.median(self.loop.events) - self.pair_us)
+        return self._less_events(self.loop.per_call_us())
 
     def landing_harness_us(self) -> float | None:
         """The same on the landing clock (runner/landing.py): its per-call figure less the reference's events."""
-        per_call = self.loop.landing_per_call_us() if self.usable else None
-        if per_call is None or not self.loop.events:
+        return self._less_events(self.loop.landing_per_call_us())
+
+    def _less_events(self, per_call: float | None) -> float | None:
+        if not self.usable or per_call is None or not self.loop.events:
             return None
         return per_call - (statistics.median(self.loop.events) - self.pair_us)
 

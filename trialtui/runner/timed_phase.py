@@ -363,6 +363,7 @@ class TimedPhase:
             phase = "timing" if attempt == 0 else "timing_again"  # the TUI shows "timing again 40 runs"
             attempt_walls.clear()
             timed.landings.clear()
+            timed.unlanded = 0
             if self.yardstick:
                 self.yardstick.restart()
             samples, walls = timing.time_alternating(

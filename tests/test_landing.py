@@ -88,7 +88,7 @@ def test_the_armed_slot_holds_a_value_drawn_per_batch():
         drawn = set()
         for _ in range(5):
             pad.arm(8)
-            drawn.add(pad.words[7])
+            drawn.add(pad.word(7))
         assert len(drawn) == 5
     finally:
         pad.close()
@@ -101,7 +101,7 @@ def test_the_loop_lands_each_calls_hash_in_the_slot_the_checker_reads_as_one_wor
         hashes = torch.tensor([[1, 2], [-3, 4], [5, -6]], dtype=torch.int32)
         for call in range(3):
             landing.land(view.slots, hashes, call)
-        assert [pad.words[i] for i in range(3)] == [landing.as_word(hashes[i]) for i in range(3)]
+        assert [pad.word(i) for i in range(3)] == [landing.as_word(hashes[i]) for i in range(3)]
         pad.arm(3)
         started = pad.go(2026)
         assert int(view.go[0]) == 2026 and started <= time.perf_counter_ns()  # the go word, as the gate reads it
@@ -249,7 +249,7 @@ def test_the_go_word_lies_16_byte_aligned_after_the_slots_whatever_their_number(
         assert view.go.data_ptr() % 16 == 0 and view.go.data_ptr() >= view.slots.data_ptr() + slots * 8
         pad.arm(slots)
         pad.go(99)
-        assert int(view.go[0]) == 99 and pad.words[slots - 1] != 99
+        assert int(view.go[0]) == 99 and pad.word(slots - 1) != 99
     finally:
         landing.release(view)
         pad.close()
@@ -259,3 +259,17 @@ def test_a_pad_is_made_where_the_first_folder_that_takes_it_is(tmp_path):
     fd, path = landing._made((str(tmp_path / "missing"), str(tmp_path)))
     os.close(fd)
     assert path.startswith(str(tmp_path)) and "trialtui-landing-" in path
+
+
+def test_a_pad_its_candidate_shrinks_lands_nothing_and_the_checker_lives_on():
+    """The candidate's process can open the pad's file while it exists and truncate it: the checker reads it
+    through the file, so the read comes back short (no landing, nothing confirmed), not a SIGBUS."""
+    pad = landing.Pad(4)
+    try:
+        pad.arm(4)
+        os.truncate(pad.path, 0)
+        pad.watch(lambda: False, time.monotonic() + 5)
+        assert pad.seen is None and pad.landed_us(time.perf_counter_ns(), 0) is None
+        assert pad.word(3) is None
+    finally:
+        pad.close()

@@ -6,11 +6,12 @@ its memory. Its fixed cost (the reply, the ring's copy: 1-1.7 ms a batch on the 
 short call lasts, and the candidate's process decides when it answers, so a slope over two batch sizes can
 be tilted (tests/exploits/gemm_short_bf16/tilts_the_slope.py). Here the timed loop also writes each call's
 output hash (runner/fresh_inputs.digest: the next call's input is drawn from it) into a slot of host memory
-the checker maps too (`Pad`), and the checker watches the batch's last slot from the moment it sent the
-request. That hash cannot land before the last output exists, and the last output cannot exist before every
-output ahead of it (each call's input comes from the previous output's hash). So the time from the request
-to the landing holds the whole batch's work and only the request's way in besides: no reply, no copy, no
-second batch size. Landing late only adds; a value that is not the hash the checker computes from the
+the checker maps too (`Pad`), and the checker watches the batch's last slot from the batch's start: the
+request, or where the batch waits for the checker's go (runner/go_gate.py), the go. That hash cannot land
+before the last output exists, and the last output cannot exist before every output ahead of it (each call's
+input comes from the previous output's hash). So the time from the start to the landing holds the whole
+batch's work and, from a request, its way in besides: no reply, no second batch size. (The output's copy
+into the ring is harness work a rewritten loop can put after the landing: docs/SECURITY.md, "Not covered".) Landing late only adds; a value that is not the hash the checker computes from the
 output it judges is no landing at all.
 """
 
@@ -32,27 +33,31 @@ POLLS_PER_LOOK = 256  # reads of the slot between looks at the reply channel and
 
 
 def go_word(slots: int) -> int:
-    """The go word's index (runner/go_gate.py): after the slots, 16-byte aligned, so the gate's kernel is the
-    one compiled ahead whatever the batch's size."""
+    """The go word's index (runner/go_gate.py): after the slots, on a 16-byte boundary (an aligned word the
+    GPU reads whole, and the alignment Triton assumes of a pointer it specializes)."""
     return slots + (slots & 1)
 
 
 class Pad:
-    """The host memory the timed loop's hashes land in, mapped from a file both processes open; the
-    checker's side arms a batch's last slot and watches it."""
+    """The host memory the timed loop's hashes land in, a file both processes open (the loop maps it); the
+    checker's side arms a batch's last slot and watches it. The checker reads and writes its words through
+    the file, not a mapping: a candidate's process that shrinks the file cuts a read short (no landing)
+    where a mapping would take the checker down with SIGBUS."""
 
     def __init__(self, slots: int) -> None:
-        fd, self.path = _made(("/dev/shm", tempfile.gettempdir()))
-        try:
-            size = -(-(go_word(max(1, slots)) + 1) * SLOT_BYTES // mmap.PAGESIZE) * mmap.PAGESIZE
-            os.ftruncate(fd, size)
-            self.map = mmap.mmap(fd, size)
-        finally:
-            os.close(fd)
+        self.fd, self.path = _made(("/dev/shm", tempfile.gettempdir()))
+        os.ftruncate(self.fd, -(-(go_word(max(1, slots)) + 1) * SLOT_BYTES // mmap.PAGESIZE) * mmap.PAGESIZE)
         self.slots = slots
-        self.words = memoryview(self.map).cast("Q")
         self.armed: tuple[int, int] | None = None
         self.seen: tuple[int, int] | None = None  # (perf_counter_ns, value) of the armed slot's landing
+
+    def word(self, index: int) -> int | None:
+        """The word at `index`, or None where the file no longer holds it."""
+        data = os.pread(self.fd, SLOT_BYTES, index * SLOT_BYTES)
+        return int.from_bytes(data, "little") if len(data) == SLOT_BYTES else None
+
+    def _put(self, index: int, value: int) -> None:
+        os.pwrite(self.fd, value.to_bytes(SLOT_BYTES, "little"), index * SLOT_BYTES)
 
     def wire(self) -> dict[str, Any]:
         return {"path": self.path, "slots": self.slots}
@@ -68,14 +73,14 @@ class Pad:
         """Batch of n calls: its last slot holds a value drawn now, so a landing is any other value; the go
         word (runner/go_gate.py) is shut."""
         sentinel = random.SystemRandom().getrandbits(64)
-        self.words[n - 1] = sentinel
-        self.words[go_word(self.slots)] = 0
+        self._put(n - 1, sentinel)
+        self._put(go_word(self.slots), 0)
         self.armed, self.seen = (n - 1, sentinel), None
 
     def go(self, seed: int) -> int:
         """Open the gate with the batch's seed (never 0): the clock's start, perf_counter_ns, taken first."""
         started = time.perf_counter_ns()
-        self.words[go_word(self.slots)] = seed
+        self._put(go_word(self.slots), seed)
         return started
 
     def watch(self, answered: Callable[[], bool], deadline: float) -> None:
@@ -83,15 +88,17 @@ class Pad:
         In the thread that waits anyway: nothing else here needs the interpreter meanwhile."""
         assert self.armed is not None
         slot, sentinel = self.armed
-        words, clock = self.words, time.perf_counter_ns
+        word, clock = self.word, time.perf_counter_ns
         while True:
             for _ in range(POLLS_PER_LOOK):
-                if words[slot] != sentinel:
-                    self.seen = (clock(), words[slot])
+                value = word(slot)
+                if value != sentinel:
+                    self.seen = (clock(), value) if value is not None else None
                     return
             if answered() or time.monotonic() > deadline:
-                if words[slot] != sentinel:  # landed while we looked away: seen now, later than it was
-                    self.seen = (clock(), words[slot])
+                value = word(slot)
+                if value != sentinel and value is not None:  # landed while we looked away: seen now, later
+                    self.seen = (clock(), value)
                 return
 
     def landed_us(self, since_ns: int, expected: int) -> float | None:
@@ -103,8 +110,7 @@ class Pad:
 
     def close(self) -> None:
         self.unlink()
-        self.words.release()
-        self.map.close()
+        os.close(self.fd)
 
 
 def _made(folders: tuple[str, ...]) -> tuple[int, str]:

@@ -144,8 +144,8 @@ def test_the_landing_clock_confirms_a_claim_within_its_band_and_no_further():
 
 
 class FakeYardstick:
-    def __init__(self, landed):
-        self.landed = landed
+    def __init__(self, landed, deferred=True):
+        self.landed, self.deferred = landed, deferred
 
     def complete(self, batches):
         pass
@@ -163,25 +163,31 @@ class FakeYardstick:
         pass
 
 
-@pytest.mark.parametrize("graphed, gated, own_landing, long_call, band", [
-    (True, True, 60.0, False, "LANDED"),  # queued behind the gate: the landing clock from the go
-    (True, False, 60.0, False, "LANDED"),  # its process declined the gate: the same clock, from the request
-    (False, False, 60.0, False, "NARROW"),  # calls it could not capture: the reply's clock, the reference beside
-    (True, True, None, False, "NARROW"),  # the checker's own loop could not land: the reply's clock
-    (True, True, 60.0, True, "WIDE"),  # a long call: the harness measured ahead
+@pytest.mark.parametrize("graphed, gated, own_landing, long_call, deferred, band", [
+    (True, True, 60.0, False, (True, True), "LANDED"),  # queued behind the gate: the landing clock from the go
+    (True, False, 60.0, False, (True, True), "LANDED"),  # its process declined the gate: the same clock, from the request
+    (False, False, 60.0, False, (False, True), "NARROW"),  # calls it could not capture: the reply's clock, the reference beside
+    (True, True, None, False, (True, True), "NARROW"),  # the checker's own loop could not land: the reply's clock
+    (True, True, 60.0, True, (True, True), "WIDE"),  # a long call: the harness measured ahead
+    (True, True, 60.0, False, (False, True), "NARROW"),  # its outputs share memory: copied call by call, on the wall clock
+    (True, True, 60.0, False, (True, False), "NARROW"),  # the reference's do: its landings would hold copies the candidate's do not
 ])
-def test_declining_the_gate_or_the_pad_buys_no_wider_band(monkeypatch, graphed, gated, own_landing, long_call, band):
+def test_declining_the_gate_or_the_pad_buys_no_wider_band(monkeypatch, graphed, gated, own_landing, long_call, deferred,
+                                                         band):
     """The band a short call's events are held to is the checker's choice, from what it measured itself: a
     candidate's process that declines the gate is judged on the landing clock from the request (no shorter a
-    clock), and one that takes no pad, or lands no hash, has no claim confirmed (_candidate: `unlanded`)."""
-    monkeypatch.setattr(timed_phase.TimedPhase, "_yardstick", lambda self, setup, pair_us: FakeYardstick(own_landing))
+    clock), and one that takes no pad, or lands no hash, has no claim confirmed (_candidate: `unlanded`). The
+    landing clock only where both loops copy their outputs after their landings (timed_batch.Captured)."""
+    monkeypatch.setattr(timed_phase.TimedPhase, "_yardstick",
+                        lambda self, setup, pair_us: FakeYardstick(own_landing, deferred[1]))
     test = phase(HARNESS_US)
     test.graphed, test.gated = graphed, gated
-    test.prepared_reply = {"landing": True, "gated": gated}
+    test.prepared_reply = {"landing": True, "gated": gated, "deferred": deferred[0]}
     timed = SimpleNamespace(landings=[(100 * (HARNESS_US + 9.0), 100)], unlanded=0)
     setup = SimpleNamespace(batches=(25, 100))
     clock = walls(HARNESS_US + (timing.YARDSTICK_BELOW_US + 20 if long_call else 9.0))
     test._settle_band(timed, clock, setup, 1.3)
     assert test.band == getattr(timing, band)
     assert (test.landed_harness_us is not None) is (band == "LANDED")
+    assert test.landing["copies_after"] is (deferred == (True, True) and not long_call)
     assert test.landing["gated"] is gated and test.landing["per_call_us"] == pytest.approx(HARNESS_US + 9.0)

@@ -559,3 +559,41 @@ def test_no_word_of_an_output_has_a_share_of_its_hash_a_candidate_could_choose_a
         for half in range(2):
             assert (both[half] - hi[half] - hj[half] + base[half]) % 2**32 != 0, (i, j, half)  # no sum
             assert both[half] ^ hi[half] ^ hj[half] ^ base[half] != 0, (i, j, half)  # no xor
+
+
+def test_an_output_hashed_where_the_call_left_it_hashes_as_its_copy_in_the_ring_does():
+    """Captured loops hash each output before its copy (timed_batch.Captured: the copies follow the batch's
+    last landing); the checker hashes the ring. The two must agree on every layout: strided, odd-sized,
+    half-word and empty tensors, a view at an offset no 32-bit word starts at."""
+    from trialtui.runner import fresh_inputs as chain
+
+    base = torch.randn(64, dtype=torch.float16)
+    output = (torch.randn(6, 5).t(), base[1:8], torch.randn(0, 3), torch.arange(3, dtype=torch.int8), base[9:41].view(4, 8))
+    layout = Layout.of_output(output)
+    slot = torch.zeros(layout.slot_bytes, dtype=torch.uint8)
+    assert layout.pack(output, slot) is None
+    from_ring, from_output = chain.new_hashes(3, "cpu"), chain.new_hashes(3, "cpu")
+    layout.hash_into(slot, from_ring, 2, chain.digest)
+    layout.hash_output(output, from_output, 2, chain.digest)
+    assert torch.equal(from_ring, from_output) and from_ring[2].any()
+
+
+def test_outputs_that_share_memory_with_each_other_or_an_input_are_found():
+    """Deferred copies need every call's output intact until the batch ends: one buffer returned call after
+    call, two buffers in turn, an input handed back or a view of one, are copied call by call instead."""
+    from trialtui.runner.timed_batch import shares_memory
+
+    inputs = [[torch.randn(8, 8)], [torch.randn(8, 8)]]
+    fresh = [torch.randn(8, 8) for _ in range(4)]
+    assert not shares_memory(fresh, inputs)
+    assert not shares_memory([(t, t[2:]) for t in fresh], inputs)  # one call's own tensors may overlap
+    held = torch.randn(8, 8)
+    assert shares_memory([held, held], inputs)
+    assert shares_memory([fresh[0], fresh[1], fresh[0]], inputs)
+    assert shares_memory([fresh[0], inputs[1][0]], inputs)
+    assert shares_memory([fresh[0], inputs[0][0][3:5, 1:]], inputs)
+    big = torch.randn(100)
+    assert not shares_memory([big[:50], big[50:]], inputs)  # halves of one buffer, apart
+    assert shares_memory([big[:50], big[49:60]], inputs)
+    assert shares_memory([big[::2], big[1::2]], inputs)  # interleaved: spans overlap, conservatively shared
+    assert not shares_memory([torch.empty(0), torch.empty(0)], inputs)

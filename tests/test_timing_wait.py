@@ -70,7 +70,7 @@ def test_a_disturbed_timing_is_seen_in_the_checkers_own_baselines_and_flush_neve
     # another program's kernels time-sliced in during the third quarter of the loop: eager 30 % slower there
     shared = steady[:40] + [130.0] * 20 + steady[60:]
     message = timing.disturbance({"candidate": steady, "eager": shared}, 25.0, 25.2)
-    assert message and "eager drifted 29%" in message
+    assert message and "eager drifted 29%" in message and "(their medians 100.6, 100.6, 130.0, 100.6 µs)" in message
     assert timing.disturbance({"candidate": shared, "eager": steady}, 25.0, 25.2) is None  # the candidate's samples are its claims
     assert "L2 flush took 25.0 µs before the loop and 40.0 µs after" in timing.disturbance({"eager": steady}, 25.0, 40.0)
     assert timing.drift(steady[:8]) == 0.0  # too few samples to split

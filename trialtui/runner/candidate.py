@@ -303,6 +303,7 @@ class Session:
                 self.calls = [timing.cuda_graph_call(c) for c in self.calls]
             steps.mark("capture")
         return {"launches": self.counter.count - before, "steps_s": steps.seconds, "graphed": self.captured is not None,
+                "deferred": self.captured is not None and self.captured.deferred,
                 "graph_refused": refused, "landing": self.landing is not None, "gated": self.gate is not None,
                 "gate_refused": why_not, **self.facts()}, None  # at the timed size
 

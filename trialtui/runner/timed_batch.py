@@ -1,9 +1,10 @@
 """The contract of one batch of timed calls: every call's output is kept and sent back, and the checker
 judges every one of them.
 
-The candidate's process writes each timed call's output, right after the call's end event, into a
-slot of one device buffer (the ring); the reply carries the ring, which the checker copies into its
-own memory before its clock around the batch stops. So an output is committed before the checker
+The candidate's process writes each timed call's output into a slot of one device buffer (the ring):
+where its calls are CUDA graphs, after the batch's last call (`Captured`), else right after each call's
+end event; the reply carries the ring, which the checker copies into its own memory before its clock
+around the batch stops. So an output is committed before the checker
 looks at any of them, work deferred past the call is inside the clock, and no call is left
 unchecked: a candidate that skips or shortens the work of any timed call hands back a wrong answer
 for that call's input (runner/fresh_inputs.py makes every input new, from the
@@ -18,7 +19,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -80,19 +81,33 @@ class Layout:
         return max(1, large // SMALL_PER_LARGE), large
 
     # -- the candidate's process -----------------------------------------------------------------
-    def pack(self, output: Any, slot: torch.Tensor) -> str | None:
-        """Copy one call's output into its slot (queued on the stream, after the call); a message where
-        the output does not fit the layout."""
+    def misfit(self, output: Any, device: torch.device) -> str | None:
+        """Why one call's output does not fit the layout (its tensors' count, dtypes, shapes, device), or None."""
         found = tensors_of(output)
         if len(found) != len(self.leaves):
             return f"{len(found)} tensors where the reference returns {len(self.leaves)}"
         for i, (t, leaf) in enumerate(zip(found, self.leaves)):
             got = str(t.dtype).removeprefix("torch.")
-            if got != leaf.dtype or tuple(t.shape) != leaf.shape or t.device != slot.device:
+            if got != leaf.dtype or tuple(t.shape) != leaf.shape or t.device != device:
                 return (f"output {i}: {got} {tuple(t.shape)} on {t.device.type} where the reference returns "
                         f"{leaf.dtype} {leaf.shape}")
-            self._view(slot, leaf).copy_(t.detach())
         return None
+
+    def pack(self, output: Any, slot: torch.Tensor) -> str | None:
+        """Copy one call's output into its slot (queued on the stream, after the call); a message where
+        the output does not fit the layout."""
+        wrong = self.misfit(output, slot.device)
+        for t, leaf in zip(tensors_of(output) if wrong is None else (), self.leaves):
+            self._view(slot, leaf).copy_(t.detach())
+        return wrong
+
+    def hash_output(self, output: Any, hashes: torch.Tensor, call: int, digest: Callable) -> None:
+        """hashes[call] from the output's own tensors, as `hash_into` takes it from the slot they are copied
+        into (the same bytes, the same words): the loop that defers the copies past the batch's landings."""
+        for t, leaf in zip(tensors_of(output), self.leaves):
+            if leaf.nbytes >= 4:
+                words = t.detach().contiguous().view(-1).view(torch.uint8)[:leaf.nbytes // 4 * 4]
+                digest(words if words.storage_offset() % 4 == 0 else words.clone(), hashes, call)
 
     def hash_into(self, slot: torch.Tensor, hashes: torch.Tensor, call: int, digest: Callable) -> None:
         """hashes[call] from the bytes of a slot that hold its output: each leaf's, in whole 32-bit words
@@ -130,9 +145,9 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
     """The timed loop itself, the same code in the candidate's process and in the checker's measure of what
     it costs besides the calls: per call, its inputs made new from the batch's seed and the hash of the
     previous call's output (runner/fresh_inputs.py), an L2 flush (keyed, where the refresher has the
-    checker's words: its fold enters the chain) and the call between two events, its output copied into its
-    slot and hashed for the next call's inputs, the hash copied into its `landing` slot (runner/landing.py:
-    the checker's clock per call, where it maps them). `gate` (runner/go_gate.py): the batch waits on the
+    checker's words: its fold enters the chain) and the call between two events, its output hashed for the
+    next call's inputs and copied into its slot (where captured, after the batch), the hash copied into its
+    `landing` slot (runner/landing.py: the checker's clock per call, where it maps them). `gate` (runner/go_gate.py): the batch waits on the
     GPU for the checker's go, whose word is its seed.
 
     Nothing in the loop waits on the host, and nothing waits for a fixed time: a wait the checker took off
@@ -161,6 +176,7 @@ def launch_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, l
         captured.hashes.zero_()
         for graph in captured.graphs[:n]:
             graph.replay()
+        captured.copy_out(n, layout, ring)
         pending, mismatch = [[pair] for pair in captured.pairs[:n]], captured.mismatch
     else:
         slot, m, mismatch, pending = layout.slot_bytes, len(calls), None, []
@@ -188,24 +204,45 @@ def finish_batch(refresher: Any, ring: torch.Tensor) -> None:
 @dataclass
 class Captured:
     """A batch's calls as CUDA graphs, one per call of the largest batch: each its inputs made new, the L2
-    flush, the call between two events (recorded by the graph), the output's copy into its slot and hash."""
+    flush, the call between two events (recorded by the graph), its output hashed, the hash landed.
+
+    `deferred`: each call's output is kept where the call left it and copied into its slot only after the
+    batch's last call (`copy_out`), so the landing clock (runner/landing.py) holds no copy in anyone's loop:
+    a copy is work a candidate's process could otherwise move past its landings and have taken off its clock
+    as the harness's. Where outputs share memory with each other or with the inputs (one buffer returned
+    call after call, an input handed back), a later call would overwrite them: each is copied right after its
+    call instead (`deferred` False), and the checker holds such calls to the wall clock's band."""
 
     graphs: list
     pairs: list  # (start, end) events per call
     hashes: torch.Tensor
     mismatch: str | None
+    deferred: bool = False
+    kept: list = field(default_factory=list)  # each call's output, where deferred
+    copies: dict = field(default_factory=dict)  # batch size -> the graph that copies its outputs into the ring
+
+    def copy_out(self, n: int, layout: Layout, ring: torch.Tensor) -> None:
+        """The batch's outputs into their slots, queued after its last call: one graph for the sizes captured."""
+        if not self.deferred or self.mismatch is not None:
+            return
+        if n in self.copies:
+            self.copies[n].replay()
+            return
+        for i in range(n):
+            layout.pack(self.kept[i], ring[i * layout.slot_bytes:(i + 1) * layout.slot_bytes])
 
 
 def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
-            n: int, landing: torch.Tensor | None = None) -> Captured:
+            n: int, landing: torch.Tensor | None = None, defer: bool = True) -> Captured:
     """Capture the loop of `run_batch` (it raises where a call cannot be captured: a host sync, a stream it
     does not join; or where this torch cannot time events a graph records). Every call was warmed up
-    before, and the loop run once eagerly: nothing is compiled, autotuned or loaded while capturing."""
+    before, and the loop run once eagerly: nothing is compiled, autotuned or loaded while capturing.
+    `defer`: the outputs' copies after the batch (`Captured`), unless the outputs share memory."""
     slot, m, mismatch = layout.slot_bytes, len(calls), None
     hashes = refresher.new_hashes(n, ring.device)
     pool, stream = torch.cuda.graph_pool_handle(), torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
-    graphs, pairs = [], []
+    graphs, pairs, kept = [], [], []
     with torch.cuda.stream(stream):  # capture_begin, not torch.cuda.graph: no sync, collection or cache flush per call
         for i in range(n):
             graph = torch.cuda.CUDAGraph()
@@ -220,8 +257,15 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
                 start.record()
                 out = calls[i % m]()
                 end.record()
-                mismatch = mismatch or layout.pack(out, place)
-                layout.hash_into(place, hashes, i, refresher.digest)
+                if defer:
+                    wrong = layout.misfit(out, ring.device)
+                    if wrong is None:
+                        layout.hash_output(out, hashes, i, refresher.digest)
+                    mismatch = mismatch or wrong
+                    kept.append(out)
+                else:
+                    mismatch = mismatch or layout.pack(out, place)
+                    layout.hash_into(place, hashes, i, refresher.digest)
                 if landing is not None:
                     land(landing, hashes, i)
                 del out
@@ -229,23 +273,57 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
                 graph.capture_end()
             graphs.append(graph)
             pairs.append((start, end))
+        copies = {}
+        if defer and mismatch is None and not shares_memory(kept, refresher.sets):
+            for size in sorted({max(1, n // SMALL_PER_LARGE), n}):
+                copies[size] = torch.cuda.CUDAGraph()
+                copies[size].capture_begin(pool=pool)
+                try:
+                    for i in range(size):
+                        layout.pack(kept[i], ring[i * slot:(i + 1) * slot])
+                finally:
+                    copies[size].capture_end()
     torch.cuda.current_stream().wait_stream(stream)
+    if defer and mismatch is None and not copies:  # outputs that share memory: copied call by call
+        del graphs, pairs, kept
+        torch.cuda.synchronize()
+        return capture(calls, refresher, bencher, layout, ring, n, landing, defer=False)
     refresher.begin(0)  # replayed once and its events read: a graph that cannot be timed is refused here, not mid-job
     graphs[0].replay()
     refresher.restore()
     torch.cuda.synchronize()
     pairs[0][0].elapsed_time(pairs[0][1])
-    return Captured(graphs, pairs, hashes, mismatch)
+    return Captured(graphs, pairs, hashes, mismatch, defer and bool(copies), kept, copies)
+
+
+def shares_memory(outputs: list[Any], inputs: list[Any]) -> bool:
+    """Whether any two calls' outputs, or an output and an input, overlap in memory: the bytes each tensor
+    spans, from its first element to its last (a strided view spans its gaps)."""
+    owners = [tensors_of(out) for out in outputs] + [[t for s in inputs for t in tensors_of(s)]]
+    spans = sorted((t.data_ptr(), t.data_ptr() + _span_bytes(t), owner)
+                   for owner, found in enumerate(owners) for t in found if t.numel() > 0)
+    reach: dict[int, int] = {}  # owner -> the furthest end seen, kept for the two owners reaching furthest
+    for begin, finish, owner in spans:
+        if any(end > begin and other != owner for other, end in reach.items()):
+            return True
+        reach[owner] = max(finish, reach.get(owner, finish))
+        reach = dict(sorted(reach.items(), key=lambda item: -item[1])[:2])
+    return False
+
+
+def _span_bytes(t: torch.Tensor) -> int:
+    return (sum((size - 1) * stride for size, stride in zip(t.shape, t.stride())) + 1) * t.element_size()
 
 
 def capture_landing(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
-                    n: int, landing: torch.Tensor | None) -> tuple[Captured | None, torch.Tensor | None, str | None]:
+                    n: int, landing: torch.Tensor | None,
+                    defer: bool = True) -> tuple[Captured | None, torch.Tensor | None, str | None]:
     """`capture` with the hashes landing, else without (a torch that cannot capture the copy to host memory),
     else none: (the graphs, the landing slots they write, what each refused attempt raised)."""
     refused: list[str] = []
     for slots in ((landing, None) if landing is not None else (None,)):
         try:
-            return capture(calls, refresher, bencher, layout, ring, n, slots), slots, "; ".join(refused) or None
+            return capture(calls, refresher, bencher, layout, ring, n, slots, defer), slots, "; ".join(refused) or None
         except Exception as exc:  # noqa: BLE001 - a call that syncs the host, an unjoined stream: timed eagerly
             refused.append(f"{type(exc).__name__}: {exc}"[:300])
             torch.cuda.synchronize()
@@ -276,7 +354,7 @@ class CheckerLoop:
     `refresher`: a runner/fresh_inputs.Refresher over copies of the case's input sets, through the keyed flush."""
 
     def __init__(self, refresher: Any, fn: Callable[[Any], Any], layout: Layout, bencher: Any, largest: int,
-                 graphed: bool, ring: torch.Tensor | None = None) -> None:
+                 graphed: bool, ring: torch.Tensor | None = None, defer: bool = True) -> None:
         self.refresher = refresher
         self.calls = [(lambda inputs=inputs: fn(inputs)) for inputs in refresher.sets]
         self.layout, self.bencher = layout, bencher
@@ -294,7 +372,7 @@ class CheckerLoop:
             self.captured = None
             if graphed:
                 self.captured, kept, _ = capture_landing(self.calls, self.refresher, bencher, layout, self.ring, largest,
-                                                         self.landing)
+                                                         self.landing, defer)
                 if kept is None:
                     release(self.view)
                     self.view = None
@@ -347,7 +425,8 @@ def harness_overhead_us(refresher: Any, reference: Callable[[Any], Any], layout:
     candidate's process runs it wherever its call can be captured; else eagerly."""
     with torch.no_grad():
         held = reference(clone(refresher.sets[0]))
-    loop = CheckerLoop(refresher, lambda inputs: held, layout, bencher, batches[-1], graphed, ring)
+    loop = CheckerLoop(refresher, lambda inputs: held, layout, bencher, batches[-1], graphed, ring,
+                       defer=False)  # one output for every call: copied call by call, an upper bound as the rest
     for _ in range(rounds):
         for n in batches:
             loop.batch(n)
@@ -364,6 +443,7 @@ class Yardstick:
         self.loop = CheckerLoop(refresher, reference, layout, bencher, largest, graphed)
         self.usable = (self.loop.captured is not None) == graphed  # timed as the candidate's calls are
         self.pair_us = pair_us  # the empty event pair, taken off the reference's events as off the candidate's
+        self.deferred = self.loop.captured is not None and self.loop.captured.deferred
 
     def batch(self, n: int) -> None:
         if self.usable:

@@ -393,14 +393,18 @@ class TimedPhase:
             self.yardstick.complete(setup.batches)  # where it started late: the batches it lacks, right after
         beside = self.yardstick.harness_us() if short and self.yardstick else None
         # graphed calls are judged on the landing clock, from the go or, where its process declined the gate, from
-        # the request (a clock no shorter): declining the gate or the pad buys no wider band
-        landed = self.yardstick.landing_harness_us() if short and self.yardstick and self.graphed else None
+        # the request (a clock no shorter): declining the gate or the pad buys no wider band. Only where both loops
+        # copy their outputs after their landings (timed_batch.Captured): a copy on one's landing clock and not the
+        # other's is harness work the clock would take off, or charge, the candidate's call
+        deferred = self.prepared_reply.get("deferred") is True and self.yardstick and self.yardstick.deferred
+        landed = self.yardstick.landing_harness_us() if short and self.graphed and deferred else None
         if self.yardstick:
             self.reference_loop = self.yardstick.figures()
             self.yardstick.close()
         self.landing = {"per_call_us": landing.landing_per_call_us(timed.landings), "batches": list(timed.landings),
                         "unlanded": timed.unlanded, "accepted": self.prepared_reply.get("landing") is True,
-                        "gated": self.gated, "gate_refused": str(self.prepared_reply.get("gate_refused") or "")[:300] or None}
+                        "gated": self.gated, "gate_refused": str(self.prepared_reply.get("gate_refused") or "")[:300] or None,
+                        "copies_after": bool(deferred)}  # both loops copied their outputs after their landings
         if beside is not None:  # measured beside the candidate's batches: the narrow band
             self.overhead_us, self.band = beside, timing.NARROW
         if landed is not None:  # the landing clock's band; where a batch did not land, none (_candidate)

@@ -277,17 +277,23 @@ def drift(samples: list[float], parts: int = 4) -> float:
     """How far the medians of a timing's successive parts lie apart (largest over smallest, less one): a
     steady GPU keeps one kernel's within a percent or two; another program's work, or a clock that moved
     while it was timed, shows here even where the median looks settled."""
+    medians = part_medians(samples, parts)
+    return max(medians) / min(medians) - 1 if medians and min(medians) > 0 else 0.0
+
+
+def part_medians(samples: list[float], parts: int = 4) -> list[float]:
+    """The medians of a timing's successive parts; none where too few samples to split."""
     n = len(samples)
     if n < 3 * parts:
-        return 0.0
-    medians = [statistics.median(samples[i * n // parts:(i + 1) * n // parts]) for i in range(parts)]
-    return max(medians) / min(medians) - 1 if min(medians) > 0 else 0.0
+        return []
+    return [statistics.median(samples[i * n // parts:(i + 1) * n // parts]) for i in range(parts)]
 
 
 def disturbance(samples: dict[str, list[float]], flush_before_us: float, flush_after_us: float) -> str | None:
     """What says the timing was disturbed, from the checker's own measurements only (its baselines and
     its flush, never the candidate's samples): a message, or None when the GPU was steady."""
-    seen = [f"{name} drifted {d:.0%} between quarters of the loop" for name, s in samples.items()
+    seen = [f"{name} drifted {d:.0%} between quarters of the loop (their medians "
+            f"{', '.join(f'{m:.1f}' for m in part_medians(s))} µs)" for name, s in samples.items()
             if name != "candidate" and (d := drift(s)) > DRIFT]
     if flush_before_us > 0 and abs(flush_after_us / flush_before_us - 1) > FLUSH_DRIFT:
         seen.append(f"an L2 flush took {flush_before_us:.1f} µs before the loop and {flush_after_us:.1f} µs after")

@@ -145,7 +145,10 @@ def test_time_alternating_sends_one_preliminary_once_both_batch_sizes_ran_and_st
 
     class Bencher:
         def __init__(self, round_s):
-            self.round_s = round_s
+            self.round_s, self.waits = round_s, 0
+
+        def wait(self):
+            self.waits += 1
 
         def time_round(self, calls):
             clock.now += self.round_s  # the GPU's time, on a clock no busy machine can stretch
@@ -174,6 +177,13 @@ def test_time_alternating_sends_one_preliminary_once_both_batch_sizes_ran_and_st
     assert len(sent) == 1  # stable at once: the loop stops at its noise bound, MIN_BATCHES batches in
     assert len(walls) == timing.MIN_BATCHES
     assert {n for _, n, _ in walls} == set(timing.BATCHES)
+    # before each batch of baseline rounds the GPU is held while the host queues them: 40 µs a round at least
+    lead = Bencher(0.0001)
+    _, walls = timing.time_alternating(lead, lambda s, n: ([100.0] * n, n * 200.0), {"eager": [lambda: None]})
+    from trialtui.runner import gpu_wait
+
+    held_ns = lead.waits * gpu_wait.WAIT_NS
+    assert held_ns >= sum(n for _, n, _ in walls) * timing.LEAD_PER_ROUND_NS and lead.waits >= len(walls)
 
 
 class FakeClock:

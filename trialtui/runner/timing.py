@@ -18,6 +18,7 @@ import torch
 from trialtui.core.spread import IQR_SIGMAS, P20_P80_SIGMAS
 from trialtui.core.spread import median_rse as median_rse_of
 from trialtui.runner.batch_clock import checker_per_call_us
+from trialtui.runner.gpu_wait import WAIT_NS
 from trialtui.runner.landing import landing_per_call_us
 
 MIN_RUNS = 10
@@ -74,6 +75,7 @@ class Band:
 WIDE = Band(CONFIRM_SLACK_US, CONFIRM_TOL)  # the harness's cost measured ahead, on a call that does nothing
 NARROW = Band(YARDSTICK_SLACK_US, YARDSTICK_TOL)  # measured beside the candidate's batches (runner/timed_batch.Yardstick)
 LANDED = Band(LANDED_SLACK_US, LANDED_TOL)  # and on the landing clock, every batch started on the checker's go
+LEAD_PER_ROUND_NS = 40_000  # the GPU held this long a round of baselines before them: the host queues them all meanwhile
 DRIFT = 0.10  # a baseline's quarter medians further apart than this: disturbed (timed again once); a GEMM's clock easing under its power limit moves less
 FLUSH_DRIFT = 0.15  # the flush's own cost moved this much over the loop: likewise
 EMPTY_PAIR_RUNS = 21
@@ -172,8 +174,10 @@ class Bencher:
                    flush: bool = True) -> list[tuple[Any, Any]]:
         """Enqueue one cold-L2, event-bracketed call of each function; read the events after a sync.
 
-        Nothing synchronizes between calls, so the GPU never idles waiting for the host to launch
-        (as in do_bench): the events measure GPU time, not Python's launch latency. With `outputs`,
+        Nothing synchronizes between calls, and `time_alternating` holds the GPU (`wait`) while the host
+        queues a batch of rounds: the events measure GPU time, not Python's launch latency. (With no lead,
+        as in do_bench, a short eager call's dispatch can outlast the flush before it, and its events
+        hold the difference: 19 % drift between the quarters of a loop of 18 µs softmaxes, H200, s20.) With `outputs`,
         what each call returned is kept there (timed calls are checked like the others). `flush`: False
         where the caller flushed L2 itself (the candidate's timed loop, through the keyed flush).
         """
@@ -254,6 +258,8 @@ def time_alternating(
         samples["candidate"] += batch
         walls.append((wall_us, size, batch))
         pending = []
+        for _ in range(-(-size * LEAD_PER_ROUND_NS // WAIT_NS)):  # the GPU ahead of the host, as for the empty pair
+            bencher.wait()
         for i in range(size):
             pending.append(bencher.time_round([fns[name][(run + i) % len(fns[name])] for name in names]))
         torch.cuda.synchronize()

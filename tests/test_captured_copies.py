@@ -16,21 +16,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from cpu_bencher import FakeBencher, FakeEvent  # noqa: E402
 from trialtui.runner import fresh_inputs, landing, timed_batch  # noqa: E402
 from trialtui.runner.timed_batch import Layout, capture, run_batch  # noqa: E402
 
 FLUSH_WORDS = torch.randint(-2**31, 2**31, (40_000,), dtype=torch.int32)
-
-
-class Event:
-    def __init__(self, **kwargs):
-        pass
-
-    def record(self):
-        pass
-
-    def elapsed_time(self, end):
-        return 0.1
 
 
 class Graph:
@@ -53,20 +43,9 @@ class Stream:
         pass
 
 
-class Bencher:
-    def time_round(self, calls, outputs=None, flush=True):
-        pairs = []
-        for fn in calls:
-            out = fn()
-            if outputs is not None:
-                outputs.append(out)
-            pairs.append((Event(), Event()))
-        return pairs
-
-
 @pytest.fixture
 def eager_graphs(monkeypatch):
-    for name, value in {"CUDAGraph": Graph, "Event": Event, "Stream": Stream, "graph_pool_handle": lambda: None,
+    for name, value in {"CUDAGraph": Graph, "Event": FakeEvent, "Stream": Stream, "graph_pool_handle": lambda: None,
                         "current_stream": Stream, "stream": lambda s: contextlib.nullcontext(),
                         "synchronize": lambda *a: None}.items():
         monkeypatch.setattr(torch.cuda, name, value)
@@ -89,9 +68,9 @@ def loop(forward, n, seed=7, graphed=True, land=True):
     captured = None
     refresher.begin(seed)
     if graphed:
-        captured = capture(calls, refresher, Bencher(), layout, ring, n, view.slots if view else None)
+        captured = capture(calls, refresher, FakeBencher(), layout, ring, n, view.slots if view else None)
     else:
-        run_batch(calls, refresher, Bencher(), layout, ring, seed, n, landing=view.slots if view else None)
+        run_batch(calls, refresher, FakeBencher(), layout, ring, seed, n, landing=view.slots if view else None)
     landed = [pad.word(i) for i in range(n)] if land else None
     landing.release(view)
     pad.close()

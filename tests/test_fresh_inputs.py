@@ -15,6 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from cpu_bencher import FakeBencher  # noqa: E402
 from trialtui.runner import fresh_inputs, landing  # noqa: E402
 from trialtui.runner.candidate_requests import CandidateFailed, Deadline  # noqa: E402
 from trialtui.runner.compare import close_at_once  # noqa: E402
@@ -112,27 +113,6 @@ def test_large_outputs_get_smaller_batches_that_fit_the_kept_outputs_budget():
 
 
 # -- the candidate's process and the checker, end to end on the CPU ------------------------------------
-
-class FakeEvent:
-    def record(self):
-        pass
-
-    def elapsed_time(self, end):
-        return 0.1
-
-
-class FakeBencher:
-    """time_round as runner/timing.Bencher does it, without CUDA events (the calls run on the CPU)."""
-
-    def time_round(self, calls, outputs=None, flush=True):
-        pairs = []
-        for fn in calls:
-            out = fn()
-            if outputs is not None:
-                outputs.append(out)
-            pairs.append((FakeEvent(), FakeEvent()))
-        return pairs
-
 
 class Link:
     """The checker's link, straight into a candidate.Session in this process."""

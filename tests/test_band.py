@@ -100,7 +100,10 @@ def test_the_reference_runs_beside_only_calls_the_checker_clocks_short(monkeypat
     monkeypatch.setattr(timed_phase, "checker_copies", lambda sets, bencher: ("copies", sets))
     setup = SimpleNamespace(sets=["set"], ref_call=SimpleNamespace(fn=len), layout="layout", batches=(25, 100))
     usable = True
-    assert isinstance(phase(HARNESS_US)._yardstick(setup, 1.3), Built) and made[-1][-2:] == (True, 1.3)
+    assert isinstance(phase(HARNESS_US)._yardstick(setup, 1.3), Built) and made[-1][-3:] == (True, 1.3, False)
+    copies_after = phase(HARNESS_US)
+    copies_after.prepared_reply = {"deferred": True}  # the reference's loop copies as the candidate's does
+    assert copies_after._yardstick(setup, 1.3) and made[-1][-3:] == (True, 1.3, True)
     usable = False
     assert phase(HARNESS_US)._yardstick(setup, 1.3) is False  # a reference it cannot loop: the wide band
 
@@ -169,8 +172,9 @@ class FakeYardstick:
     (False, False, 60.0, False, (False, True), "NARROW"),  # calls it could not capture: the reply's clock, the reference beside
     (True, True, None, False, (True, True), "NARROW"),  # the checker's own loop could not land: the reply's clock
     (True, True, 60.0, True, (True, True), "WIDE"),  # a long call: the harness measured ahead
-    (True, True, 60.0, False, (False, True), "NARROW"),  # its outputs share memory: copied call by call, on the wall clock
-    (True, True, 60.0, False, (True, False), "NARROW"),  # the reference's do: its landings would hold copies the candidate's do not
+    (True, True, 60.0, False, (False, False), "LANDED"),  # its outputs share memory: both loops copy call by call
+    (True, True, 60.0, False, (False, True), "NARROW"),  # the reference's loop copied after: its landings would hold no copy
+    (True, True, 60.0, False, (True, False), "NARROW"),  # the reference's outputs shared memory: its landings hold copies
 ])
 def test_declining_the_gate_or_the_pad_buys_no_wider_band(monkeypatch, graphed, gated, own_landing, long_call, deferred,
                                                          band):
@@ -189,5 +193,5 @@ def test_declining_the_gate_or_the_pad_buys_no_wider_band(monkeypatch, graphed, 
     test._settle_band(timed, clock, setup, 1.3)
     assert test.band == getattr(timing, band)
     assert (test.landed_harness_us is not None) is (band == "LANDED")
-    assert test.landing["copies_after"] is (deferred == (True, True) and not long_call)
+    assert test.landing["copies_after"] is deferred[0]
     assert test.landing["gated"] is gated and test.landing["per_call_us"] == pytest.approx(HARNESS_US + 9.0)

@@ -125,3 +125,36 @@ def test_a_batch_size_without_its_own_graph_of_copies_copies_eagerly(eager_graph
     captured.copy_out(3, layout, again)  # 3: neither 2 nor 8
     assert torch.equal(again[:3 * layout.slot_bytes], ring[:3 * layout.slot_bytes]) and not again[3 * layout.slot_bytes:].any()
     assert timed_batch.SMALL_PER_LARGE == 4  # the sizes the copies are recorded for: n / 4 and n
+
+
+class Reference:
+    """A problem's reference as the timed phase loads it: its inputs at a case, its call."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def make_inputs(self, case, seed):
+        x = torch.randn(8, 64, generator=torch.Generator().manual_seed(seed))
+        return [x, torch.empty_like(x)]  # the second: an output buffer, as GPU MODE's problems hand one in
+
+    def call(self, case, seed):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(fn=lambda inputs: self.fn(*inputs), model=None, payload={})
+
+
+@pytest.mark.parametrize("fn, defer", [
+    (lambda x, out: torch.softmax(x, -1), True),  # KernelBench's form: a new tensor
+    (lambda x, out: out.copy_(torch.softmax(x, -1)), False),  # GPU MODE's: the buffer it was handed, filled
+    (lambda x, out: x, False),  # an input handed back
+])
+def test_where_the_references_output_is_one_of_its_inputs_both_loops_copy_call_by_call(fn, defer):
+    """The checker decides before the candidate's process captures its loop: the reference's loop beside it
+    must copy as it does, and a reference whose output is an input cannot copy after the batch."""
+    from types import SimpleNamespace
+
+    from trialtui.runner.timed_phase import TimedSetup
+
+    setup = TimedSetup.of(Reference(fn), None, SimpleNamespace(L2_cache_size=0, total_memory=2**34))
+    assert setup.defer is defer
+    assert setup.layout.leaves[0].shape == (8, 64)

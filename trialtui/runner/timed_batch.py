@@ -439,8 +439,8 @@ class Yardstick:
     """The reference's call through the timed loop here, a batch beside each of the candidate's."""
 
     def __init__(self, refresher: Any, reference: Callable[[Any], Any], layout: Layout, bencher: Any,
-                 largest: int, graphed: bool, pair_us: float) -> None:
-        self.loop = CheckerLoop(refresher, reference, layout, bencher, largest, graphed)
+                 largest: int, graphed: bool, pair_us: float, defer: bool = True) -> None:
+        self.loop = CheckerLoop(refresher, reference, layout, bencher, largest, graphed, defer=defer)  # as the candidate's
         self.usable = (self.loop.captured is not None) == graphed  # timed as the candidate's calls are
         self.pair_us = pair_us  # the empty event pair, taken off the reference's events as off the candidate's
         self.deferred = self.loop.captured is not None and self.loop.captured.deferred

@@ -31,7 +31,7 @@ from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, D
 from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
 from trialtui.runner.tensors import clone, nbytes
-from trialtui.runner.timed_batch import KEEP_BYTES, Layout, Yardstick, harness_overhead_us
+from trialtui.runner.timed_batch import KEEP_BYTES, Layout, Yardstick, harness_overhead_us, shares_memory
 from trialtui.runner.timing import WIDE, Band
 
 GO_STALL_S = 1.0  # a gated batch not queued by then is started anyway (runner/go_gate.LIMIT_NS is far longer)
@@ -187,6 +187,7 @@ class TimedSetup:
     layout: Layout  # the output's structure: the ring's slots
     work: dict[str, float]  # the least traffic (and, asked later, FLOPs) any kernel must do
     batches: tuple[int, int]  # the candidate's two batch sizes
+    defer: bool = True  # the loops may copy outputs after their landings: the reference's output is no input of its
 
     @classmethod
     def of(cls, reference, case, props) -> TimedSetup:
@@ -194,9 +195,11 @@ class TimedSetup:
         if nbytes(sets[0]) * 2 < getattr(props, "L2_cache_size", 0):
             sets.append(reference.make_inputs(case, 1))  # rotate when inputs fit in L2
         ref_call = reference.call(case, 0)
-        output, work = timed_work.output_and_bytes(ref_call, sets[0])  # the sets are one case: one output structure, one amount of work
+        given = clone(sets[0])
+        output, work = timed_work.output_and_bytes(ref_call, given)  # the sets are one case: one output structure, one amount of work
         layout = Layout.of_output(output)
-        return cls(sets, ref_call, layout, work, layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16)))
+        return cls(sets, ref_call, layout, work, layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16)),
+                   not shares_memory([output], [given]))  # e.g. GPU MODE's output buffer, one of the inputs
 
 
 def overhead_at(reference, case, bencher: Any) -> float:
@@ -296,7 +299,8 @@ class TimedPhase:
                                    "flush_words": self.bencher.flush}  # a copy crosses: its loop flushes through it
         reply, _ = self.link.request("prepare_timing", payload, timeout_s=self.deadline.left(), into="cuda",
                                      cuda_graph=self.spec.cuda_graph, layout=setup.layout.to_wire(),
-                                     keep=setup.batches[-1], ring=timed.ring_wire, landing=timed.pad.wire())
+                                     keep=setup.batches[-1], ring=timed.ring_wire, landing=timed.pad.wire(),
+                                     defer=setup.defer)
         timed.pad.unlink()  # mapped there by now, or never
         self.splits.mark("timing.prepare_candidate")
         self.facts.see(reply)
@@ -337,7 +341,7 @@ class TimedPhase:
         bencher = self.bencher
         flush_us = bencher.flush_cost_us()
         empty_us = bencher.empty_pair_us()
-        pair_us = {"empty": empty_us, "candidate": _graphed_pair_us(bencher) if self.graphed else empty_us}
+        pair_us = {"empty": empty_us, "candidate": bencher.graph_pair_us() if self.graphed else empty_us}
         self.splits.mark("timing.baselines_warm_up")
         if self.overhead_us is None or not self.graphed:  # else a prepared checker measured it on this very setup
             self.overhead_us = timed.overhead_us(bencher, setup.batches, self.graphed)
@@ -394,17 +398,18 @@ class TimedPhase:
         beside = self.yardstick.harness_us() if short and self.yardstick else None
         # graphed calls are judged on the landing clock, from the go or, where its process declined the gate, from
         # the request (a clock no shorter): declining the gate or the pad buys no wider band. Only where both loops
-        # copy their outputs after their landings (timed_batch.Captured): a copy on one's landing clock and not the
-        # other's is harness work the clock would take off, or charge, the candidate's call
-        deferred = self.prepared_reply.get("deferred") is True and self.yardstick and self.yardstick.deferred
-        landed = self.yardstick.landing_harness_us() if short and self.graphed and deferred else None
+        # copy their outputs alike, after their landings or call by call (timed_batch.Captured): a copy on one's
+        # landing clock and not the other's is harness work the clock would take off, or charge, the call
+        deferred = self.prepared_reply.get("deferred") is True
+        alike = bool(self.yardstick) and self.yardstick.deferred == deferred
+        landed = self.yardstick.landing_harness_us() if short and self.graphed and alike else None
         if self.yardstick:
             self.reference_loop = self.yardstick.figures()
             self.yardstick.close()
         self.landing = {"per_call_us": landing.landing_per_call_us(timed.landings), "batches": list(timed.landings),
                         "unlanded": timed.unlanded, "accepted": self.prepared_reply.get("landing") is True,
                         "gated": self.gated, "gate_refused": str(self.prepared_reply.get("gate_refused") or "")[:300] or None,
-                        "copies_after": bool(deferred)}  # both loops copied their outputs after their landings
+                        "copies_after": deferred}  # its loop copied its outputs after its landings
         if beside is not None:  # measured beside the candidate's batches: the narrow band
             self.overhead_us, self.band = beside, timing.NARROW
         if landed is not None:  # the landing clock's band; where a batch did not land, none (_candidate)
@@ -423,7 +428,7 @@ class TimedPhase:
     def _yardstick(self, setup: TimedSetup, pair_us: float) -> Any:
         """The reference's loop beside the candidate's batches; False where it cannot loop as they do."""
         yardstick = Yardstick(checker_copies(setup.sets, self.bencher), setup.ref_call.fn, setup.layout, self.bencher,
-                              setup.batches[-1], self.graphed, pair_us)
+                              setup.batches[-1], self.graphed, pair_us, self.prepared_reply.get("deferred") is True)
         return yardstick if yardstick.usable else False
 
     def _candidate(self, claimed: dict[str, Any], walls: list, reply: dict[str, Any], pair_us: float,
@@ -484,15 +489,6 @@ class TimedPhase:
         impossible = impossible_message(floor, cand["median_us"]) if floor else None
         if impossible:
             self.flags.append(flag("impossible", impossible))
-
-
-def _graphed_pair_us(bencher: Any) -> float:
-    """The empty pair as a CUDA graph records it, or the eager one where this process cannot capture it."""
-    try:
-        return bencher.empty_pair_us(graphed=True)
-    except Exception:  # noqa: BLE001 - no external events in this torch: the eager pair, a little larger
-        torch.cuda.synchronize()
-        return bencher.empty_pair_us()
 
 
 def _bind(fn, inputs):

@@ -4,11 +4,10 @@ judges every one of them.
 The candidate's process writes each timed call's output into a slot of one device buffer (the ring):
 where its calls are CUDA graphs, after the batch's last call (`Captured`), else right after each call's
 end event; the reply carries the ring, which the checker copies into its own memory before its clock
-around the batch stops. So an output is committed before the checker
-looks at any of them, work deferred past the call is inside the clock, and no call is left
-unchecked: a candidate that skips or shortens the work of any timed call hands back a wrong answer
-for that call's input (runner/fresh_inputs.py makes every input new, from the
-previous call's output) and is `incorrect`.
+around the batch stops. So an output is committed before the checker looks at any of them, work
+deferred past the call is inside the clock, and no call is left unchecked: a candidate that skips or
+shortens the work of any timed call hands back a wrong answer for that call's input
+(runner/fresh_inputs.py makes every input new, from the previous call's output) and is `incorrect`.
 
 The slots' layout comes from the reference's output at the timed size (its tensors' dtypes and
 shapes, in order); an output that does not fit it is a mismatch the candidate's process reports.
@@ -147,8 +146,8 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
     previous call's output (runner/fresh_inputs.py), an L2 flush (keyed, where the refresher has the
     checker's words: its fold enters the chain) and the call between two events, its output hashed for the
     next call's inputs and copied into its slot (where captured, after the batch), the hash copied into its
-    `landing` slot (runner/landing.py: the checker's clock per call, where it maps them). `gate` (runner/go_gate.py): the batch waits on the
-    GPU for the checker's go, whose word is its seed.
+    `landing` slot (runner/landing.py: the checker's clock per call, where it maps them). `gate`
+    (runner/go_gate.py): the batch waits on the GPU for the checker's go, whose word is its seed.
 
     Nothing in the loop waits on the host, and nothing waits for a fixed time: a wait the checker took off
     its clock would be time a rewritten loop could fill with work outside its events (issue 33: a
@@ -211,7 +210,7 @@ class Captured:
     a copy is work a candidate's process could otherwise move past its landings and have taken off its clock
     as the harness's. Where outputs share memory with each other or with the inputs (one buffer returned
     call after call, an input handed back), a later call would overwrite them: each is copied right after its
-    call instead (`deferred` False), and the checker holds such calls to the wall clock's band."""
+    call instead (`deferred` False), and the reference's loop beside copies call by call too."""
 
     graphs: list
     pairs: list  # (start, end) events per call

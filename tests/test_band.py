@@ -187,11 +187,11 @@ def test_declining_the_gate_or_the_pad_buys_no_wider_band(monkeypatch, graphed, 
     test = phase(HARNESS_US)
     test.graphed, test.gated = graphed, gated
     test.prepared_reply = {"landing": True, "gated": gated, "deferred": deferred[0]}
-    timed = SimpleNamespace(landings=[(100 * (HARNESS_US + 9.0), 100)], unlanded=0)
+    timed = SimpleNamespace(landings=[(100 * (HARNESS_US + 9.0), 100)], unlanded=0, tails=[(300.0, 100)])
     setup = SimpleNamespace(batches=(25, 100))
     clock = walls(HARNESS_US + (timing.YARDSTICK_BELOW_US + 20 if long_call else 9.0))
     test._settle_band(timed, clock, setup, 1.3)
     assert test.band == getattr(timing, band)
     assert (test.landed_harness_us is not None) is (band == "LANDED")
-    assert test.landing["copies_after"] is deferred[0]
+    assert test.landing["copies_after"] is deferred[0] and test.landing["tails"] == [(300.0, 100)]
     assert test.landing["gated"] is gated and test.landing["per_call_us"] == pytest.approx(HARNESS_US + 9.0)

@@ -213,6 +213,28 @@ def test_a_gated_batch_takes_its_seed_from_the_go_and_its_clock_from_then_to_the
     calls = gated(monkeypatch, honest)
     assert [n for _, n in calls.landings] == [8, 8] and calls.unlanded == 0
     assert all(0 <= us < 5e6 for us, _ in calls.landings)
+    assert [n for _, n in calls.tails] == [8, 8] and all(0 <= us < 5e6 for us, _ in calls.tails)
+
+
+def test_work_a_loop_does_after_its_last_landing_shows_in_the_tail_before_its_reply(monkeypatch):
+    """What a rewritten loop moves past its landings (copies of outputs that share memory: docs/SECURITY.md,
+    "Not covered") is off the landing clock but not off the checker's: the reply waits for it, and each
+    batch's tail (its last landing to its reply) is kept in the result's `landing.tails`."""
+    import time as clock
+
+    from tests.test_fresh_inputs import honest
+
+    from trialtui.runner import timed_batch
+
+    real = timed_batch.finish_batch
+
+    def late(refresher, ring):  # 50 ms of work done once the batch's last hash has landed
+        clock.sleep(0.05)
+        real(refresher, ring)
+
+    monkeypatch.setattr(timed_batch, "finish_batch", late)
+    calls = gated(monkeypatch, honest)
+    assert calls.unlanded == 0 and all(us >= 50_000 for us, _ in calls.tails) and len(calls.tails) == 2
 
 
 @pytest.mark.parametrize("gate", [{"ignores_go": True}, {"writes_go": 12345}], ids=["starts-before-the-go", "opens-its-own-gate"])

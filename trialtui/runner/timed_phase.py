@@ -71,6 +71,7 @@ class TimedCalls:
     pad: landing.Pad = field(init=False)  # where each call's hash lands as the candidate's loop makes it
     landings: list[tuple[float, int]] = field(default_factory=list)  # (µs from the go, else the request, n) per batch
     unlanded: int = 0  # batches the candidate's process said it would land and did not (or not its hash)
+    tails: list[tuple[float, int]] = field(default_factory=list)  # (µs from the last landing to the reply, n): copies deferred past it show
     gated: bool = False  # its batches start on the checker's go (runner/go_gate.py), as its process offered
 
     def __post_init__(self) -> None:
@@ -114,7 +115,8 @@ class TimedCalls:
             reply, ring = self.link.request("time", timeout_s=self.deadline.left(), into="cuda", start=start, n=n,
                                             seed=seed, max_bytes=(0 if self.shared else size) + 2**20,
                                             meanwhile=self.pad.watch)
-        t1 = time.perf_counter()
+        t1_ns = time.perf_counter_ns()
+        t1 = t1_ns / 1e9  # perf_counter's clock
         if self.shared is not None:  # the candidate's process wrote into our ring: ours alone from this copy on
             ring = self.shared.view()[:size].clone()  # whatever the reply carried is not looked at
             torch.cuda.synchronize()
@@ -148,6 +150,7 @@ class TimedCalls:
         landed_us = self.pad.landed_us(t0_ns, landing.as_word(hashes[n - 1]))
         if landed_us is not None:
             self.landings.append((landed_us, n))
+            self.tails.append(((t1_ns - self.pad.seen[0]) / 1000.0, n))
         else:
             self.unlanded += 1
         return Batch(start, [float(x) for x in samples], wall_us)
@@ -367,6 +370,7 @@ class TimedPhase:
             phase = "timing" if attempt == 0 else "timing_again"  # the TUI shows "timing again 40 runs"
             attempt_walls.clear()
             timed.landings.clear()
+            timed.tails.clear()
             timed.unlanded = 0
             if self.yardstick:
                 self.yardstick.restart()
@@ -409,7 +413,7 @@ class TimedPhase:
         self.landing = {"per_call_us": landing.landing_per_call_us(timed.landings), "batches": list(timed.landings),
                         "unlanded": timed.unlanded, "accepted": self.prepared_reply.get("landing") is True,
                         "gated": self.gated, "gate_refused": str(self.prepared_reply.get("gate_refused") or "")[:300] or None,
-                        "copies_after": deferred}  # its loop copied its outputs after its landings
+                        "copies_after": deferred, "tails": list(timed.tails)}  # tails: its reply after its last landing
         if beside is not None:  # measured beside the candidate's batches: the narrow band
             self.overhead_us, self.band = beside, timing.NARROW
         if landed is not None:  # the landing clock's band; where a batch did not land, none (_candidate)

@@ -100,10 +100,7 @@ def test_the_reference_runs_beside_only_calls_the_checker_clocks_short(monkeypat
     monkeypatch.setattr(timed_phase, "checker_copies", lambda sets, bencher: ("copies", sets))
     setup = SimpleNamespace(sets=["set"], ref_call=SimpleNamespace(fn=len), layout="layout", batches=(25, 100))
     usable = True
-    assert isinstance(phase(HARNESS_US)._yardstick(setup, 1.3), Built) and made[-1][-3:] == (True, 1.3, False)
-    copies_after = phase(HARNESS_US)
-    copies_after.prepared_reply = {"deferred": True}  # the reference's loop copies as the candidate's does
-    assert copies_after._yardstick(setup, 1.3) and made[-1][-3:] == (True, 1.3, True)
+    assert isinstance(phase(HARNESS_US)._yardstick(setup, 1.3), Built) and made[-1][-2:] == (True, 1.3)
     usable = False
     assert phase(HARNESS_US)._yardstick(setup, 1.3) is False  # a reference it cannot loop: the wide band
 
@@ -172,16 +169,17 @@ class FakeYardstick:
     (False, False, 60.0, False, (False, True), "NARROW"),  # calls it could not capture: the reply's clock, the reference beside
     (True, True, None, False, (True, True), "NARROW"),  # the checker's own loop could not land: the reply's clock
     (True, True, 60.0, True, (True, True), "WIDE"),  # a long call: the harness measured ahead
-    (True, True, 60.0, False, (False, False), "LANDED"),  # its outputs share memory: both loops copy call by call
-    (True, True, 60.0, False, (False, True), "NARROW"),  # the reference's loop copied after: its landings would hold no copy
-    (True, True, 60.0, False, (True, False), "NARROW"),  # the reference's outputs shared memory: its landings hold copies
+    (True, True, 60.0, False, (False, True), "LANDED"),  # it copies call by call (or says so): its copies are its own
+    (True, True, 60.0, False, (True, False), "NARROW"),  # the reference's loop could not copy after: its landings hold copies
+    (True, True, 60.0, False, (False, False), "NARROW"),
 ])
 def test_declining_the_gate_or_the_pad_buys_no_wider_band(monkeypatch, graphed, gated, own_landing, long_call, deferred,
                                                          band):
     """The band a short call's events are held to is the checker's choice, from what it measured itself: a
     candidate's process that declines the gate is judged on the landing clock from the request (no shorter a
     clock), and one that takes no pad, or lands no hash, has no claim confirmed (_candidate: `unlanded`). The
-    landing clock only where both loops copy their outputs after their landings (timed_batch.Captured)."""
+    landing clock only where the reference's loop copied its outputs after its landings (timed_batch.Captured):
+    a candidate's loop that copies call by call is not taken off its copies, whatever its process says."""
     monkeypatch.setattr(timed_phase.TimedPhase, "_yardstick",
                         lambda self, setup, pair_us: FakeYardstick(own_landing, deferred[1]))
     test = phase(HARNESS_US)

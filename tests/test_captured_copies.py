@@ -52,23 +52,38 @@ def eager_graphs(monkeypatch):
     Graph.recorded = 0
 
 
-def softmax(x):
+def softmax(x, buffer=None):
     return torch.softmax(x * 2, -1)
+
+
+def into_buffer(x, buffer):
+    """GPU MODE's form: the output written into the buffer the call was handed, and the buffer handed back."""
+    return buffer.copy_(softmax(x))
+
+
+def input_sets():
+    """Two sets of an input and an output buffer (zeros: whole numbers, kept as they are by the refresh)."""
+    xs = [torch.randn(8, 64, generator=torch.Generator().manual_seed(s)) for s in (1, 2)]
+    return [[x, torch.zeros_like(x)] for x in xs]
 
 
 def loop(forward, n, seed=7, graphed=True, land=True):
     """(the ring, the hashes landed, the Captured or None) after one batch of n calls on two input sets."""
-    sets = [[torch.randn(8, 64, generator=torch.Generator().manual_seed(s))] for s in (1, 2)]
+    sets = input_sets()
     layout = Layout.of_output(softmax(sets[0][0]))
     refresher = fresh_inputs.Refresher(sets, flush_words=FLUSH_WORDS)
-    calls = [(lambda inputs=inputs: forward(inputs[0])) for inputs in sets]
+
+    def fn(inputs):
+        return forward(*inputs)
+
+    calls = [(lambda inputs=inputs: fn(inputs)) for inputs in sets]
     ring = torch.zeros(n * layout.slot_bytes, dtype=torch.uint8)
     pad = landing.Pad(n)
     view = landing.slots_of(pad.wire(), "cpu") if land else None
     captured = None
     refresher.begin(seed)
     if graphed:
-        captured = capture(calls, refresher, FakeBencher(), layout, ring, n, view.slots if view else None)
+        captured = capture(calls, refresher, FakeBencher(), layout, ring, n, view.slots if view else None, fn=fn)
     else:
         run_batch(calls, refresher, FakeBencher(), layout, ring, seed, n, landing=view.slots if view else None)
     landed = [pad.word(i) for i in range(n)] if land else None
@@ -79,7 +94,7 @@ def loop(forward, n, seed=7, graphed=True, land=True):
 
 def test_a_captured_loop_copies_after_its_landings_and_leaves_what_copies_after_each_call_leave(eager_graphs):
     ring, landed, captured = loop(softmax, 20)
-    assert captured.deferred and captured.mismatch is None
+    assert captured.deferred and captured.mismatch is None and captured.held is None
     assert sorted(captured.copies) == [5, 20]  # a graph of copies for each batch size of the checker's
     assert Graph.recorded == 20 + 2
     inline_ring, inline_landed, _ = loop(softmax, 20, graphed=False)
@@ -87,33 +102,41 @@ def test_a_captured_loop_copies_after_its_landings_and_leaves_what_copies_after_
     assert len(set(landed)) == 20  # every call its own hash, the chain unbroken
 
 
-def test_outputs_that_share_memory_are_copied_call_by_call(eager_graphs):
-    """One buffer returned call after call: deferred copies would leave the last call's answer in every slot."""
+@pytest.mark.parametrize("forward", [into_buffer, lambda x, buffer: x], ids=["gpu-mode-buffer", "input-handed-back"])
+def test_outputs_that_lie_in_inputs_get_each_call_its_own_copy_of_them_and_copy_after(eager_graphs, forward):
+    """An output in an input (GPU MODE's buffer, or the input itself) would be overwritten by the next call on
+    its set: each call of the batch gets its own copy of that input (refreshed as the shared one would be), and
+    the copies still wait for the batch's end."""
+    ring, landed, captured = loop(forward, 12)
+    assert captured.deferred and len(captured.held.calls) == 12
+    assert Graph.recorded == 12 + 12 + 2  # recorded once on the shared sets, found sharing, recorded on its own
+    inline_ring, inline_landed, _ = loop(forward, 12, graphed=False)
+    assert torch.equal(ring, inline_ring) and landed == inline_landed
+    sets = input_sets()
+    first = Layout.of_output(sets[0][0]).unpack(ring, 0, sets[0][0])
+    if forward is into_buffer:
+        assert torch.equal(first, softmax(fresh_inputs.input_of(sets[0], 7, 0, fresh_inputs.new_hashes(12, "cpu"))[0]))
+
+
+def test_outputs_that_share_memory_across_calls_are_copied_call_by_call(eager_graphs):
+    """One buffer returned call after call: deferred copies would leave the last call's answer in every slot,
+    and no copy of the inputs helps."""
     held = {}
 
-    def into_one_buffer(x):
+    def into_one_buffer(x, buffer):
         out = held.setdefault("out", torch.empty(8, 64))
         out.copy_(softmax(x))
         return out
 
     ring, landed, captured = loop(into_one_buffer, 12)
-    assert not captured.deferred and not captured.copies
+    assert not captured.deferred and not captured.copies and captured.held is None
     assert Graph.recorded == 12 + 12  # recorded once deferred, found sharing, recorded again copying call by call
     inline_ring, inline_landed, _ = loop(softmax, 12, graphed=False)
     assert torch.equal(ring, inline_ring) and landed == inline_landed
 
 
-def test_an_input_handed_back_is_copied_before_the_next_call_rewrites_it(eager_graphs):
-    ring, _, captured = loop(lambda x: x, 6)
-    assert not captured.deferred
-    sets = [[torch.randn(8, 64, generator=torch.Generator().manual_seed(s))] for s in (1, 2)]
-    layout = Layout.of_output(sets[0][0])
-    first = layout.unpack(ring, 0, sets[0][0])
-    assert torch.equal(first, fresh_inputs.input_of(sets[0], 7, 0, fresh_inputs.new_hashes(6, "cpu"))[0])
-
-
 def test_an_output_that_does_not_fit_is_named_and_nothing_is_copied(eager_graphs):
-    ring, _, captured = loop(lambda x: softmax(x).t(), 6)
+    ring, _, captured = loop(lambda x, buffer: softmax(x).t(), 6)
     assert "(64, 8)" in captured.mismatch and not captured.copies
     assert not ring.any()
 
@@ -127,34 +150,14 @@ def test_a_batch_size_without_its_own_graph_of_copies_copies_eagerly(eager_graph
     assert timed_batch.SMALL_PER_LARGE == 4  # the sizes the copies are recorded for: n / 4 and n
 
 
-class Reference:
-    """A problem's reference as the timed phase loads it: its inputs at a case, its call."""
+def test_private_inputs_are_refused_where_they_would_not_fit_or_could_not_help():
+    from trialtui.runner.tensors import private_inputs
 
-    def __init__(self, fn):
-        self.fn = fn
-
-    def make_inputs(self, case, seed):
-        x = torch.randn(8, 64, generator=torch.Generator().manual_seed(seed))
-        return [x, torch.empty_like(x)]  # the second: an output buffer, as GPU MODE's problems hand one in
-
-    def call(self, case, seed):
-        from types import SimpleNamespace
-
-        return SimpleNamespace(fn=lambda inputs: self.fn(*inputs), model=None, payload={})
-
-
-@pytest.mark.parametrize("fn, defer", [
-    (lambda x, out: torch.softmax(x, -1), True),  # KernelBench's form: a new tensor
-    (lambda x, out: out.copy_(torch.softmax(x, -1)), False),  # GPU MODE's: the buffer it was handed, filled
-    (lambda x, out: x, False),  # an input handed back
-])
-def test_where_the_references_output_is_one_of_its_inputs_both_loops_copy_call_by_call(fn, defer):
-    """The checker decides before the candidate's process captures its loop: the reference's loop beside it
-    must copy as it does, and a reference whose output is an input cannot copy after the batch."""
-    from types import SimpleNamespace
-
-    from trialtui.runner.timed_phase import TimedSetup
-
-    setup = TimedSetup.of(Reference(fn), None, SimpleNamespace(L2_cache_size=0, total_memory=2**34))
-    assert setup.defer is defer
-    assert setup.layout.leaves[0].shape == (8, 64)
+    sets = input_sets()
+    outputs = [sets[i % 2][1] for i in range(6)]  # each call's buffer handed back
+    own = private_inputs(lambda inputs: inputs[1], sets, outputs, 6)
+    assert [sorted(own.copies[i]) for i in range(6)] == [[1]] * 6  # the buffer, second of each set
+    assert all(len(own.tensors[i]) == 1 and own.tensors[i][0].data_ptr() != sets[i % 2][1].data_ptr() for i in range(6))
+    assert private_inputs(lambda inputs: inputs[1], sets, outputs, 6, budget=5 * 8 * 64 * 4) is None
+    assert private_inputs(lambda inputs: inputs[1], sets, [torch.zeros(8, 64)] * 6, 6) is None  # one buffer of its own
+    assert private_inputs(lambda inputs: inputs[1], sets, [torch.zeros(8, 64) for _ in range(6)], 6) is None  # none in inputs

@@ -561,7 +561,7 @@ def test_an_output_hashed_where_the_call_left_it_hashes_as_its_copy_in_the_ring_
 def test_outputs_that_share_memory_with_each_other_or_an_input_are_found():
     """Deferred copies need every call's output intact until the batch ends: one buffer returned call after
     call, two buffers in turn, an input handed back or a view of one, are copied call by call instead."""
-    from trialtui.runner.timed_batch import shares_memory
+    from trialtui.runner.tensors import shares_memory
 
     inputs = [[torch.randn(8, 8)], [torch.randn(8, 8)]]
     fresh = [torch.randn(8, 8) for _ in range(4)]

@@ -292,8 +292,7 @@ class Session:
             steps.mark("warm_up")
             # each timed call's whole sequence a CUDA graph: the host's launches out of its events (else eagerly)
             self.captured, kept, refused = capture_landing(self.calls, self.refresher, self.bencher, self.layout,
-                                                           self.ring, int(msg["keep"]), landing,
-                                                           defer=msg.get("defer") is not False)  # the checker's word
+                                                           self.ring, int(msg["keep"]), landing, fn=fn)
             if kept is None and self.landing is not None:  # captured without the copy to host memory
                 release(self.landing)
                 self.landing = None

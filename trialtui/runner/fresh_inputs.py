@@ -110,10 +110,12 @@ class Refresher:
     def __init__(self, sets: list[Any], flush_words: torch.Tensor | None = None) -> None:
         self.sets = sets
         self.flush_words = flush_words  # the keyed flush's buffer (`flush`): the candidate's loop flushes through it
-        self.targets = [[tensors_of(s)[i] for i in refreshed(s)] for s in sets]
+        self.positions = [refreshed(s) for s in sets]  # of the refreshed tensors, among each set's
+        self.targets = [[tensors_of(s)[i] for i in at] for s, at in zip(sets, self.positions)]
         self.pristine = [[(t.clone(), partner(t)) for t in ts] for ts in self.targets]
         found = [t for s in sets for t in tensors_of(s)]
         self.seed = torch.zeros(1, dtype=torch.int64, device=found[0].device if found else "cpu")
+        self.own: dict[int, dict[int, torch.Tensor]] = {}  # call -> {position: its own copy} (tensors.private_inputs)
 
     def begin(self, batch_seed: int) -> None:
         """A batch starts: its seed, queued on the stream like everything after it."""
@@ -123,8 +125,9 @@ class Refresher:
         """Call `call` of the batch (on input set `set_index`): its tensors as drawn for it, from the batch's
         seed and the hash of the previous call's output (below); then, with `flush_words`, L2 flushed through
         them into hashes[call] (`flush`)."""
+        own = self.own.get(call, {})
         for j, (tensor, (base, other)) in enumerate(zip(self.targets[set_index], self.pristine[set_index])):
-            refresh(tensor, base, other, self.seed, call, j, hashes)
+            refresh(own.get(self.positions[set_index][j], tensor), base, other, self.seed, call, j, hashes)
         if self.flush_words is not None:
             flush(self.flush_words, self.seed, hashes, call)
 

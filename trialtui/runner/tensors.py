@@ -1,9 +1,14 @@
 """Tensors inside nested values (tuples, lists and dicts), walked the same way in the checker and the
-candidate's process: mapped, listed in order, copied, counted in bytes; and the dtypes that may cross
-between the two by name (runner/wire.py, the timed calls' slots in runner/timed_batch.py)."""
+candidate's process: mapped, listed in order, copied, counted in bytes; the dtypes that may cross
+between the two by name (runner/wire.py, the timed calls' slots in runner/timed_batch.py); and where a
+timed call's outputs lie in memory, for a loop that copies them into the ring only after the batch's last
+call (runner/timed_batch.Captured): whether any shares memory with another call's outputs or with the inputs
+(a later call would overwrite it first), and, where with inputs only (GPU MODE's output buffer, handed in
+and handed back), each call's own copy of the inputs they lie in."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -54,3 +59,72 @@ def nbytes(value) -> int:
 
     map_tensors(value, add)
     return total
+
+
+PRIVATE_BYTES = 8 * 2**30  # the calls' own copies of inputs, at most (as many bytes as the ring holds, at most)
+
+
+def shares_memory(outputs: list[Any], inputs: list[Any], private: dict[int, list[torch.Tensor]] | None = None) -> bool:
+    """Whether any two calls' outputs, or an output and an input, overlap in memory: the bytes each tensor
+    spans, from its first element to its last (a strided view spans its gaps). `private[i]`: tensors of call
+    i's own, which its outputs may lie in."""
+    owners = [tensors_of(out) + (private or {}).get(i, []) for i, out in enumerate(outputs)]
+    owners.append([t for s in inputs for t in tensors_of(s)])
+    spans = sorted((*_span(t), owner) for owner, found in enumerate(owners) for t in found if t.numel() > 0)
+    reach: dict[int, int] = {}  # owner -> the furthest end seen, kept for the two owners reaching furthest
+    for begin, finish, owner in spans:
+        if any(end > begin and other != owner for other, end in reach.items()):
+            return True
+        reach[owner] = max(finish, reach.get(owner, finish))
+        reach = dict(sorted(reach.items(), key=lambda item: -item[1])[:2])
+    return False
+
+
+@dataclass
+class PrivateInputs:
+    """Each call of a batch on its own copy of the input tensors its outputs lie in, the others shared."""
+
+    calls: list[Callable[[], Any]]  # call i of the batch
+    copies: dict[int, dict[int, torch.Tensor]]  # call -> {the tensor's position in its set: its own copy} (fresh_inputs.Refresher.own)
+    tensors: dict[int, list[torch.Tensor]]  # call -> its own copies
+
+
+def private_inputs(fn: Callable[[Any], Any], sets: list[Any], outputs: list[Any], n: int,
+                   budget: int = PRIVATE_BYTES) -> PrivateInputs | None:
+    """Calls of `fn` for a batch of n in which each call has its own copy of every input tensor any of `outputs`
+    (a batch's, from the shared sets) lies in; None where outputs share memory across calls (no copy of the
+    inputs helps) or the copies would not fit `budget`."""
+    inputs = [_span(t) for s in sets for t in tensors_of(s) if t.numel() > 0]
+    free = [[t for t in tensors_of(out) if t.numel() > 0 and not any(_meet(_span(t), u) for u in inputs)] for out in outputs]
+    if shares_memory(free, []):  # outputs in no input, overlapping across calls: their own copies would not help
+        return None
+    spans = [_span(t) for out in outputs for t in tensors_of(out) if t.numel() > 0]
+    aliased = [[j for j, t in enumerate(tensors_of(s)) if t.numel() > 0 and any(_meet(_span(t), o) for o in spans)]
+               for s in sets]
+    if not any(aliased) or sum(tensors_of(sets[i % len(sets)])[j].nbytes for i in range(n)
+                               for j in aliased[i % len(sets)]) > budget:
+        return None
+    own = PrivateInputs([], {}, {})
+    for i in range(n):
+        base = sets[i % len(sets)]
+        copies = {j: tensors_of(base)[j].clone() for j in aliased[i % len(sets)]}
+        inputs = _replaced(base, copies)
+        own.calls.append(lambda inputs=inputs: fn(inputs))
+        own.copies[i] = copies
+        own.tensors[i] = list(copies.values())
+    return own
+
+
+def _replaced(value: Any, copies: dict[int, torch.Tensor]) -> Any:
+    """`value` with its j-th tensor (in tensors_of's order) replaced by copies[j]."""
+    position = iter(range(len(tensors_of(value))))
+    return map_tensors(value, lambda t: copies.get(next(position), t))
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    size = (sum((n - 1) * stride for n, stride in zip(t.shape, t.stride())) + 1) * t.element_size()
+    return t.data_ptr(), t.data_ptr() + size
+
+
+def _meet(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]

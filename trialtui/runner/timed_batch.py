@@ -25,7 +25,7 @@ import torch
 
 from trialtui.runner.batch_clock import checker_per_call_us
 from trialtui.runner.landing import Pad, land, landing_per_call_us, release, slots_of
-from trialtui.runner.tensors import clone, map_tensors, tensors_of
+from trialtui.runner.tensors import clone, map_tensors, private_inputs, shares_memory, tensors_of
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
 LARGE_BATCH = 100  # the most calls a batch holds: the checker's clock bounds a tilted slope by FIXED_CAP_US over this many
@@ -208,9 +208,10 @@ class Captured:
     `deferred`: each call's output is kept where the call left it and copied into its slot only after the
     batch's last call (`copy_out`), so the landing clock (runner/landing.py) holds no copy in anyone's loop:
     a copy is work a candidate's process could otherwise move past its landings and have taken off its clock
-    as the harness's. Where outputs share memory with each other or with the inputs (one buffer returned
-    call after call, an input handed back), a later call would overwrite them: each is copied right after its
-    call instead (`deferred` False), and the reference's loop beside copies call by call too."""
+    as the harness's. Where outputs share memory with the inputs only (GPU MODE's output buffer, an input
+    handed back) each call has its own copy of those inputs (`held`); where they share it across calls (one
+    buffer returned call after call), a later call would overwrite them: each is copied right after its call
+    instead (`deferred` False), and the checker charges those copies to the call (timed_phase._settle_band)."""
 
     graphs: list
     pairs: list  # (start, end) events per call
@@ -219,6 +220,7 @@ class Captured:
     deferred: bool = False
     kept: list = field(default_factory=list)  # each call's output, where deferred
     copies: dict = field(default_factory=dict)  # batch size -> the graph that copies its outputs into the ring
+    held: Any = None  # the calls' own inputs (runner/tensors.PrivateInputs), alive as long as the graphs
 
     def copy_out(self, n: int, layout: Layout, ring: torch.Tensor) -> None:
         """The batch's outputs into their slots, queued after its last call: one graph for the sizes captured."""
@@ -232,12 +234,45 @@ class Captured:
 
 
 def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
-            n: int, landing: torch.Tensor | None = None, defer: bool = True) -> Captured:
+            n: int, landing: torch.Tensor | None = None, defer: bool = True,
+            fn: Callable[[Any], Any] | None = None) -> Captured:
     """Capture the loop of `run_batch` (it raises where a call cannot be captured: a host sync, a stream it
     does not join; or where this torch cannot time events a graph records). Every call was warmed up
     before, and the loop run once eagerly: nothing is compiled, autotuned or loaded while capturing.
-    `defer`: the outputs' copies after the batch (`Captured`), unless the outputs share memory."""
-    slot, m, mismatch = layout.slot_bytes, len(calls), None
+    `defer`: the outputs' copies after the batch (`Captured`). Where outputs share memory with the inputs
+    only and `fn` makes a call of an input set, each call gets its own copy of the inputs they lie in
+    (runner/tensors.private_inputs); where they share it still, each is copied right after its call."""
+    captured = _record(calls, refresher, bencher, layout, ring, n, landing, defer)
+    if defer and captured.mismatch is None and not captured.deferred and fn is not None:
+        own = private_inputs(fn, refresher.sets, captured.kept, n)
+        if own is not None:
+            del captured
+            torch.cuda.synchronize()
+            for call in own.calls:  # built on their own tensors before capture, as every call is
+                call()
+            refresher.own = own.copies
+            try:
+                captured = _record(own.calls, refresher, bencher, layout, ring, n, landing, True, own.tensors)
+            finally:
+                refresher.own = {}
+            captured.held = own
+    if defer and captured.mismatch is None and not captured.deferred:  # outputs that share memory: copied call by call
+        del captured
+        torch.cuda.synchronize()
+        captured = _record(calls, refresher, bencher, layout, ring, n, landing, False)
+    refresher.begin(0)  # replayed once and its events read: a graph that cannot be timed is refused here, not mid-job
+    captured.graphs[0].replay()
+    refresher.restore()
+    torch.cuda.synchronize()
+    captured.pairs[0][0].elapsed_time(captured.pairs[0][1])
+    return captured
+
+
+def _record(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor, n: int,
+            landing: torch.Tensor | None, defer: bool, private: dict[int, list] | None = None) -> Captured:
+    """One graph per call of the batch (call i on input set i mod the sets), and where `defer` and no output
+    shares memory but with its call's own `private` inputs, one graph of copies per batch size."""
+    slot, mismatch = layout.slot_bytes, None
     hashes = refresher.new_hashes(n, ring.device)
     pool, stream = torch.cuda.graph_pool_handle(), torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -250,11 +285,11 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
             place = ring[i * slot:(i + 1) * slot]
             graph.capture_begin(pool=pool)
             try:
-                refresher.before(i, i % m, hashes)  # its keyed flush too, where it has one
+                refresher.before(i, i % len(refresher.sets), hashes)  # its keyed flush too, where it has one
                 if refresher.flush_words is None:
                     bencher.flush_l2()
                 start.record()
-                out = calls[i % m]()
+                out = calls[i % len(calls)]()
                 end.record()
                 if defer:
                     wrong = layout.misfit(out, ring.device)
@@ -273,7 +308,7 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
             graphs.append(graph)
             pairs.append((start, end))
         copies = {}
-        if defer and mismatch is None and not shares_memory(kept, refresher.sets):
+        if defer and mismatch is None and not shares_memory(kept, refresher.sets, private):
             for size in sorted({max(1, n // SMALL_PER_LARGE), n}):
                 copies[size] = torch.cuda.CUDAGraph()
                 copies[size].capture_begin(pool=pool)
@@ -283,46 +318,18 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
                 finally:
                     copies[size].capture_end()
     torch.cuda.current_stream().wait_stream(stream)
-    if defer and mismatch is None and not copies:  # outputs that share memory: copied call by call
-        del graphs, pairs, kept
-        torch.cuda.synchronize()
-        return capture(calls, refresher, bencher, layout, ring, n, landing, defer=False)
-    refresher.begin(0)  # replayed once and its events read: a graph that cannot be timed is refused here, not mid-job
-    graphs[0].replay()
-    refresher.restore()
-    torch.cuda.synchronize()
-    pairs[0][0].elapsed_time(pairs[0][1])
     return Captured(graphs, pairs, hashes, mismatch, defer and bool(copies), kept, copies)
 
 
-def shares_memory(outputs: list[Any], inputs: list[Any]) -> bool:
-    """Whether any two calls' outputs, or an output and an input, overlap in memory: the bytes each tensor
-    spans, from its first element to its last (a strided view spans its gaps)."""
-    owners = [tensors_of(out) for out in outputs] + [[t for s in inputs for t in tensors_of(s)]]
-    spans = sorted((t.data_ptr(), t.data_ptr() + _span_bytes(t), owner)
-                   for owner, found in enumerate(owners) for t in found if t.numel() > 0)
-    reach: dict[int, int] = {}  # owner -> the furthest end seen, kept for the two owners reaching furthest
-    for begin, finish, owner in spans:
-        if any(end > begin and other != owner for other, end in reach.items()):
-            return True
-        reach[owner] = max(finish, reach.get(owner, finish))
-        reach = dict(sorted(reach.items(), key=lambda item: -item[1])[:2])
-    return False
-
-
-def _span_bytes(t: torch.Tensor) -> int:
-    return (sum((size - 1) * stride for size, stride in zip(t.shape, t.stride())) + 1) * t.element_size()
-
-
 def capture_landing(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
-                    n: int, landing: torch.Tensor | None,
-                    defer: bool = True) -> tuple[Captured | None, torch.Tensor | None, str | None]:
+                    n: int, landing: torch.Tensor | None, defer: bool = True,
+                    fn: Callable[[Any], Any] | None = None) -> tuple[Captured | None, torch.Tensor | None, str | None]:
     """`capture` with the hashes landing, else without (a torch that cannot capture the copy to host memory),
     else none: (the graphs, the landing slots they write, what each refused attempt raised)."""
     refused: list[str] = []
     for slots in ((landing, None) if landing is not None else (None,)):
         try:
-            return capture(calls, refresher, bencher, layout, ring, n, slots, defer), slots, "; ".join(refused) or None
+            return capture(calls, refresher, bencher, layout, ring, n, slots, defer, fn), slots, "; ".join(refused) or None
         except Exception as exc:  # noqa: BLE001 - a call that syncs the host, an unjoined stream: timed eagerly
             refused.append(f"{type(exc).__name__}: {exc}"[:300])
             torch.cuda.synchronize()
@@ -371,7 +378,7 @@ class CheckerLoop:
             self.captured = None
             if graphed:
                 self.captured, kept, _ = capture_landing(self.calls, self.refresher, bencher, layout, self.ring, largest,
-                                                         self.landing, defer)
+                                                         self.landing, defer, fn)
                 if kept is None:
                     release(self.view)
                     self.view = None
@@ -438,8 +445,8 @@ class Yardstick:
     """The reference's call through the timed loop here, a batch beside each of the candidate's."""
 
     def __init__(self, refresher: Any, reference: Callable[[Any], Any], layout: Layout, bencher: Any,
-                 largest: int, graphed: bool, pair_us: float, defer: bool = True) -> None:
-        self.loop = CheckerLoop(refresher, reference, layout, bencher, largest, graphed, defer=defer)  # as the candidate's
+                 largest: int, graphed: bool, pair_us: float) -> None:
+        self.loop = CheckerLoop(refresher, reference, layout, bencher, largest, graphed)
         self.usable = (self.loop.captured is not None) == graphed  # timed as the candidate's calls are
         self.pair_us = pair_us  # the empty event pair, taken off the reference's events as off the candidate's
         self.deferred = self.loop.captured is not None and self.loop.captured.deferred

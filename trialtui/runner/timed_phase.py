@@ -31,7 +31,7 @@ from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, D
 from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
 from trialtui.runner.tensors import clone, nbytes
-from trialtui.runner.timed_batch import KEEP_BYTES, Layout, Yardstick, harness_overhead_us, shares_memory
+from trialtui.runner.timed_batch import KEEP_BYTES, Layout, Yardstick, harness_overhead_us
 from trialtui.runner.timing import WIDE, Band
 
 GO_STALL_S = 1.0  # a gated batch not queued by then is started anyway (runner/go_gate.LIMIT_NS is far longer)
@@ -190,7 +190,6 @@ class TimedSetup:
     layout: Layout  # the output's structure: the ring's slots
     work: dict[str, float]  # the least traffic (and, asked later, FLOPs) any kernel must do
     batches: tuple[int, int]  # the candidate's two batch sizes
-    defer: bool = True  # the loops may copy outputs after their landings: the reference's output is no input of its
 
     @classmethod
     def of(cls, reference, case, props) -> TimedSetup:
@@ -198,11 +197,9 @@ class TimedSetup:
         if nbytes(sets[0]) * 2 < getattr(props, "L2_cache_size", 0):
             sets.append(reference.make_inputs(case, 1))  # rotate when inputs fit in L2
         ref_call = reference.call(case, 0)
-        given = clone(sets[0])
-        output, work = timed_work.output_and_bytes(ref_call, given)  # the sets are one case: one output structure, one amount of work
+        output, work = timed_work.output_and_bytes(ref_call, clone(sets[0]))  # the sets are one case: one output structure, one amount of work
         layout = Layout.of_output(output)
-        return cls(sets, ref_call, layout, work, layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16)),
-                   not shares_memory([output], [given]))  # e.g. GPU MODE's output buffer, one of the inputs
+        return cls(sets, ref_call, layout, work, layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16)))
 
 
 def overhead_at(reference, case, bencher: Any) -> float:
@@ -302,8 +299,7 @@ class TimedPhase:
                                    "flush_words": self.bencher.flush}  # a copy crosses: its loop flushes through it
         reply, _ = self.link.request("prepare_timing", payload, timeout_s=self.deadline.left(), into="cuda",
                                      cuda_graph=self.spec.cuda_graph, layout=setup.layout.to_wire(),
-                                     keep=setup.batches[-1], ring=timed.ring_wire, landing=timed.pad.wire(),
-                                     defer=setup.defer)
+                                     keep=setup.batches[-1], ring=timed.ring_wire, landing=timed.pad.wire())
         timed.pad.unlink()  # mapped there by now, or never
         self.splits.mark("timing.prepare_candidate")
         self.facts.see(reply)
@@ -401,12 +397,12 @@ class TimedPhase:
             self.yardstick.complete(setup.batches)  # where it started late: the batches it lacks, right after
         beside = self.yardstick.harness_us() if short and self.yardstick else None
         # graphed calls are judged on the landing clock, from the go or, where its process declined the gate, from
-        # the request (a clock no shorter): declining the gate or the pad buys no wider band. Only where both loops
-        # copy their outputs alike, after their landings or call by call (timed_batch.Captured): a copy on one's
-        # landing clock and not the other's is harness work the clock would take off, or charge, the call
+        # the request (a clock no shorter): declining the gate or the pad buys no wider band. The reference's loop
+        # copies its outputs after its landings (timed_batch.Captured), so no copy is taken off the clock: a call
+        # whose process copies call by call (its outputs share memory across calls, or so it says) pays its copies
         deferred = self.prepared_reply.get("deferred") is True
-        alike = bool(self.yardstick) and self.yardstick.deferred == deferred
-        landed = self.yardstick.landing_harness_us() if short and self.graphed and alike else None
+        after = bool(self.yardstick) and self.yardstick.deferred  # the reference's loop copied after its landings
+        landed = self.yardstick.landing_harness_us() if short and self.graphed and after else None
         if self.yardstick:
             self.reference_loop = self.yardstick.figures()
             self.yardstick.close()
@@ -432,7 +428,7 @@ class TimedPhase:
     def _yardstick(self, setup: TimedSetup, pair_us: float) -> Any:
         """The reference's loop beside the candidate's batches; False where it cannot loop as they do."""
         yardstick = Yardstick(checker_copies(setup.sets, self.bencher), setup.ref_call.fn, setup.layout, self.bencher,
-                              setup.batches[-1], self.graphed, pair_us, self.prepared_reply.get("deferred") is True)
+                              setup.batches[-1], self.graphed, pair_us)
         return yardstick if yardstick.usable else False
 
     def _candidate(self, claimed: dict[str, Any], walls: list, reply: dict[str, Any], pair_us: float,

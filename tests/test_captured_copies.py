@@ -155,9 +155,9 @@ def test_private_inputs_are_refused_where_they_would_not_fit_or_could_not_help()
 
     sets = input_sets()
     outputs = [sets[i % 2][1] for i in range(6)]  # each call's buffer handed back
-    own = private_inputs(lambda inputs: inputs[1], sets, outputs, 6)
+    own = private_inputs(lambda inputs: inputs[1], sets, outputs, 6, 6 * 8 * 64 * 4)
     assert [sorted(own.copies[i]) for i in range(6)] == [[1]] * 6  # the buffer, second of each set
     assert all(len(own.tensors[i]) == 1 and own.tensors[i][0].data_ptr() != sets[i % 2][1].data_ptr() for i in range(6))
     assert private_inputs(lambda inputs: inputs[1], sets, outputs, 6, budget=5 * 8 * 64 * 4) is None
-    assert private_inputs(lambda inputs: inputs[1], sets, [torch.zeros(8, 64)] * 6, 6) is None  # one buffer of its own
-    assert private_inputs(lambda inputs: inputs[1], sets, [torch.zeros(8, 64) for _ in range(6)], 6) is None  # none in inputs
+    assert private_inputs(lambda inputs: inputs[1], sets, [torch.zeros(8, 64)] * 6, 6, 2**20) is None  # one buffer of its own
+    assert private_inputs(lambda inputs: inputs[1], sets, [torch.zeros(8, 64) for _ in range(6)], 6, 2**20) is None  # none in inputs

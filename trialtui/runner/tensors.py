@@ -61,9 +61,6 @@ def nbytes(value) -> int:
     return total
 
 
-PRIVATE_BYTES = 8 * 2**30  # the calls' own copies of inputs, at most (as many bytes as the ring holds, at most)
-
-
 def shares_memory(outputs: list[Any], inputs: list[Any], private: dict[int, list[torch.Tensor]] | None = None) -> bool:
     """Whether any two calls' outputs, or an output and an input, overlap in memory: the bytes each tensor
     spans, from its first element to its last (a strided view spans its gaps). `private[i]`: tensors of call
@@ -90,10 +87,11 @@ class PrivateInputs:
 
 
 def private_inputs(fn: Callable[[Any], Any], sets: list[Any], outputs: list[Any], n: int,
-                   budget: int = PRIVATE_BYTES) -> PrivateInputs | None:
+                   budget: int) -> PrivateInputs | None:
     """Calls of `fn` for a batch of n in which each call has its own copy of every input tensor any of `outputs`
-    (a batch's, from the shared sets) lies in; None where outputs share memory across calls (no copy of the
-    inputs helps) or the copies would not fit `budget`."""
+    (a batch's, from the shared sets) lies in; None where outputs share memory across calls by themselves (no
+    copy of the inputs helps) or the copies would not fit `budget` bytes (the ring's: a buffer handed in for
+    the output fits as the output does)."""
     inputs = [_span(t) for s in sets for t in tensors_of(s) if t.numel() > 0]
     free = [[t for t in tensors_of(out) if t.numel() > 0 and not any(_meet(_span(t), u) for u in inputs)] for out in outputs]
     if shares_memory(free, []):  # outputs in no input, overlapping across calls: their own copies would not help

@@ -244,7 +244,7 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
     (runner/tensors.private_inputs); where they share it still, each is copied right after its call."""
     captured = _record(calls, refresher, bencher, layout, ring, n, landing, defer)
     if defer and captured.mismatch is None and not captured.deferred and fn is not None:
-        own = private_inputs(fn, refresher.sets, captured.kept, n)
+        own = private_inputs(fn, refresher.sets, captured.kept, n, ring.numel())
         if own is not None:
             del captured
             torch.cuda.synchronize()

@@ -193,3 +193,21 @@ def test_declining_the_gate_or_the_pad_buys_no_wider_band(monkeypatch, graphed, 
     assert (test.landed_harness_us is not None) is (band == "LANDED")
     assert test.landing["copies_after"] is deferred[0] and test.landing["tails"] == [(300.0, 100)]
     assert test.landing["gated"] is gated and test.landing["per_call_us"] == pytest.approx(HARNESS_US + 9.0)
+
+
+@pytest.mark.parametrize("deferred", [True, False])
+def test_a_loop_that_copies_call_by_call_pays_its_copies_and_is_told_why(monkeypatch, deferred):
+    """The reference's loop copies after its landings, so a candidate's loop that copies call by call (its outputs
+    share memory across calls) has its copies on the landing clock: an 11 µs call whose 6 µs copy lands before
+    its hash reads 17 µs there, its events are not confirmed, and the label says why and what to return instead."""
+    monkeypatch.setattr(timed_phase.TimedPhase, "_yardstick", lambda self, setup, pair_us: FakeYardstick(60.0))
+    test = phase(HARNESS_US)
+    test.graphed = test.gated = True
+    test.spec = SimpleNamespace(cuda_graph=False)
+    test.prepared_reply = {"landing": True, "gated": True, "deferred": deferred}
+    timed = SimpleNamespace(landings=[(100 * (60.0 + 17.0), 100)] * 2, unlanded=0, tails=[])
+    test._settle_band(timed, walls(HARNESS_US + 17.0), SimpleNamespace(batches=(25, 100)), 1.3)
+    assert test.band == timing.LANDED
+    cand = test._candidate(timing.summarize([11.0] * 40), walls(HARNESS_US + 17.0), {}, 1.3, 25.0)
+    assert cand["confirmed"] is False and cand["median_us"] == pytest.approx(17.0)
+    assert ("share memory across calls" in cand["label"]) is (not deferred)

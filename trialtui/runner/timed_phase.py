@@ -34,6 +34,8 @@ from trialtui.runner.tensors import clone, nbytes
 from trialtui.runner.timed_batch import KEEP_BYTES, Layout, Yardstick, harness_overhead_us
 from trialtui.runner.timing import WIDE, Band
 
+COPIED_INLINE = ("; its outputs share memory across calls, so each was copied out before the next call, on this clock: "
+                 "a new tensor per call is copied once the batch is done)")
 GO_STALL_S = 1.0  # a gated batch not queued by then is started anyway (runner/go_gate.LIMIT_NS is far longer)
 LIBRARY_SHARE = 0.5  # the candidate's own kernels did less of the timed calls' GPU time than this: `fallback`
 
@@ -459,7 +461,8 @@ class TimedPhase:
         clock = "the landing clock" if self.landed_harness_us is not None else "the checker's clock"  # runner/landing.py
         cand["label"] = (f"GPU, CUDA events {how} less their empty pair ({pair_us:.1f} µs), L2 flushed, median, within "
                          f"{self.band.slack_us:g} µs and {self.band.tol:.0%} of {clock}" if cand["confirmed"] else
-                         f"GPU, {clock} per call, L2 flushed, median (the candidate's own events were not confirmed)")
+                         f"GPU, {clock} per call, L2 flushed, median (the candidate's own events were not confirmed"
+                         + (COPIED_INLINE if self.landed_harness_us is not None and not self.landing["copies_after"] else ")"))
         cand["peak_mem_bytes"] = number(reply.get("peak_mem_bytes"))
         split = library_split.reported_split(reply.get("kernels"))
         cand["kernels"] = split

@@ -192,14 +192,14 @@ class HostGate:
         seed.fill_(int(self.view.go[0]))
 
 
-def gated(monkeypatch, forward, n=8, batches=2, **gate):
+def gated(monkeypatch, forward, n=8, batches=2, link=None, **gate):
     """tests/test_fresh_inputs.timed with every batch queued behind a gate and started on the checker's go."""
     from tests.test_fresh_inputs import checker_and_candidate
 
     from trialtui.runner import timed_phase
 
     monkeypatch.setattr(timed_phase, "GO_STALL_S", 0.05)  # the CPU's gate waits on the host: the go is written unasked
-    session, calls = checker_and_candidate(monkeypatch, forward, n, link=ThreadedLink)
+    session, calls = checker_and_candidate(monkeypatch, forward, n, link=link or ThreadedLink)
     calls.gated = True
     session.gate = HostGate(session.landing, **gate)
     for b in range(batches):
@@ -217,9 +217,10 @@ def test_a_gated_batch_takes_its_seed_from_the_go_and_its_clock_from_then_to_the
 
 
 def test_work_a_loop_does_after_its_last_landing_shows_in_the_tail_before_its_reply(monkeypatch):
-    """What a rewritten loop moves past its landings (copies of outputs that share memory: docs/SECURITY.md,
-    "Not covered") is off the landing clock but not off the checker's: the reply waits for it, and each
-    batch's tail (its last landing to its reply) is kept in the result's `landing.tails`."""
+    """What a rewritten loop moves past its landings is off the landing clock but not off the checker's: the
+    reply waits for it, and each batch's tail (its last landing to its reply) is kept in the result's
+    `landing.tails`. Here each batch has landed while it was queued, and the checker's watch sees that before
+    the process does 50 ms of work and answers (a link that watches first: no thread's timing decides it)."""
     import time as clock
 
     from tests.test_fresh_inputs import honest
@@ -233,8 +234,18 @@ def test_work_a_loop_does_after_its_last_landing_shows_in_the_tail_before_its_re
         real(refresher, ring)
 
     monkeypatch.setattr(timed_batch, "finish_batch", late)
-    calls = gated(monkeypatch, honest)
-    assert calls.unlanded == 0 and all(us >= 50_000 for us, _ in calls.tails) and len(calls.tails) == 2
+    calls = gated(monkeypatch, honest, link=WatchesFirst)
+    assert calls.unlanded == 0 and len(calls.tails) == 2 and all(us >= 50_000 for us, _ in calls.tails)
+
+
+class WatchesFirst(ThreadedLink):
+    """ThreadedLink, but a queued batch's landing is looked for before its answer is asked for."""
+
+    def request(self, op, payload=None, *, meanwhile=None, **kwargs):
+        if op == "time_done" and meanwhile is not None:
+            meanwhile(lambda: True, time.monotonic() + 10)
+            meanwhile = None
+        return super().request(op, payload, meanwhile=meanwhile, **kwargs)
 
 
 @pytest.mark.parametrize("gate", [{"ignores_go": True}, {"writes_go": 12345}], ids=["starts-before-the-go", "opens-its-own-gate"])

@@ -115,17 +115,18 @@ class Refresher:
         self.pristine = [[(t.clone(), partner(t)) for t in ts] for ts in self.targets]
         found = [t for s in sets for t in tensors_of(s)]
         self.seed = torch.zeros(1, dtype=torch.int64, device=found[0].device if found else "cpu")
-        self.own: dict[int, dict[int, torch.Tensor]] = {}  # call -> {position: its own copy} (tensors.private_inputs)
 
     def begin(self, batch_seed: int) -> None:
         """A batch starts: its seed, queued on the stream like everything after it."""
         self.seed.fill_(batch_seed)
 
-    def before(self, call: int, set_index: int, hashes: torch.Tensor) -> None:
+    def before(self, call: int, set_index: int, hashes: torch.Tensor,
+               own: dict[int, torch.Tensor] | None = None) -> None:
         """Call `call` of the batch (on input set `set_index`): its tensors as drawn for it, from the batch's
         seed and the hash of the previous call's output (below); then, with `flush_words`, L2 flushed through
-        them into hashes[call] (`flush`)."""
-        own = self.own.get(call, {})
+        them into hashes[call] (`flush`). `own`: the call's own copies of some of the set's tensors, by their
+        position in it (tensors.private_inputs), drawn into in their place."""
+        own = own or {}
         for j, (tensor, (base, other)) in enumerate(zip(self.targets[set_index], self.pristine[set_index])):
             refresh(own.get(self.positions[set_index][j], tensor), base, other, self.seed, call, j, hashes)
         if self.flush_words is not None:

@@ -8,6 +8,7 @@ and handed back), each call's own copy of the inputs they lie in."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -92,31 +93,24 @@ def private_inputs(fn: Callable[[Any], Any], sets: list[Any], outputs: list[Any]
     (a batch's, from the shared sets) lies in; None where outputs share memory across calls by themselves (no
     copy of the inputs helps) or the copies would not fit `budget` bytes (the ring's: a buffer handed in for
     the output fits as the output does)."""
-    inputs = [_span(t) for s in sets for t in tensors_of(s) if t.numel() > 0]
+    found = [tensors_of(s) for s in sets]
+    inputs = [_span(t) for ts in found for t in ts if t.numel() > 0]
     free = [[t for t in tensors_of(out) if t.numel() > 0 and not any(_meet(_span(t), u) for u in inputs)] for out in outputs]
     if shares_memory(free, []):  # outputs in no input, overlapping across calls: their own copies would not help
         return None
     spans = [_span(t) for out in outputs for t in tensors_of(out) if t.numel() > 0]
-    aliased = [[j for j, t in enumerate(tensors_of(s)) if t.numel() > 0 and any(_meet(_span(t), o) for o in spans)]
-               for s in sets]
-    if not any(aliased) or sum(tensors_of(sets[i % len(sets)])[j].nbytes for i in range(n)
-                               for j in aliased[i % len(sets)]) > budget:
+    aliased = [[j for j, t in enumerate(ts) if t.numel() > 0 and any(_meet(_span(t), o) for o in spans)] for ts in found]
+    if not any(aliased) or sum(found[i % len(sets)][j].nbytes for i in range(n) for j in aliased[i % len(sets)]) > budget:
         return None
     own = PrivateInputs([], {}, {})
     for i in range(n):
-        base = sets[i % len(sets)]
-        copies = {j: tensors_of(base)[j].clone() for j in aliased[i % len(sets)]}
-        inputs = _replaced(base, copies)
-        own.calls.append(lambda inputs=inputs: fn(inputs))
+        copies = {j: found[i % len(sets)][j].clone() for j in aliased[i % len(sets)]}
+        position = itertools.count()  # map_tensors walks a set in tensors_of's order
+        inputs_i = map_tensors(sets[i % len(sets)], lambda t: copies.get(next(position), t))
+        own.calls.append(lambda inputs=inputs_i: fn(inputs))
         own.copies[i] = copies
         own.tensors[i] = list(copies.values())
     return own
-
-
-def _replaced(value: Any, copies: dict[int, torch.Tensor]) -> Any:
-    """`value` with its j-th tensor (in tensors_of's order) replaced by copies[j]."""
-    position = iter(range(len(tensors_of(value))))
-    return map_tensors(value, lambda t: copies.get(next(position), t))
 
 
 def _span(t: torch.Tensor) -> tuple[int, int]:

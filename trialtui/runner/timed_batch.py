@@ -25,7 +25,7 @@ import torch
 
 from trialtui.runner.batch_clock import checker_per_call_us
 from trialtui.runner.landing import Pad, land, landing_per_call_us, release, slots_of
-from trialtui.runner.tensors import clone, map_tensors, private_inputs, shares_memory, tensors_of
+from trialtui.runner.tensors import PrivateInputs, clone, map_tensors, private_inputs, shares_memory, tensors_of
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
 LARGE_BATCH = 100  # the most calls a batch holds: the checker's clock bounds a tilted slope by FIXED_CAP_US over this many
@@ -250,11 +250,7 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
             torch.cuda.synchronize()
             for call in own.calls:  # built on their own tensors before capture, as every call is
                 call()
-            refresher.own = own.copies
-            try:
-                captured = _record(own.calls, refresher, bencher, layout, ring, n, landing, True, own.tensors)
-            finally:
-                refresher.own = {}
+            captured = _record(own.calls, refresher, bencher, layout, ring, n, landing, True, own)
             captured.held = own
     if defer and captured.mismatch is None and not captured.deferred:  # outputs that share memory: copied call by call
         del captured
@@ -269,9 +265,9 @@ def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
 
 
 def _record(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor, n: int,
-            landing: torch.Tensor | None, defer: bool, private: dict[int, list] | None = None) -> Captured:
+            landing: torch.Tensor | None, defer: bool, own: PrivateInputs | None = None) -> Captured:
     """One graph per call of the batch (call i on input set i mod the sets), and where `defer` and no output
-    shares memory but with its call's own `private` inputs, one graph of copies per batch size."""
+    shares memory but with its call's `own` inputs, one graph of copies per batch size."""
     slot, mismatch = layout.slot_bytes, None
     hashes = refresher.new_hashes(n, ring.device)
     pool, stream = torch.cuda.graph_pool_handle(), torch.cuda.Stream()
@@ -285,7 +281,7 @@ def _record(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
             place = ring[i * slot:(i + 1) * slot]
             graph.capture_begin(pool=pool)
             try:
-                refresher.before(i, i % len(refresher.sets), hashes)  # its keyed flush too, where it has one
+                refresher.before(i, i % len(refresher.sets), hashes, own.copies[i] if own else None)  # and its keyed flush
                 if refresher.flush_words is None:
                     bencher.flush_l2()
                 start.record()
@@ -308,7 +304,7 @@ def _record(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout
             graphs.append(graph)
             pairs.append((start, end))
         copies = {}
-        if defer and mismatch is None and not shares_memory(kept, refresher.sets, private):
+        if defer and mismatch is None and not shares_memory(kept, refresher.sets, own.tensors if own else None):
             for size in sorted({max(1, n // SMALL_PER_LARGE), n}):
                 copies[size] = torch.cuda.CUDAGraph()
                 copies[size].capture_begin(pool=pool)

@@ -161,3 +161,25 @@ def test_private_inputs_are_refused_where_they_would_not_fit_or_could_not_help()
     assert private_inputs(lambda inputs: inputs[1], sets, outputs, 6, budget=5 * 8 * 64 * 4) is None
     assert private_inputs(lambda inputs: inputs[1], sets, [torch.zeros(8, 64)] * 6, 6, 2**20) is None  # one buffer of its own
     assert private_inputs(lambda inputs: inputs[1], sets, [torch.zeros(8, 64) for _ in range(6)], 6, 2**20) is None  # none in inputs
+
+
+def test_a_loop_whose_deferred_copies_cannot_be_captured_is_still_graphed_copying_call_by_call(eager_graphs, monkeypatch):
+    """Keeping a batch's outputs takes memory the call-by-call loop does not: where the deferred capture
+    raises (out of memory), the loop is captured again copying each output after its call, not run eagerly."""
+    sets = input_sets()
+    layout = Layout.of_output(softmax(sets[0][0]))
+    refresher = fresh_inputs.Refresher(sets, flush_words=FLUSH_WORDS)
+    calls = [(lambda inputs=inputs: softmax(*inputs)) for inputs in sets]
+    ring = torch.zeros(8 * layout.slot_bytes, dtype=torch.uint8)
+
+    def no_memory(*args, **kwargs):
+        raise RuntimeError("CUDA out of memory")
+
+    monkeypatch.setattr(Layout, "hash_output", no_memory)
+    refresher.begin(7)
+    captured, slots, refused = timed_batch.capture_landing(calls, refresher, FakeBencher(), layout, ring, 8, None,
+                                                           fn=lambda inputs: softmax(*inputs))
+    assert captured is not None and not captured.deferred and len(captured.graphs) == 8
+    assert "out of memory" in refused
+    inline_ring, _, _ = loop(softmax, 8, graphed=False, land=False)
+    assert torch.equal(ring, inline_ring)  # recorded copying call by call: the batch an eager loop leaves

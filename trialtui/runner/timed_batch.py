@@ -321,15 +321,19 @@ def capture_landing(calls: list[Callable[[], Any]], refresher: Any, bencher: Any
                     n: int, landing: torch.Tensor | None, defer: bool = True,
                     fn: Callable[[Any], Any] | None = None) -> tuple[Captured | None, torch.Tensor | None, str | None]:
     """`capture` with the hashes landing, else without (a torch that cannot capture the copy to host memory),
-    else none: (the graphs, the landing slots they write, what each refused attempt raised)."""
+    else none: (the graphs, the landing slots they write, what each refused attempt raised). Each with its
+    copies after the batch, else (the kept outputs or their copy graphs refused: memory) call by call, which
+    the checker charges to the call but still times as graphs."""
     refused: list[str] = []
     for slots in ((landing, None) if landing is not None else (None,)):
-        try:
-            return capture(calls, refresher, bencher, layout, ring, n, slots, defer, fn), slots, "; ".join(refused) or None
-        except Exception as exc:  # noqa: BLE001 - a call that syncs the host, an unjoined stream: timed eagerly
-            refused.append(f"{type(exc).__name__}: {exc}"[:300])
-            torch.cuda.synchronize()
-            refresher.restore()
+        for after in dict.fromkeys((defer, False)):
+            try:
+                captured = capture(calls, refresher, bencher, layout, ring, n, slots, after, fn)
+                return captured, slots, "; ".join(refused) or None
+            except Exception as exc:  # noqa: BLE001 - a call that syncs the host, an unjoined stream: timed eagerly
+                refused.append(f"{type(exc).__name__}: {exc}"[:300])
+                torch.cuda.synchronize()
+                refresher.restore()
     return None, landing, "; ".join(refused)
 
 

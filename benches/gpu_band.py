@@ -72,7 +72,7 @@ def problem_rows(root: Path, sizes: dict[str, int]) -> list[dict]:
     setup = TimedSetup.of(reference, case, torch.cuda.get_device_properties(0))
     bencher = timing.Bencher.for_device(torch.device("cuda"))
     overhead_us = harness_overhead_us(checker_copies(setup.sets, bencher), setup.ref_call.fn, setup.layout, bencher,
-                                      setup.batches)
+                                      setup.batches)[0]
     try:
         pair_us = bencher.empty_pair_us(graphed=True)  # as the candidate's captured loop takes it off its events
     except Exception:  # noqa: BLE001 - a torch whose graphs cannot record external events: the eager pair

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from trialtui.runner import timed_phase, timing
-from trialtui.runner.timed_batch import Yardstick
+from trialtui.runner.timed_batch import CheckerLoop, Yardstick
 
 HARNESS_US = 60.0
 
@@ -43,29 +43,22 @@ def test_the_narrow_band_holds_a_forged_report_on_a_short_call_the_wide_one_let_
     assert above / timing.WIDE.edge(above) < 1.25
 
 
-class FakeLoop:
-    def __init__(self, walls, events, landings=()):
-        self.walls, self.events, self.captured, self.landings = walls, events, object(), list(landings)
-
-    def landing_per_call_us(self):
-        from trialtui.runner.landing import landing_per_call_us
-
-        return landing_per_call_us(self.landings)
-
-    def per_call_us(self):
-        from trialtui.runner.batch_clock import checker_per_call_us
-
-        return checker_per_call_us(self.walls)
+def checker_loop(walls, events, landings=(), rhythms=None):
+    """A CheckerLoop holding batches as a GPU run would have left them (no rhythm read: the CPU's events)."""
+    loop = CheckerLoop.__new__(CheckerLoop)
+    loop.walls, loop.events, loop.captured, loop.landings = walls, events, object(), list(landings)
+    loop.rhythms = [None] * len(walls) if rhythms is None else rhythms
+    return loop
 
 
 def test_the_yardstick_reads_the_harness_as_its_clock_less_the_references_own_events():
     yardstick = Yardstick.__new__(Yardstick)
-    yardstick.loop, yardstick.usable, yardstick.pair_us = FakeLoop(walls(HARNESS_US + 8.0), [9.3] * 40), True, 1.3
+    yardstick.loop, yardstick.usable, yardstick.pair_us = checker_loop(walls(HARNESS_US + 8.0), [9.3] * 40), True, 1.3
     yardstick.landed = False
     assert yardstick.harness_us() == pytest.approx(HARNESS_US)  # 68 µs a call less the reference's 9.3 - 1.3
     assert yardstick.figures() == {**pytest.approx({"reference_events_us": 8.0, "reference_clock_us": HARNESS_US + 8.0,
                                                     "harness_us": HARNESS_US}).expected,
-                                   "reference_landing_us": None, "landing_harness_us": None}
+                                   "reference_landing_us": None, "reference_rhythm_us": None, "landing_harness_us": None}
     yardstick.restart()
     assert yardstick.harness_us() is None and yardstick.figures() is None  # a loop timed again starts it afresh
     yardstick.usable = False
@@ -107,8 +100,9 @@ def test_the_reference_runs_beside_only_calls_the_checker_clocks_short(monkeypat
 
 def test_a_yardstick_started_late_completes_its_batches():
     yardstick = Yardstick.__new__(Yardstick)
-    yardstick.loop, yardstick.usable, yardstick.pair_us = FakeLoop([(3200.0, 25, [])], [9.3] * 25), True, 1.3
-    yardstick.loop.batch = lambda n: yardstick.loop.walls.append((1200.0 + 68.0 * n, n, []))
+    yardstick.loop, yardstick.usable, yardstick.pair_us = checker_loop([(3200.0, 25, [])], [9.3] * 25), True, 1.3
+    yardstick.loop.batch = lambda n: (yardstick.loop.walls.append((1200.0 + 68.0 * n, n, [])),
+                                      yardstick.loop.rhythms.append(None))
     yardstick.complete((25, 100))
     assert sorted(n for _, n, _ in yardstick.loop.walls) == [25, 25, 100, 100]
     yardstick.usable = False

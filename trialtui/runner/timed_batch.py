@@ -25,6 +25,7 @@ import torch
 
 from trialtui.runner.batch_clock import checker_per_call_us
 from trialtui.runner.landing import Pad, land, landing_per_call_us, release, slots_of
+from trialtui.runner.loop_rhythm import Rhythm, disturbance, rhythm_us, starts_us
 from trialtui.runner.tensors import PrivateInputs, clone, map_tensors, private_inputs, shares_memory, tensors_of
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
@@ -338,21 +339,11 @@ def capture_landing(calls: list[Callable[[], Any]], refresher: Any, bencher: Any
 
 
 # -- the loop in the checker's own process -----------------------------------------------------------
-# The timed loop run in the checker's own process on calls it trusts: what a timed call costs besides the call.
-# The candidate's headline is its events where the checker's clock confirms them, and the clock's per-call
-# figure holds the harness's own work (new inputs, the L2 flush, the output's copy and hash: 60-630 µs a call
-# on the H200, more than a short kernel). `CheckerLoop` runs that very loop (run_batch, captured as the
-# candidate's process captures it) here, where nothing of the candidate reaches. Two uses:
-#
-# - `harness_overhead_us`: around a call that does nothing, ahead of the save (a prepared checker), the
-#   harness's cost as an upper bound; the confirmation band then allows 10 µs and 8 %.
-# - `Yardstick`: around the reference's own call, batch for batch beside the candidate's, under the same
-#   clocks and heat: the clock less the reference's events (its own, in this process: no claim) is the
-#   harness's cost as the candidate's batches pay it. On the H200 (gpu_band, 2026-12-04) a kernel's clock
-#   less the harness and its events stayed within 1 µs of the reference's on the short cases, while the
-#   reference's own clock moved 3 µs between passes: the band narrows to 4 µs and 6 % (runner/timing.NARROW),
-#   and on the landing clock (runner/landing.py), where the candidate's batches land their hashes, to 2 µs and
-#   4 % (runner/timing.LANDED).
+# The timed loop on calls the checker trusts, here where nothing of the candidate reaches: what a call costs
+# besides the call (new inputs, the flush, the hash, the copy: 60-630 µs on the H200). `harness_overhead_us`
+# on a call that does nothing, ahead of the save (the wide band, 10 µs and 8 %); `Yardstick` on the reference's
+# call beside the candidate's batches, under the same clocks and heat (H200, gpu_band, 2026-12-04: within 1 µs
+# on short cases; runner/timing.NARROW 4 µs and 6 %, on the landing clock runner/timing.LANDED 2 µs and 4 %).
 
 
 class CheckerLoop:
@@ -368,6 +359,7 @@ class CheckerLoop:
         self.walls: list[tuple[float, int, list[float]]] = []
         self.events: list[float] = []
         self.landings: list[tuple[float, int]] = []  # (µs from the batch's start to its last hash's landing, n)
+        self.rhythms: list[Rhythm | None] = []  # each batch's, from its calls' GPU events (runner/loop_rhythm.py)
         self.draws = random.Random(random.SystemRandom().getrandbits(62))
         self.pad = Pad(largest)  # the loop's hashes land here as the candidate's land in the checker's pad
         self.view = slots_of(self.pad.wire(), "cuda")
@@ -404,13 +396,21 @@ class CheckerLoop:
         if self.pad.seen is not None:  # its own loop: the value needs no check
             self.landings.append(((self.pad.seen[0] - t0) / 1000.0, n))
         events = [a.elapsed_time(b) * 1000.0 for pairs in pending for a, b in pairs]
+        self.rhythms.append(Rhythm.of(starts_us(pending)))
         self.ring[:n * self.layout.slot_bytes].clone()  # as the checker copies the candidate's ring
         torch.cuda.synchronize()
         self.walls.append(((time.perf_counter_ns() - t0) / 1000.0, n, []))
         self.events += events
 
     def per_call_us(self) -> float | None:
+        """The host clock's slope: each size's fastest batch, so one held up is not read where another was not."""
         return checker_per_call_us(self.walls)
+
+    def clean(self, n: int) -> int:
+        return sum(size == n and not (r and r.disturbed) for (_, size, _), r in zip(self.walls, self.rhythms))
+
+    def disturbance(self, what: str) -> str | None:
+        return disturbance(self.rhythms, [n for _, n, _ in self.walls], what)
 
     def landing_per_call_us(self) -> float | None:
         return landing_per_call_us(self.landings)
@@ -424,21 +424,22 @@ class CheckerLoop:
 
 def harness_overhead_us(refresher: Any, reference: Callable[[Any], Any], layout: Layout, bencher: Any,
                         batches: tuple[int, int], ring: torch.Tensor | None = None, rounds: int = 5,
-                        graphed: bool = True) -> float:
+                        graphed: bool = True) -> tuple[float, str | None]:
     """What a timed call costs besides the call, on a call that does nothing but return an output of the
-    reference's structure: the slope of the loop's wall time over the two batch sizes. Nothing of it is the
-    candidate's: a prepared checker measures it ahead. `graphed`: through the loop's CUDA graphs, as the
-    candidate's process runs it wherever its call can be captured; else eagerly."""
+    reference's structure: the slope of the loop's wall time over the two batch sizes, and what held most of
+    its batches up (runner/loop_rhythm.py), else None. `graphed`: through CUDA graphs, else eagerly."""
     with torch.no_grad():
         held = reference(clone(refresher.sets[0]))
     loop = CheckerLoop(refresher, lambda inputs: held, layout, bencher, batches[-1], graphed, ring,
                        defer=False)  # one output for every call: copied call by call, an upper bound as the rest
-    for _ in range(rounds):
+    for extra in range(2 * rounds):  # batches another process held up are not read: as many again at most
+        if extra >= rounds and all(loop.clean(n) >= 2 for n in batches):
+            break
         for n in batches:
             loop.batch(n)
-    figure = loop.per_call_us() or 0.0
+    figure, held_up = loop.per_call_us() or 0.0, loop.disturbance("the checker's loop around no call")
     loop.close()
-    return figure
+    return figure, held_up
 
 
 class Yardstick:
@@ -456,14 +457,19 @@ class Yardstick:
             self.loop.batch(n)
 
     def complete(self, batches: tuple[int, int], each: int = 2) -> None:
-        """At least `each` batches of every size (one started late, beside the last batches only)."""
+        """`each` batches of every size no other process held up (one started late: beside the last only)."""
         for n in batches if self.usable else ():
-            while sum(size == n for _, size, _ in self.loop.walls) < each:
+            for _ in range(2 * each):
+                if self.loop.clean(n) >= each:
+                    break
                 self.batch(n)
 
     def restart(self) -> None:
         """A loop timed again: the yardstick's batches are those beside the kept attempt's only."""
-        self.loop.walls, self.loop.events, self.loop.landings = [], [], []
+        self.loop.walls, self.loop.events, self.loop.landings, self.loop.rhythms = [], [], [], []
+
+    def disturbance(self) -> str | None:
+        return self.loop.disturbance("the reference's loop beside it") if self.usable else None
 
     def harness_us(self) -> float | None:
         """The clock's per-call figure less the reference's own events: the harness's cost beside the
@@ -471,8 +477,8 @@ class Yardstick:
         return self._less_events(self.loop.per_call_us())
 
     def landing_harness_us(self) -> float | None:
-        """The same on the landing clock (runner/landing.py): its per-call figure less the reference's events."""
-        return self._less_events(self.loop.landing_per_call_us())
+        """The same on the landing clock, per call as its GPU events space them (runner/loop_rhythm.py)."""
+        return self._less_events(rhythm_us(self.loop.rhythms) or self.loop.landing_per_call_us())
 
     def _less_events(self, per_call: float | None) -> float | None:
         if not self.usable or per_call is None or not self.loop.events:
@@ -486,7 +492,8 @@ class Yardstick:
             return None
         per_call = self.loop.per_call_us() or 0.0
         return {"reference_events_us": per_call - harness, "reference_clock_us": per_call, "harness_us": harness,
-                "reference_landing_us": self.loop.landing_per_call_us(), "landing_harness_us": self.landing_harness_us()}
+                "reference_landing_us": self.loop.landing_per_call_us(), "reference_rhythm_us": rhythm_us(self.loop.rhythms),
+                "landing_harness_us": self.landing_harness_us()}
 
     def close(self) -> None:
         self.loop.close()

@@ -176,7 +176,7 @@ class TimedCalls:
         output = self.layout.unpack(ring, call, expected)
         self.judge(expected, output, inputs, f"timed call {start + call + 1} (input set {which + 1}, made new for it)")
 
-    def overhead_us(self, bencher: Any, batches: tuple[int, int], graphed: bool) -> float:
+    def overhead_us(self, bencher: Any, batches: tuple[int, int], graphed: bool) -> tuple[float, str | None]:
         """`harness_overhead_us` into this job's ring."""
         return harness_overhead_us(checker_copies(self.sets, bencher), self.reference, self.layout, bencher, batches,
                                    self.shared.view() if self.shared is not None else None, graphed=graphed)
@@ -207,7 +207,7 @@ class TimedSetup:
 def overhead_at(reference, case, bencher: Any) -> float:
     """`harness_overhead_us` at a case as the timed phase would set it up: what a prepared checker measures."""
     setup = TimedSetup.of(reference, case, torch.cuda.get_device_properties(reference.device))
-    return harness_overhead_us(checker_copies(setup.sets, bencher), setup.ref_call.fn, setup.layout, bencher, setup.batches)
+    return harness_overhead_us(checker_copies(setup.sets, bencher), setup.ref_call.fn, setup.layout, bencher, setup.batches)[0]
 
 
 def checker_copies(sets: list[Any], bencher: Any) -> fresh_inputs.Refresher:
@@ -339,13 +339,12 @@ class TimedPhase:
         batches' walls, each name's empty event pair, the flush's cost)."""
         from trialtui.runner import timing
 
-        bencher = self.bencher
-        flush_us = bencher.flush_cost_us()
-        empty_us = bencher.empty_pair_us()
+        bencher, held_up = self.bencher, None  # held_up: its own loops, by another process (runner/loop_rhythm.py)
+        flush_us, empty_us = bencher.flush_cost_us(), bencher.empty_pair_us()
         pair_us = {"empty": empty_us, "candidate": bencher.graph_pair_us() if self.graphed else empty_us}
         self.splits.mark("timing.baselines_warm_up")
         if self.overhead_us is None or not self.graphed:  # else a prepared checker measured it on this very setup
-            self.overhead_us = timed.overhead_us(bencher, setup.batches, self.graphed)
+            self.overhead_us, held_up = timed.overhead_us(bencher, setup.batches, self.graphed)
         self.splits.mark("timing.overhead")
         attempt_walls: list[tuple[float, int, list[float]]] = []
 
@@ -366,6 +365,8 @@ class TimedPhase:
         disturbed = None
         for attempt in range(2):  # a disturbed loop is timed again once; disturbed twice, it is flagged
             phase = "timing" if attempt == 0 else "timing_again"  # the TUI shows "timing again 40 runs"
+            if attempt and held_up:
+                self.overhead_us, held_up = timed.overhead_us(bencher, setup.batches, self.graphed)
             attempt_walls.clear()
             timed.landings.clear()
             timed.tails.clear()
@@ -376,7 +377,8 @@ class TimedPhase:
                 bencher, candidate_batch, fns, on_run=lambda r, phase=phase: self.progress(phase=phase, runs=r),
                 batches=setup.batches, on_preliminary=first_number if attempt == 0 else None,
             )
-            disturbed = timing.disturbance(samples, flush_us, bencher.flush_cost_us())
+            disturbed = "; ".join(filter(None, (timing.disturbance(samples, flush_us, bencher.flush_cost_us()), held_up,
+                                                 self.yardstick and self.yardstick.disturbance()))) or None
             if disturbed is None:
                 break
         if disturbed is not None:

@@ -1,0 +1,159 @@
+"""The GPU between the checker's calls (issue 33): the candidate's process is alive while the checker measures
+the harness in loops of its own, and work it runs on the GPU then is time-sliced into them. The checker's
+figures must not move with it: read call to call from the loops' own GPU events (runner/loop_rhythm.py), a
+batch held up is not read on the host's clock, and a loop held up most of the time is a disturbance
+(timed again, then `noisy`), never a dearer harness taken off the candidate's clock."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from trialtui.runner import timed_batch, timed_phase
+from trialtui.runner.loop_rhythm import Rhythm, starts_us
+from trialtui.runner.timed_batch import CheckerLoop, Yardstick
+
+CALL_US = 68.0  # the reference's loop per call on the H200's short cases (harness and call)
+SLICE_US = 2000.0  # another process's time slice: a millisecond or more
+FIXED_US = 150.0  # a batch's own start in the checker's process (its first launch)
+
+
+def starts(n: int, held_at: tuple[int, ...] = ()) -> list[float]:
+    """Each call's start (µs from the first) of a steady loop, with a slice of another process's before `held_at`."""
+    out, t = [], 0.0
+    for i in range(n):
+        t += SLICE_US if i in held_at else 0.0
+        out.append(t)
+        t += CALL_US * (1 + 0.01 * (i % 3))  # a percent of jitter
+    return out
+
+
+def test_a_steady_loop_reads_its_call_and_a_time_slice_in_it_is_told_apart():
+    steady = Rhythm.of(starts(100))
+    assert steady.per_call_us == pytest.approx(CALL_US * 1.01) and steady.stolen_us == 0 and not steady.disturbed
+    held = Rhythm.of(starts(100, held_at=(40,)))
+    assert held.per_call_us == pytest.approx(steady.per_call_us)  # the median: one slice does not move it
+    assert held.stolen_us == pytest.approx(SLICE_US, rel=0.05) and held.disturbed
+    assert Rhythm.of([0.0]) is None and Rhythm.of([5.0, 5.0, 5.0]) is None  # nothing to read (the CPU's events)
+
+
+class StampedEvent:
+    """An event holding the GPU time it was recorded at (µs)."""
+
+    def __init__(self, at_us: float) -> None:
+        self.at_us = at_us
+
+    def elapsed_time(self, later: StampedEvent) -> float:
+        return (later.at_us - self.at_us) / 1000.0
+
+
+def test_the_starts_are_read_from_each_calls_start_event():
+    times = starts(25, held_at=(10,))
+    pending = [[(StampedEvent(t), StampedEvent(t + 9.3))] for t in times]  # as launch_batch returns them
+    assert starts_us(pending) == pytest.approx(times)
+    assert starts_us([]) == []
+
+
+def loop_of(batches: list[tuple[int, tuple[int, ...]]]) -> CheckerLoop:
+    """A CheckerLoop after batches of (n, calls held up by a slice), each clocked on the host from its start
+    (FIXED_US, then its calls and slices) to its last landing and its end."""
+    loop = CheckerLoop.__new__(CheckerLoop)
+    loop.walls, loop.landings, loop.rhythms, loop.captured = [], [], [], object()
+    loop.events = [9.3] * 40
+    for n, held_at in batches:
+        times = starts(n, held_at)
+        span = FIXED_US + times[-1] + CALL_US
+        loop.walls.append((span + 400.0, n, []))
+        loop.landings.append((span, n))
+        loop.rhythms.append(Rhythm.of(times))
+    return loop
+
+
+def yardstick_of(loop: CheckerLoop) -> Yardstick:
+    yardstick = Yardstick.__new__(Yardstick)
+    yardstick.loop, yardstick.usable, yardstick.pair_us = loop, True, 1.3
+    return yardstick
+
+
+def test_the_harness_beside_the_candidate_does_not_grow_with_another_process_s_work_in_the_checker_s_loop():
+    """The candidate's process runs work between its batches, sliced into the reference's loop: every large batch
+    of it held up once, and some twice. On the host's clock the harness would read dearer by a slice over the
+    batch's calls (20 µs a call over 100), so the candidate's clock less it cheaper by that; from the events,
+    and with the held-up batches unread on the host's clock, it does not move."""
+    quiet = yardstick_of(loop_of([(25, ()), (100, ())] * 4))
+    held = yardstick_of(loop_of([(25, ()), (100, (30,))] * 2 + [(25, ()), (100, (20, 70))] * 2))
+    steady = CALL_US * 1.01 - (9.3 - 1.3)
+    assert quiet.landing_harness_us() == pytest.approx(steady) == held.landing_harness_us()
+    assert held.harness_us() > quiet.harness_us() + 15.0  # every large batch held up: the host's clock has none clean
+    assert held.disturbance() and "4 of 8 batches" in held.disturbance()  # and says so: timed again, then `noisy`
+    assert quiet.disturbance() is None
+    few = yardstick_of(loop_of([(25, ()), (100, ())] * 3 + [(25, ()), (100, (50,))]))
+    assert few.harness_us() == pytest.approx(quiet.harness_us()) and few.disturbance() is None  # one unread
+
+
+def test_the_harness_on_the_landing_clock_holds_no_batch_s_start():
+    """The candidate's batches start on the go, the GPU's first read of it; the reference's loop here starts on
+    the host's first launch. Per call from the events, that start is not in the harness's figure."""
+    yardstick = yardstick_of(loop_of([(25, ()), (100, ())] * 4))
+    landing_per_call = yardstick.loop.landing_per_call_us()
+    assert landing_per_call - CALL_US * 1.01 > FIXED_US / 100 * 0.9  # the host's clock held the start
+    assert yardstick.landing_harness_us() == pytest.approx(CALL_US * 1.01 - 8.0)
+
+
+class HeldLoop:
+    """harness_overhead_us's loop: its first `held` batches held up by another process."""
+
+    held = 0
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.walls, self.rhythms = [], []
+
+    def batch(self, n: int) -> None:
+        times = starts(n, tuple(range(15, n, 30)) if len(self.walls) < HeldLoop.held else ())  # a slice every 2 ms
+        self.walls.append((FIXED_US + times[-1] + CALL_US, n, []))
+        self.rhythms.append(Rhythm.of(times))
+
+    per_call_us, clean, disturbance = CheckerLoop.per_call_us, CheckerLoop.clean, CheckerLoop.disturbance
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("held", [0, 10, 40])
+def test_the_harness_measured_around_no_call_reads_batches_no_other_process_held_up(monkeypatch, held):
+    monkeypatch.setattr(timed_batch, "CheckerLoop", HeldLoop)
+    HeldLoop.held = held
+    sets = SimpleNamespace(sets=[[0]])
+    figure, held_up = timed_batch.harness_overhead_us(sets, lambda inputs: 0, None, None, (25, 100), rounds=5)
+    if held < 40:  # held up for its first five rounds: batches again until two of each size are clean
+        assert figure == pytest.approx(CALL_US * 1.01, rel=0.01) and held_up is None
+    else:  # held up throughout: as many again at most, and said
+        assert figure > CALL_US * 1.01 + 15.0 and "20 of 20 batches" in held_up
+
+
+@pytest.mark.parametrize("held", ["around no call", "beside it"])
+def test_a_checker_loop_held_up_is_timed_again_then_flagged_noisy(monkeypatch, held):
+    """The harness around no call is measured again with the loop, the reference's loop beside runs again with
+    it; held up both times, the result is `noisy`, whatever the candidate's own samples say."""
+    measured = []
+
+    class Timed:
+        landings, tails, unlanded = [], [], 0
+
+        def overhead_us(self, bencher, batches, graphed):
+            measured.append(batches)
+            return 61.0, (f"the checker's loop {held} waited 12.0 ms" if held == "around no call" else None)
+
+    bencher = SimpleNamespace(flush_cost_us=lambda: 23.0, empty_pair_us=lambda: 1.3, graph_pair_us=lambda: 1.2)
+    phase = timed_phase.TimedPhase(spec=None, reference=None, link=None, deadline=None, facts=None,
+                                   progress=lambda **kw: None, splits=SimpleNamespace(mark=lambda *a: None),
+                                   device="cuda", bencher=bencher, graphed=False)
+    if held == "beside it":
+        phase.yardstick = SimpleNamespace(restart=lambda: None, disturbance=lambda: f"the reference's loop {held} waited")
+    monkeypatch.setattr(timed_phase.TimedPhase, "_settle_band", lambda self, *a: None)
+    monkeypatch.setattr("trialtui.runner.timing.time_alternating",
+                        lambda *a, **kw: ({"candidate": [10.0] * 40, "eager": [20.0] * 40}, [(3000.0, 25, [])]))
+    phase._loop(Timed(), SimpleNamespace(batches=(25, 100)), {})
+    assert len(measured) == (2 if held == "around no call" else 1)
+    assert [f["code"] for f in phase.flags] == ["noisy"] and f"{held} waited" in phase.flags[0]["message"]

@@ -120,6 +120,9 @@ class Link:
     def __init__(self, session):
         self.session = session
 
+    def hold(self):  # a real link stops the candidate's processes here until the next request
+        pass
+
     def request(self, op, payload=None, *, timeout_s, into="cpu", max_bytes=None, meanwhile=None, **msg):
         reply, out = getattr(self.session, f"op_{op}")(msg, payload)
         if meanwhile is not None:  # the op ran to its end here: whatever landed is seen now

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trialtui.core.prctl import drop_ptrace_now, prepare_candidate_child
+from trialtui.runner import process_tree
 from trialtui.runner.candidate_requests import CandidateFailed
 
 SHM = Path("/dev/shm")
@@ -53,6 +54,7 @@ class CandidateProcess:
         self._channel = None
         self.op_s: dict[str, float] = {}
         self._owed = 0  # replies to requests sent ahead (`warm_up`), read before the next request
+        self._held: list[int] = []  # its processes stopped by `hold`, until the next request
 
     @property
     def channel(self):
@@ -100,6 +102,7 @@ class CandidateProcess:
         `meanwhile(answered, deadline)` runs once the request is sent, before the reply is read."""
         from trialtui.runner.wire import ChannelClosed, ChannelTimeout, WireError
 
+        self._release()
         try:
             self._settle(time.monotonic() + max(0.0, timeout_s))
             self.channel.send({"op": op, **header}, payload)
@@ -123,6 +126,17 @@ class CandidateProcess:
             if isinstance(took, (int, float)) and 0 <= took < 1e6 and len(name) < 64:
                 self.op_s[name] = self.op_s.get(name, 0.0) + float(took)
         return reply, out
+
+    def hold(self) -> None:
+        """Stop the candidate's process and every process under it until the next request: what the checker
+        measures meanwhile (its own loops, the baselines) shares neither the CPU nor the GPU's queue with the
+        candidate (docs/SECURITY.md, "The GPU between the checker's calls")."""
+        if not self._held and self.process.poll() is None:
+            self._held = process_tree.hold(self.process.pid)
+
+    def _release(self) -> None:
+        process_tree.release(self._held)
+        self._held = []
 
     def breakdown(self) -> dict[str, float]:
         """Seconds per step as `phases_s` shows them: each op as the candidate's process timed it (a claim,
@@ -153,6 +167,7 @@ class CandidateProcess:
         """End the process and remove its directories. Without `wait` (the job's end) it is killed and
         left to the supervisor, which reaps and sweeps it: the result need not wait for a CUDA context's
         teardown."""
+        self._release()
         if not wait:
             self.process.kill()  # SIGKILL, no wait
             self._remove_dirs()

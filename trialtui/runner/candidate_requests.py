@@ -36,6 +36,10 @@ class CandidateLink(Protocol):
         deadline)`: run once the request is sent (the checker watches its landing pad: runner/landing.py)."""
         ...
 
+    def hold(self) -> None:
+        """The candidate's processes stopped until the next request, while the checker measures."""
+        ...
+
 
 class Deadline:
     """The job's time left, so a hang is reported as the step that hung, before the parent's hard kill."""

@@ -1,5 +1,6 @@
 """The job's processes as the supervisor sees them through /proc: every descendant (the supervisor is their
-subreaper), the sweep that kills them all at the end, and the limits set on a running job."""
+subreaper), the sweep that kills them all at the end, the limits set on a running job, and a process tree held
+still (SIGSTOP) while the checker measures between the candidate's batches."""
 
 from __future__ import annotations
 
@@ -29,6 +30,59 @@ def descendants(root: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
+
+
+def subtree(root: int) -> list[int]:
+    """The processes under `root`, from its tasks' children (fast: no pass over /proc), else `descendants`."""
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+            children = [int(c) for t in tasks for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+        except FileNotFoundError:
+            return descendants(root) if pid == root and Path(f"/proc/{root}").exists() else found
+        except OSError:
+            continue
+        found += children
+        todo += children
+    return found
+
+
+def hold(root: int, settle_s: float = 0.05) -> list[int]:
+    """SIGSTOP `root` and every process under it, and wait (up to `settle_s`) until they are stopped: the pids
+    stopped, for `release`. A stopped process runs nothing on the CPU and queues nothing more for the GPU."""
+    held: list[int] = []
+    for _ in range(3):  # a fork in flight shows on the next pass
+        new = [pid for pid in [root, *subtree(root)] if pid not in held]
+        for pid in new:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                held.append(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if not new:
+            break
+    until = time.monotonic() + settle_s
+    while time.monotonic() < until and not all(_stopped(pid) for pid in held):
+        time.sleep(0.0002)
+    return held
+
+
+def release(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True  # gone
+    return stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] in (b"T", b"t", b"Z", b"X")
 
 
 def reap() -> None:

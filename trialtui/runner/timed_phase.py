@@ -104,8 +104,7 @@ class TimedCalls:
         seed = self.draws.getrandbits(62) or 1  # drawn here, per batch: told with the request, or behind a gate, its go
         size = n * self.layout.slot_bytes
         self.pad.arm(n)
-        t0_ns = time.perf_counter_ns()
-        t0 = time.perf_counter()
+        t0_ns, t0 = time.perf_counter_ns(), time.perf_counter()
         if self.gated:  # queued first, then started: the landing clock runs from the go
             opened: list[int] = []
             self.link.request("time_gated", timeout_s=self.deadline.left(), start=start, n=n,
@@ -126,6 +125,7 @@ class TimedCalls:
         # the outputs are in this process's memory now: committed. From the go where gated (the host's launches,
         # all queued ahead of it, are not the calls' time: a 128 µs softmax's clock read 158 µs with them)
         wall_us = (time.perf_counter_ns() - t0_ns) / 1000.0
+        self.link.hold()  # still while this process judges and measures, until its next request (docs/SECURITY.md)
         self.stages["request"] += t1 - t0  # the candidate's op and the round trip (phases_s: timing.batches.*)
         self.stages["copy"] += t2 - t1
         self.see(reply)
@@ -305,8 +305,8 @@ class TimedPhase:
         timed.pad.unlink()  # mapped there by now, or never
         self.splits.mark("timing.prepare_candidate")
         self.facts.see(reply)
-        self.prepared_reply = reply
-        self.graphed = reply.get("graphed") is True
+        self.prepared_reply, self.graphed = reply, reply.get("graphed") is True
+        self.link.hold()  # still while this process measures the flush, the event pair, the harness, the baselines
         timed.gated = self.graphed and reply.get("gated") is True  # its batches start on our go (runner/go_gate.py)
         self.gated = timed.gated
         if reply.get("launches") == 0 and self.own_kernels:

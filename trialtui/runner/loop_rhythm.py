@@ -1,15 +1,15 @@
-"""The checker's own timed loops clocked call to call by their GPU events, not by the host's clock around
-a batch.
+"""The checker's own timed loops read call to call by their GPU events, beside the host's clock around a batch.
 
 The checker measures what the harness costs a call in loops of its own (runner/timed_batch.CheckerLoop: on
 a call that does nothing, and beside the candidate's batches on the reference's call). The candidate's
-process is alive meanwhile and may run work on the GPU, which time-slices between processes: a batch of
-the checker's clocked from its start to its end would hold the other process's slices, the harness would
-read dearer than it is, and the candidate's clock less it cheaper (docs/SECURITY.md, "The GPU between
-the checker's calls"). A slice is a millisecond or more; a call of the loop is tens of µs. So a loop's
-rhythm is the median interval between its consecutive calls' start events (GPU timestamps, no batch's
-fixed cost in it), and the time its calls waited beyond twice that is time the loop did not run: a
-batch where that is more than STOLEN_FRAC of its span was disturbed, and its host clock is not used.
+process is alive meanwhile, and work it queued for the GPU runs then: the GPU time-slices between processes,
+and a batch of the checker's clocked from its start to its end holds the other process's slices, so the
+harness reads dearer and the candidate's clock less it cheaper (docs/SECURITY.md, "The GPU between the
+checker's calls"). A slice is a millisecond or more; a call of the loop is tens of µs. So a batch's rhythm is
+the median interval between its consecutive calls' start events (GPU timestamps, no batch's start in it), and
+the time its calls waited beyond twice that is time another process (or its host) held it: more than
+STOLEN_FRAC of its span, and the batch was held up. The host's clocks read each size's fastest batch, so one
+held up is not read where another was not; a loop with a size of none not held up is a disturbance.
 """
 
 from __future__ import annotations

@@ -477,8 +477,8 @@ class Yardstick:
         return self._less_events(self.loop.per_call_us())
 
     def landing_harness_us(self) -> float | None:
-        """The same on the landing clock, per call as its GPU events space them (runner/loop_rhythm.py)."""
-        return self._less_events(rhythm_us(self.loop.rhythms) or self.loop.landing_per_call_us())
+        """The same on the landing clock (runner/landing.py): its per-call figure less the reference's events."""
+        return self._less_events(self.loop.landing_per_call_us())
 
     def _less_events(self, per_call: float | None) -> float | None:
         if not self.usable or per_call is None or not self.loop.events:

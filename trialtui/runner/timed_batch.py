@@ -426,13 +426,13 @@ def harness_overhead_us(refresher: Any, reference: Callable[[Any], Any], layout:
                         batches: tuple[int, int], ring: torch.Tensor | None = None, rounds: int = 5,
                         graphed: bool = True) -> tuple[float, str | None]:
     """What a timed call costs besides the call, on a call that does nothing but return an output of the
-    reference's structure: the slope of the loop's wall time over the two batch sizes, and what held most of
-    its batches up (runner/loop_rhythm.py), else None. `graphed`: through CUDA graphs, else eagerly."""
+    reference's structure: the slope of the loop's wall time over the two batch sizes, and what held up every
+    batch of a size (runner/loop_rhythm.py), else None. `graphed`: through CUDA graphs, else eagerly."""
     with torch.no_grad():
         held = reference(clone(refresher.sets[0]))
     loop = CheckerLoop(refresher, lambda inputs: held, layout, bencher, batches[-1], graphed, ring,
                        defer=False)  # one output for every call: copied call by call, an upper bound as the rest
-    for extra in range(2 * rounds):  # batches another process held up are not read: as many again at most
+    for extra in range(2 * rounds):  # until two of each size ran clear of another process: as many again at most
         if extra >= rounds and all(loop.clean(n) >= 2 for n in batches):
             break
         for n in batches:

@@ -104,3 +104,21 @@ def test_the_link_holds_the_candidate_until_its_next_request():
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {"held": True, "answered": True, "running": True,
                                                                "gone": True}
+
+
+def test_the_checker_holds_the_candidate_after_each_batch_outside_its_clock(monkeypatch):
+    """The hold comes once the batch's clock has stopped: its cost is in no figure."""
+    pytest.importorskip("torch")
+    from test_fresh_inputs import Link, checker_and_candidate, honest
+
+    holds = []
+
+    class SlowHold(Link):
+        def hold(self):
+            holds.append(time.monotonic())
+            time.sleep(1.0)
+
+    session, calls = checker_and_candidate(monkeypatch, honest, 10, link=SlowHold)
+    session.timed = calls
+    batch = calls.batch(0, 10)
+    assert len(holds) == 1 and batch.wall_us < 1e6

@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -107,18 +108,47 @@ def test_the_link_holds_the_candidate_until_its_next_request():
 
 
 def test_the_checker_holds_the_candidate_after_each_batch_outside_its_clock(monkeypatch):
-    """The hold comes once the batch's clock has stopped: its cost is in no figure."""
+    """The hold comes once the batch's clock has stopped: its cost is in no figure. Read from the order of the
+    clock's own readings, so a busy machine does not decide it."""
     pytest.importorskip("torch")
     from test_fresh_inputs import Link, checker_and_candidate, honest
 
-    holds = []
+    from trialtui.runner import timed_phase
 
-    class SlowHold(Link):
+    seen: list = []
+
+    def perf_counter_ns():
+        seen.append(time.perf_counter_ns())
+        return seen[-1]
+
+    monkeypatch.setattr(timed_phase, "time", SimpleNamespace(perf_counter_ns=perf_counter_ns, perf_counter=time.perf_counter,
+                                                            monotonic=time.monotonic, sleep=time.sleep))
+
+    class Held(Link):
         def hold(self):
-            holds.append(time.monotonic())
-            time.sleep(1.0)
+            seen.append("hold")
 
-    session, calls = checker_and_candidate(monkeypatch, honest, 10, link=SlowHold)
+    session, calls = checker_and_candidate(monkeypatch, honest, 10, link=Held)
     session.timed = calls
     batch = calls.batch(0, 10)
-    assert len(holds) == 1 and batch.wall_us < 1e6
+    stop = next(i for i, v in enumerate(seen) if v != "hold" and (v - seen[0]) / 1000.0 == batch.wall_us)
+    assert seen.count("hold") == 1 and stop < seen.index("hold")
+
+
+def test_a_kernel_without_children_files_is_walked_through_proc_and_a_dead_process_holds_nothing(monkeypatch, tmp_path):
+    script = tmp_path / "ticker.py"
+    script.write_text(TICKER)
+    child = subprocess.Popen([sys.executable, str(script), str(tmp_path / "count")])
+    try:
+        assert until(lambda: len(process_tree.subtree(child.pid)) == 1)
+        grandchild = process_tree.subtree(child.pid)
+        real = Path.read_text
+        monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: (_ for _ in ()).throw(FileNotFoundError(self))
+                            if self.name == "children" else real(self, *a, **k))
+        assert process_tree.subtree(child.pid) == grandchild  # CONFIG_PROC_CHILDREN off: one pass over /proc
+    finally:
+        for pid in process_tree.descendants(child.pid):
+            os.kill(pid, signal.SIGKILL)
+        child.kill()
+        child.wait()
+    assert process_tree.hold(child.pid) == []

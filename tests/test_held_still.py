@@ -81,7 +81,7 @@ def test_a_held_tree_runs_nothing_until_it_is_released(tmp_path):
 
 
 PROBE = textwrap.dedent('''
-    import json, os
+    import json, os, time
     os.environ["TRITON_INTERPRET"] = "1"
     import torch, triton
     from trialtui.runner import process_tree
@@ -90,6 +90,9 @@ PROBE = textwrap.dedent('''
     pid = link.process.pid
     link.request("ready", timeout_s=60)
     link.hold()
+    end = time.monotonic() + 10
+    while not process_tree._stopped(pid) and time.monotonic() < end:  # a busy machine: the stop may land late
+        time.sleep(0.01)
     held = process_tree._stopped(pid)
     reply, _ = link.request("ready", timeout_s=60)  # the next request lets it run: it answers
     running = not process_tree._stopped(pid)

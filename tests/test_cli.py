@@ -102,3 +102,16 @@ def test_a_reference_that_raises_on_import_is_the_problems_failure_not_the_candi
     result = json.loads(out.stdout)
     assert result["state"] == "error" and "reference boom" in result["message"], result
     assert result["reference_failed"] is True
+
+
+def test_init_without_a_problem_file_says_its_reference_is_an_example(tmp_path):
+    """A directory named for a problem gets the bias + GELU example: the output says so, and how to wrap one's own."""
+    from click.testing import CliRunner
+
+    from trialtui.cli.commands import cli
+
+    out = CliRunner().invoke(cli, ["init", str(tmp_path / "softmax")])
+    assert out.exit_code == 0 and "example (bias + GELU" in out.output and "--from" in out.output
+    (tmp_path / "problem.py").write_text((tmp_path / "softmax" / "reference.py").read_text())
+    wrapped = CliRunner().invoke(cli, ["init", str(tmp_path / "mine"), "--from", str(tmp_path / "problem.py")])
+    assert wrapped.exit_code == 0 and "example" not in wrapped.output

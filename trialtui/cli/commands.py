@@ -172,6 +172,9 @@ def init(directory: Path, from_file: Path | None) -> None:
         fail(str(exc))
     for path in written:
         click.echo(f"wrote {path}")
+    if from_file is None:  # a name like "softmax" is only the directory's: say what the example is
+        click.echo("the reference is an example (bias + GELU, KernelBench form): put your problem in reference.py, "
+                   "or start again with `trialtui init DIR --from your_problem.py`")
     click.echo(f"next: cd {directory} && trialtui")
 
 

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+import torch
 import torch.utils.cpp_extension as ext
 
 from trialtui.core.validation_report import ValidationReport
@@ -30,13 +31,13 @@ def test_calls_into_an_extension_with_a_kernel_count_as_launches(monkeypatch, tm
 
     monkeypatch.setattr(ext, "load_inline", load_inline)
     monkeypatch.setattr(ext, "load", load)
-    counter = SimpleNamespace(count=0)
+    counter = SimpleNamespace(count=0, native=0)
     candidate = tmp_path / "cand.py"
     candidate.write_text("from torch.utils.cpp_extension import load_inline\nm = load_inline('m', '', cuda_sources='')\n")
     install_launch_counter(str(candidate), counter)
     module = ext.load_inline("m", "", cuda_sources=[KERNEL])
     assert module.add_cuda(2, 3) == 5 and module.add_cuda(1, 1) == 2
-    assert module.version == 3 and counter.count == 2  # attributes that are not functions are not launches
+    assert module.version == 3 and counter.count == counter.native == 2  # attributes that are not functions are not launches
     (tmp_path / "k.cu").write_text(KERNEL)
     assert ext.load("n", [str(tmp_path / "k.cu")]).add_cuda(1, 2) == 3 and counter.count == 3
     assert ext.load("n", [str(tmp_path / "k.cu")], is_python_module=False) is None  # ops only: nothing to wrap
@@ -44,11 +45,46 @@ def test_calls_into_an_extension_with_a_kernel_count_as_launches(monkeypatch, tm
     assert host_only is built and host_only.add_cuda(1, 1) == 2 and counter.count == 3
 
 
+@pytest.mark.parametrize("through", ["torch", "extension"])
+def test_a_call_into_compiled_code_of_its_own_is_weighed_by_kernel_records(monkeypatch, tmp_path, through):
+    """The op recorder sees torch's functions called from Python; inside a CUDA C++ extension a `torch::matmul`
+    or a cuBLAS call does the work unseen, with a token kernel of its own beside it (a library decoy). A call that
+    goes into its own compiled code is marked for CUPTI's kernel records, which name every kernel."""
+    from trialtui.runner import library_split
+    from trialtui.runner.candidate import NATIVE_UNDER_RECORDER, Session
+
+    hidden = SimpleNamespace(mm=lambda a, b: (a.numpy() @ b.numpy()))  # work the recorder cannot see
+
+    def load_inline(name, cpp_sources, cuda_sources=None, functions=None):
+        return hidden
+
+    monkeypatch.setattr(ext, "load_inline", load_inline)
+    session = Session(channel=None)
+    candidate = tmp_path / "cand.py"
+    candidate.write_text("from torch.utils.cpp_extension import load_inline\nm = load_inline('m', '', cuda_sources='')\n")
+    install_launch_counter(str(candidate), session.counter)
+    module = ext.load_inline("m", "", cuda_sources=[KERNEL])
+    a = torch.randn(4, 4)
+    session.calls = [lambda: module.mm(a, a) if through == "extension" else torch.mm(a, a)]
+    ops = session._library_ops()
+    assert (NATIVE_UNDER_RECORDER in ops) is (through == "extension") and ("mm" in ops) is (through == "torch")
+    session.library_ops, session.eager_calls = ops, session.calls
+    used = []
+    monkeypatch.setattr(library_split, "kernel_split", lambda calls, own: used.append("records") or {"own_share": 0.1})
+    monkeypatch.setattr(library_split, "library_split", lambda calls: used.append("events") or {"own_share": 0.1})
+    monkeypatch.setattr("trialtui.runner.timing.host_wall_us", lambda fn: 1.0)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 0)
+    monkeypatch.setattr(session, "facts", lambda scan=False: {})
+    session.device = "cpu"
+    session.op_kernel_time({}, None)
+    assert used == (["records"] if through == "extension" else ["events"])
+
+
 def test_a_triton_candidate_leaves_the_extension_builders_alone(monkeypatch, tmp_path):
     original = ext.load_inline
     candidate = tmp_path / "cand.py"
     candidate.write_text("import triton\n")
-    install_launch_counter(str(candidate), SimpleNamespace(count=0))
+    install_launch_counter(str(candidate), SimpleNamespace(count=0, native=0))
     assert ext.load_inline is original
 
 

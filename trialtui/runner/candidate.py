@@ -17,6 +17,7 @@ from typing import Any, Callable
 from trialtui.runner.candidate_errors import describe
 
 RAISED_UNDER_RECORDER = "(the call raised under the op recorder)"
+NATIVE_UNDER_RECORDER = "(the call ran compiled code of its own, inside which the op recorder sees nothing)"
 OPS = ("ready", "load", "run", "prepare_timing", "time", "time_gated", "time_done", "kernel_time", "cpu_prepare", "cpu_time",
        "peak")
 
@@ -26,6 +27,7 @@ class LaunchCounter:
 
     def __init__(self) -> None:
         self.count = 0
+        self.native = 0  # calls into the candidate's own compiled extensions (runner/cuda_launches.py)
         self.own_names: set[str] = set()  # kernels of the candidate's own (not torch.compile's, not a library's)
         self.homes: tuple[str, ...] = ()  # the candidate's directories: a Triton kernel defined under one is its own
 
@@ -244,7 +246,7 @@ class Session:
     def op_prepare_timing(self, msg: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         import torch
 
-        from trialtui.runner import library_split, timing
+        from trialtui.runner import timing
         from trialtui.runner.fresh_inputs import Refresher
         from trialtui.runner.go_gate import Gate
         from trialtui.runner.landing import release, slots_of
@@ -275,12 +277,7 @@ class Session:
         steps.mark("refresher")
         before = self.counter.count
         with torch.no_grad():
-            try:
-                with library_split.LibraryOps() as seen:  # torch's own compute ops in a call: its kernels get weighed
-                    self.calls[0]()
-                self.library_ops = seen.ops
-            except Exception:  # noqa: BLE001 - e.g. torch.compile under a function mode: CUPTI weighs it then
-                self.library_ops = {RAISED_UNDER_RECORDER}
+            self.library_ops = self._library_ops()
             steps.mark("library_ops")
             for call in self.calls:  # warm-up: JIT and autotuning outside the numbers
                 call()
@@ -360,17 +357,32 @@ class Session:
         reply = {"samples": samples, "mismatch": mismatch, "steps_s": steps.seconds, **self.facts()}
         return reply, None if self.mapped is not None else self.ring[:n * self.layout.slot_bytes]
 
+    def _library_ops(self) -> set[str]:
+        """torch's own compute ops in a call (their kernels get weighed), or a mark that CUPTI must weigh it: the
+        call raised under the recorder (torch.compile), or went into compiled code of the candidate's own, where
+        a C++ `torch::matmul` or a cuBLAS call does the work unseen (a library decoy in CUDA C++)."""
+        from trialtui.runner import library_split
+
+        native = self.counter.native
+        try:
+            with library_split.LibraryOps() as seen:
+                self.calls[0]()
+        except Exception:  # noqa: BLE001 - e.g. torch.compile under a function mode
+            return {RAISED_UNDER_RECORDER}
+        return seen.ops | ({NATIVE_UNDER_RECORDER} if self.counter.native > native else set())
+
     def op_kernel_time(self, msg: dict[str, Any], payload: Any) -> tuple[dict[str, Any], Any]:
         """The host's wall clock around a call (side streams), the peak memory and the library's share of
         the GPU time: weighed by events around each torch compute function (runner/library_split.py), or by
-        CUPTI where those functions could not be recorded (its start then costs this job 3.7-5.3 s)."""
+        CUPTI where those functions could not be recorded or may hide in its own compiled code (its start then
+        costs this job 3.7-5.3 s)."""
         import torch
 
         from trialtui.runner import library_split, timing
 
         with torch.no_grad():
             host_us = timing.host_wall_us(self.calls[0])
-            if RAISED_UNDER_RECORDER in self.library_ops:
+            if self.library_ops & {RAISED_UNDER_RECORDER, NATIVE_UNDER_RECORDER}:
                 split = library_split.kernel_split(self.calls, self.counter.own_names)
             else:
                 split = library_split.library_split(self.eager_calls) if self.library_ops else None

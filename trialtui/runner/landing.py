@@ -10,9 +10,10 @@ the checker maps too (`Pad`), and the checker watches the batch's last slot from
 request, or where the batch waits for the checker's go (runner/go_gate.py), the go. That hash cannot land
 before the last output exists, and the last output cannot exist before every output ahead of it (each call's
 input comes from the previous output's hash). So the time from the start to the landing holds the whole
-batch's work and, from a request, its way in besides: no reply, no second batch size. (The output's copy
-into the ring is harness work a rewritten loop can put after the landing: docs/SECURITY.md, "Not covered".) Landing late only adds; a value that is not the hash the checker computes from the
-output it judges is no landing at all.
+batch's work and, from a request, its way in besides: no reply, no second batch size. The outputs' copies
+into the ring come after the last landing in every captured loop, the checker's own included
+(runner/timed_batch.Captured), so none is on this clock to be moved off it. Landing late only adds; a value
+that is not the hash the checker computes from the output it judges is no landing at all.
 """
 
 from __future__ import annotations

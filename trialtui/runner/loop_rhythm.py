@@ -44,6 +44,11 @@ class Rhythm:
         return self.stolen_us > STOLEN_FRAC * self.span_us
 
 
+def ran_clear(rhythm: Rhythm | None) -> bool:
+    """A batch no other process held up (or one whose events could not be read: the CPU's)."""
+    return not (rhythm and rhythm.disturbed)
+
+
 def starts_us(pending: list) -> list[float]:
     """Each call's start event read against the first's (µs): `pending` as runner/timed_batch.launch_batch
     returns it, one list of (start, end) events per call."""
@@ -54,14 +59,14 @@ def starts_us(pending: list) -> list[float]:
 def rhythm_us(rhythms: list[Rhythm | None]) -> float | None:
     """A loop's per-call figure: the median of its undisturbed batches' rhythms (of all, where none is)."""
     read = [r for r in rhythms if r is not None]
-    kept = [r.per_call_us for r in read if not r.disturbed] or [r.per_call_us for r in read]
+    kept = [r.per_call_us for r in read if ran_clear(r)] or [r.per_call_us for r in read]
     return statistics.median(kept) if kept else None
 
 
 def disturbance(rhythms: list[Rhythm | None], sizes: list[int], what: str) -> str | None:
     """A message where some batch size (`sizes`, each batch's) had no batch that was not held up, else None."""
-    clean = {n for r, n in zip(rhythms, sizes) if not (r and r.disturbed)}
-    held = [r for r in rhythms if r is not None and r.disturbed]
+    clean = {n for r, n in zip(rhythms, sizes) if ran_clear(r)}
+    held = [r for r in rhythms if not ran_clear(r)]
     if not held or clean >= set(sizes):
         return None
     stolen, span = sum(r.stolen_us for r in held), sum(r.span_us for r in held)

@@ -25,7 +25,7 @@ import torch
 
 from trialtui.runner.batch_clock import checker_per_call_us
 from trialtui.runner.landing import Pad, land, landing_per_call_us, release, slots_of
-from trialtui.runner.loop_rhythm import Rhythm, disturbance, rhythm_us, starts_us
+from trialtui.runner.loop_rhythm import Rhythm, disturbance, ran_clear, rhythm_us, starts_us
 from trialtui.runner.tensors import PrivateInputs, clone, map_tensors, private_inputs, shares_memory, tensors_of
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
@@ -407,7 +407,7 @@ class CheckerLoop:
         return checker_per_call_us(self.walls)
 
     def clean(self, n: int) -> int:
-        return sum(size == n and not (r and r.disturbed) for (_, size, _), r in zip(self.walls, self.rhythms))
+        return sum(size == n and ran_clear(r) for (_, size, _), r in zip(self.walls, self.rhythms))
 
     def disturbance(self, what: str) -> str | None:
         return disturbance(self.rhythms, [n for _, n, _ in self.walls], what)

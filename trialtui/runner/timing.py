@@ -184,8 +184,9 @@ class Bencher:
 
         Nothing synchronizes between calls, and `time_alternating` holds the GPU (`wait`) while the host
         queues a batch of rounds: the events measure GPU time, not Python's launch latency. (With no lead,
-        as in do_bench, a short eager call's dispatch can outlast the flush before it, and its events
-        hold the difference: 19 % drift between the quarters of a loop of 18 µs softmaxes, H200, s20.) With `outputs`,
+        as in do_bench, a short eager call's dispatch can outlast the flush before it and land in its events:
+        the suspected cause of the 19 % drift between the quarters of a loop of 18 µs softmaxes, H200, 04m;
+        the lead is not yet measured.) With `outputs`,
         what each call returned is kept there (timed calls are checked like the others). `flush`: False
         where the caller flushed L2 itself (the candidate's timed loop, through the keyed flush).
         """

@@ -155,3 +155,97 @@ def test_a_kernel_without_children_files_is_walked_through_proc_and_a_dead_proce
         child.kill()
         child.wait()
     assert process_tree.hold(child.pid) == []
+
+
+ESCAPES = textwrap.dedent('''
+    """A candidate whose ticking grandchild leaves its tree: setsid and a double fork re-parent it."""
+    import os, time
+
+    def main():
+        base = os.environ["TICK_BASE"]
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                n = 0
+                while True:
+                    n += 1
+                    with open(base + ".tmp", "w") as f:
+                        f.write(f"{os.getpid()} {n}")
+                    os.replace(base + ".tmp", base)
+                    time.sleep(0.001)
+            os._exit(0)
+        os.wait()
+        while os.read(0, 4096):
+            pass
+
+    if __name__ == "__main__":
+        main()
+''')
+
+STRAYS = textwrap.dedent('''
+    import json, os, subprocess, sys, time
+    from trialtui.runner import process_tree
+    from trialtui.runner.candidate_link import CandidateProcess
+    folder, ticker = sys.argv[1], sys.argv[2]
+
+    def read(path):
+        try:
+            return [int(v) for v in open(path).read().split()]
+        except (OSError, ValueError):
+            return None
+
+    def until(condition):
+        end = time.monotonic() + 20
+        while not condition() and time.monotonic() < end:
+            time.sleep(0.01)
+        return condition()
+
+    own = subprocess.Popen([sys.executable, ticker, folder + "/own", "leaf"])  # the checker's own child
+    link = CandidateProcess("escapes", {**os.environ, "PYTHONPATH": folder, "TICK_BASE": folder + "/escapee"})
+    assert until(lambda: read(folder + "/escapee") and read(folder + "/own"))
+    escapee = read(folder + "/escapee")[0]
+    adopted = process_tree._parent(escapee) == os.getpid()
+    link.hold()
+    held = sorted(link._held)
+    before = read(folder + "/escapee")[1], read(folder + "/own")[0]
+    time.sleep(0.3)
+    still = read(folder + "/escapee")[1] == before[0]
+    own_ran = read(folder + "/own")[0] > before[1]
+    link._release()
+    resumed = until(lambda: read(folder + "/escapee")[1] > before[0])
+    for pid in (escapee, own.pid):
+        os.kill(pid, 9)
+    link.close(wait=False)
+    print(json.dumps({"adopted": adopted, "held": escapee in held and own.pid not in held, "still": still,
+                      "own_ran": own_ran, "resumed": resumed}))
+''')
+
+
+@pytest.mark.slow
+def test_a_process_that_left_the_candidates_tree_is_held_and_the_checkers_own_are_not(tmp_path):
+    """A double fork re-parents the candidate's grandchild to the process that started the candidate (a subreaper)
+    and its seccomp mark (core.prctl.mark_lineage) says whose it is: it stops with the candidate. A child the
+    checker started itself carries no mark and keeps running."""
+    (tmp_path / "escapes.py").write_text(ESCAPES)
+    (tmp_path / "ticker.py").write_text(TICKER)
+    out = subprocess.run([sys.executable, "-c", STRAYS, str(tmp_path), str(tmp_path / "ticker.py")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"adopted": True, "held": True, "still": True,
+                                                               "own_ran": True, "resumed": True}
+
+
+def test_the_candidates_mark_is_inherited_and_the_markers_parent_carries_none():
+    from trialtui.core import prctl
+
+    probe = subprocess.Popen([sys.executable, "-c", "import os, time; os.fork() == 0 and time.sleep(5); time.sleep(5)"],
+                             preexec_fn=prctl.prepare_candidate_child)
+    try:
+        assert until(lambda: len(process_tree.subtree(probe.pid)) == 1)
+        mine, its, grandchild = prctl.lineage(os.getpid()), prctl.lineage(probe.pid), process_tree.subtree(probe.pid)[0]
+        assert its == mine + 1 and prctl.lineage(grandchild) == its
+    finally:
+        for pid in process_tree.subtree(probe.pid):
+            os.kill(pid, signal.SIGKILL)
+        probe.kill()
+        probe.wait()

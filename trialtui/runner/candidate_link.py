@@ -14,11 +14,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-from trialtui.core.prctl import drop_ptrace_now, prepare_candidate_child
+from trialtui.core.prctl import PR_SET_CHILD_SUBREAPER, drop_ptrace_now, prctl, prepare_candidate_child
 from trialtui.runner import process_tree
 from trialtui.runner.candidate_requests import CandidateFailed
 
@@ -43,6 +44,8 @@ class CandidateProcess:
         self.scratch = Path(tempfile.mkdtemp(prefix="trialtui-cwd-"))
         child_env = {k: v for k, v in (env or os.environ).items() if not k.startswith("TRIALTUI_")}
         child_env["PYTHONUNBUFFERED"] = "1"
+        prctl(PR_SET_CHILD_SUBREAPER, 1)  # what the candidate's tree orphans comes here, within `hold`'s reach
+        self.spawner = threading.get_native_id()  # the thread whose children its CLONE_PARENT siblings become
         if fork and may_fork():
             self.process = ForkedProcess(module, self.exchange, self.scratch, child_env)
         else:
@@ -132,7 +135,7 @@ class CandidateProcess:
         measures meanwhile (its own loops, the baselines) shares neither the CPU nor the GPU's queue with the
         candidate (docs/SECURITY.md, "The GPU between the checker's calls")."""
         if not self._held and self.process.poll() is None:
-            self._held = process_tree.hold(self.process.pid)
+            self._held = process_tree.hold(self.process.pid, spawner=self.spawner)
 
     def _release(self) -> None:
         process_tree.release(self._held)

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.prctl import lineage
+
 
 def descendants(root: int) -> list[int]:
     """Every live process below `root`, from one pass over /proc."""
@@ -18,12 +20,9 @@ def descendants(root: int) -> list[int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_bytes()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-        parents.setdefault(ppid, []).append(int(entry))
+        ppid = _parent(int(entry))
+        if ppid is not None:
+            parents.setdefault(ppid, []).append(int(entry))
     found, todo = [], [root]
     while todo:
         for child in parents.get(todo.pop(), []):
@@ -38,8 +37,7 @@ def subtree(root: int) -> list[int]:
     while todo:
         pid = todo.pop()
         try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-            children = [int(c) for t in tasks for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+            children = _children(pid)
         except FileNotFoundError:
             return descendants(root) if pid == root and Path(f"/proc/{root}").exists() else found
         except OSError:
@@ -49,12 +47,47 @@ def subtree(root: int) -> list[int]:
     return found
 
 
-def hold(root: int, settle_s: float = 0.05) -> list[int]:
-    """SIGSTOP `root` and every process under it, and wait (up to `settle_s`) until they are stopped: the pids
-    stopped, for `release`. A stopped process runs nothing on the CPU and queues nothing more for the GPU."""
+def strays(root: int, spawner: int | None = None) -> list[int]:
+    """What left `root`'s tree for this process (a subreaper: a double fork re-parents here, to its main thread;
+    `clone(CLONE_PARENT)` makes a sibling of root, a child of `spawner`, the thread that started it), and
+    everything under it: those children that carry `root`'s mark (core.prctl.lineage), where root carries one
+    this process does not. The checker's own children (a torch.compile worker) carry none."""
+    mark, own = lineage(root), lineage(os.getpid())
+    if mark is None or own is None or mark <= own:
+        return []
+    mine: list[int] = []
+    for tid in dict.fromkeys([os.getpid(), spawner or os.getpid()]):
+        try:
+            mine += [int(c) for c in Path(f"/proc/{os.getpid()}/task/{tid}/children").read_text().split()]
+        except OSError:  # no children files: the pass over /proc
+            mine = [pid for pid in descendants(os.getpid()) if _parent(pid) == os.getpid()]
+            break
+    found = []
+    for child in dict.fromkeys(mine):
+        if child != root and (lineage(child) or 0) >= mark:
+            found += [child, *subtree(child)]
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for t in os.listdir(f"/proc/{pid}/task") for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(b")") + 2:].split()[1])
+
+
+def hold(root: int, settle_s: float = 0.05, spawner: int | None = None) -> list[int]:
+    """SIGSTOP `root`, every process under it and its `strays`, and wait (up to `settle_s`) until they are
+    stopped: the pids stopped, for `release`. A stopped process runs nothing on the CPU, queues nothing more
+    for the GPU and sends no SIGCONT to the others."""
     held: list[int] = []
     for _ in range(3):  # a fork in flight shows on the next pass
-        new = [pid for pid in [root, *subtree(root)] if pid not in held]
+        new = [pid for pid in dict.fromkeys([root, *subtree(root), *strays(root, spawner)]) if pid not in held]
         for pid in new:
             try:
                 os.kill(pid, signal.SIGSTOP)

@@ -7,16 +7,14 @@ every call is a no-op that returns False.
 from __future__ import annotations
 
 import ctypes
+import resource
 import signal
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
-PR_SET_SECCOMP = 22
 PR_SET_CHILD_SUBREAPER = 36
-PR_SET_NO_NEW_PRIVS = 38
-SECCOMP_MODE_FILTER = 2
 CAP_SYS_PTRACE = 19
 
 try:
@@ -79,38 +77,28 @@ def prepare_candidate_child() -> None:
     mark_lineage()
 
 
-class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
-
-
-_ALLOW_ALL = (_SockFilter * 1)(_SockFilter(0x06, 0, 0, 0x7FFF0000))  # BPF_RET | BPF_K, SECCOMP_RET_ALLOW
+MARK = 10**18  # µs of real-time CPU: no limit in practice (unprivileged processes cannot run real-time), and a value
 
 
 def mark_lineage() -> bool:
-    """One seccomp filter that allows every system call, on this thread and every process started from it.
-    No process can take a filter off, so the count of filters (`lineage`) tells the candidate's processes
-    from the checker's own even after a double fork has re-parented them (runner/process_tree.strays). It
-    needs no_new_privs, which is as lasting: a candidate gains nothing by running a setuid program."""
-    if _prctl is None or not prctl(PR_SET_NO_NEW_PRIVS, 1):
-        return False
-    prog = _SockFprog(1, _ALLOW_ALL)
-    return _prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) == 0
-
-
-def lineage(pid: int) -> int | None:
-    """How many seccomp filters a process carries (no_new_privs, 0 or 1, on kernels before 5.9, which do not
-    count them); None when it is gone. Filters are only ever added, and inherited by every child."""
+    """A hard limit of MARK on real-time CPU time (RLIMIT_RTTIME), on this process and every process started
+    from it. Without privilege a hard limit can only be lowered, so a limit at or under MARK (`marked`) tells
+    the candidate's processes from the checker's own (unlimited) even after a double fork has re-parented them
+    (runner/process_tree.strays); it changes nothing else, since only real-time scheduling is held to it."""
     try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
+        resource.setrlimit(resource.RLIMIT_RTTIME, (MARK, MARK))
+        return True
+    except (ValueError, OSError, AttributeError):
+        return False
+
+
+def marked(pid: int) -> bool | None:
+    """Whether a process carries the mark (None when it is gone or cannot be read)."""
+    try:
+        hard = resource.prlimit(pid, resource.RLIMIT_RTTIME)[1]
+    except (ProcessLookupError, PermissionError, OSError, AttributeError):
         return None
-    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-    count = fields.get("Seccomp_filters", fields.get("NoNewPrivs"))
-    return int(count) if count is not None and count.strip().isdigit() else None
+    return hard != resource.RLIM_INFINITY and hard <= MARK
 
 
 def start_ticks(pid: int) -> int | None:

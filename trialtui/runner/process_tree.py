@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trialtui.core.prctl import lineage
+from trialtui.core.prctl import marked
 
 
 def descendants(root: int) -> list[int]:
@@ -50,10 +50,9 @@ def subtree(root: int) -> list[int]:
 def strays(root: int, spawner: int | None = None) -> list[int]:
     """What left `root`'s tree for this process (a subreaper: a double fork re-parents here, to its main thread;
     `clone(CLONE_PARENT)` makes a sibling of root, a child of `spawner`, the thread that started it), and
-    everything under it: those children that carry `root`'s mark (core.prctl.lineage), where root carries one
-    this process does not. The checker's own children (a torch.compile worker) carry none."""
-    mark, own = lineage(root), lineage(os.getpid())
-    if mark is None or own is None or mark <= own:
+    everything under it: those children that carry the candidate's mark (core.prctl.marked), where root carries
+    it and this process does not. The checker's own children (a torch.compile worker) carry none."""
+    if not marked(root) or marked(os.getpid()) is not False:
         return []
     mine: list[int] = []
     for tid in dict.fromkeys([os.getpid(), spawner or os.getpid()]):
@@ -64,7 +63,7 @@ def strays(root: int, spawner: int | None = None) -> list[int]:
             break
     found = []
     for child in dict.fromkeys(mine):
-        if child != root and (lineage(child) or 0) >= mark:
+        if child != root and marked(child):
             found += [child, *subtree(child)]
     return found
 

@@ -344,7 +344,7 @@ CASES: dict[str, Case] = {
     "a machine without the runner is told what to install, not to fix the kernel": Case(
         [ok("t1", us=x(1.2)), _trial("t2", "t1", "error", result={
             "state": "error", "needs_runner": True, "message": "jobs cannot run on this machine: torch and triton are "
-            "not installed here. Install the runner (pip install 'trialtui[runner]'), or run jobs where it is: "
+            "not installed here. Install the runner (pip install -e '/src/trialtui[runner]'), or run jobs where it is: "
             "--executor ssh://user@host or ray://ADDRESS (docs/SCALING.md)"})],
         action="install", key="r", says=("t2 was not judged — jobs cannot run on this machine: torch and triton are "
                                           "not installed here;", "nothing is wrong with the candidate", "re-run it [r]"),

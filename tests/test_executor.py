@@ -13,6 +13,7 @@ import pytest
 from trialtui.core import plugins
 from trialtui.core.config import ConfigError, ExecutorSettings, parse_config
 from trialtui.core.executor import ExecutorError, JobData, Slot, model_speedups, parse_target, ran_on
+from trialtui.core.install import install_command
 from trialtui.core.job_options import BenchOptions
 from trialtui.core.problem_dir import load_problem
 from trialtui.engine.executors import executor_for
@@ -201,14 +202,14 @@ def test_a_laptop_install_opens_the_tui_reads_the_tree_and_says_why_jobs_do_not_
     assert "LOADED []" in out.stdout
     assert "t1" in out.stdout.split("TREE", 1)[1].split("\n", 1)[0]
     assert "T2 error jobs cannot run on this machine: torch and triton and numpy are not installed here" in out.stdout
-    assert "pip install 'trialtui[runner]'" in out.stdout and "--executor ssh://" in out.stdout
+    assert f"{install_command('runner')}" in out.stdout and "--executor ssh://" in out.stdout
     # the machine's state, not the kernel's: nothing to fix, the whole message, an honest header
     decision = out.stdout.split("DECISION ", 1)[1].split("\n", 1)[0]
     assert decision.startswith("install Cannot run here: t2 was not judged") and "crashed" not in decision
     assert "torch and triton and numpy are not installed here;" in decision
     assert "nothing is wrong with the candidate" in decision and "re-run it [r]" in decision
     assert "FINDINGS ['needs-runner']" in out.stdout
-    assert "HEADER CPU · jobs cannot run: no runner (pip install 'trialtui[runner]')" in out.stdout
+    assert f"HEADER CPU · jobs cannot run: no runner ({install_command('runner')})" in out.stdout
 
 
 def test_validate_on_a_laptop_says_the_machine_cannot_run_jobs_not_that_the_candidate_crashed(tmp_path):
@@ -236,3 +237,13 @@ def test_remote_baselines_are_cached_here_per_gpu_model(tmp_path):
     entries = cache._load().values()
     assert sorted((e["env"]["gpu"], e["stats"]["median_us"]) for e in entries) == [("NVIDIA A100", 180.0), ("NVIDIA H200", 100.0)]
     assert cache.lookup(baseline_key(problem, problem.bench_cases[0], False))  # what the next job shows meanwhile
+
+
+def test_install_commands_name_this_checkout_and_work_when_pasted(tmp_path):
+    """trialtui is not on PyPI: `pip install 'trialtui[runner]'` finds nothing. The command names the checkout this
+    process runs from (pip takes a path with extras), and on another host says to run it in a checkout there."""
+    from trialtui.core.install import CHECKOUT
+
+    assert install_command("runner") == f"pip install -e '{CHECKOUT}[runner]'"
+    assert (CHECKOUT / "pyproject.toml").is_file()
+    assert install_command("runner", here=False) == "pip install -e '.[runner]' in a trialtui checkout"

@@ -1,7 +1,7 @@
 """CUDA C++ candidates on a CPU-only machine: validation compiles their device code with nvcc for
 real (registers, spills, shared memory, tensor-core instructions), never runs them, and a
 benchmark without a GPU says it needs one. Skipped only where the nvcc wheel is not installed
-(`pip install 'trialtui[cuda]'`, part of the dev extra)."""
+(`pip install -e '.[cuda]'`, part of the dev extra)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from trialtui.runner import cuda_compile_job, nvcc
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(nvcc.tool("nvcc") is None or nvcc.host_compiler() is None,
-                       reason="no nvcc (pip install 'trialtui[cuda]') or no g++"),
+                       reason="no nvcc (pip install -e '.[cuda]') or no g++"),
 ]
 
 
@@ -141,7 +141,7 @@ def test_without_nvcc_validation_warns_instead_of_failing(monkeypatch, tmp_path)
     assert out["compile"]["errors"] == [] and out["compile"]["kernels"] == []
     [finding] = out["findings"]
     assert finding["severity"] == "warning" and finding["code"] == "cuda-not-compiled"
-    assert "nvcc not found" in finding["message"] and "trialtui[cuda]" in finding["hint"]
+    assert "nvcc not found" in finding["message"] and "[cuda]' (NVIDIA's nvidia-cuda-nvcc wheel)" in finding["hint"]
 
 
 MMA = r'''

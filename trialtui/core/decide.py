@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from trialtui.core import bottleneck
 from trialtui.core.config import Config
+from trialtui.core.install import install_command
 from trialtui.core import tree as tree_rules
 from trialtui.core.decide_evidence import (
     Memory,
@@ -158,7 +159,7 @@ def _install(trial: Trial, why: str, used: int, config: Config) -> Decision:
     """The machine, not the kernel: nothing to fix, nothing spent; what to install, then re-run."""
     first = why.split(". ", 1)[0].rstrip(".")
     reason = (f"Cannot run here: {trial.id} was not judged — {first}; nothing is wrong with the candidate, so install "
-              "the runner (pip install 'trialtui[runner]') or run jobs elsewhere (--executor), then re-run it [r].")
+              f"the runner ({install_command('runner')}) or run jobs elsewhere (--executor), then re-run it [r].")
     evidence = [f"{trial.id}: not run — {why}", f"budget {used}/{config.max_trials} GPU trials, unchanged"]
     return Decision(Action.INSTALL.value, reason, evidence, [], "r")
 

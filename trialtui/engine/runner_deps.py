@@ -1,10 +1,12 @@
-"""Whether this machine can run jobs: a laptop install (`pip install trialtui`) has the TUI, the store and
+"""Whether this machine can run jobs: a laptop install (`pip install -e .`) has the TUI, the store and
 the remote executors, but not torch and triton (the `runner` extra), which every job process imports."""
 
 from __future__ import annotations
 
 import importlib.util
 from functools import cache
+
+from trialtui.core.install import install_command
 
 RUNNER_MODULES = ("torch", "triton", "numpy")
 
@@ -16,7 +18,7 @@ def missing_runner() -> str | None:
     if not missing:
         return None
     return (f"jobs cannot run on this machine: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not "
-            "installed here. Install the runner (pip install 'trialtui[runner]'), or run jobs where it is: "
+            f"installed here. Install the runner ({install_command('runner')}), or run jobs where it is: "
             "--executor ssh://user@host or ray://ADDRESS (docs/SCALING.md)")
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from trialtui.core.languages.cuda import CUDA_SUFFIXES, CudaSource, loader_calls, static_sources
 from trialtui.core.languages.cuda_text import device_code
 from trialtui.core.job_spec import CompileSpec
+from trialtui.core.install import install_command
 from trialtui.core.model import Finding, Severity
 from trialtui.core.prctl import drop_ptrace_now
 from trialtui.core.result import RESULT_VERSION
@@ -32,7 +33,7 @@ from trialtui.runner.child import serve
 
 CANDIDATE_MODULE = "trialtui_candidate"
 NOT_RUN = "not run on the CPU: CUDA C++ kernels run only on a GPU, where correctness is checked"
-INSTALL_HINT = "pip install 'trialtui[cuda]' (NVIDIA's nvidia-cuda-nvcc wheel), or put a CUDA toolkit's nvcc on PATH"
+INSTALL_HINT = f"{install_command('cuda')} (NVIDIA's nvidia-cuda-nvcc wheel), or put a CUDA toolkit's nvcc on PATH"
 WARNING = Severity.WARNING.value
 NVCC_TIMEOUT_S = 600.0  # one nvcc run's limit; the job's own timeout (the config's validate_timeout_s) ends it sooner
 

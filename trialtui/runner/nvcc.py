@@ -1,7 +1,7 @@
 """nvcc, cuobjdump and nvdisasm for CUDA C++ candidates: where they are, and one device-only
 compile of one source for one architecture with its resource facts.
 
-The tools come from the `nvidia-cuda-nvcc` wheel (`pip install 'trialtui[cuda]'`), a CUDA
+The tools come from the `nvidia-cuda-nvcc` wheel (`pip install -e '.[cuda]'`), a CUDA
 toolkit (CUDA_HOME, PATH, /usr/local/cuda), or, for cuobjdump and nvdisasm, the copies Triton
 ships. nvcc also needs the host C++ compiler (g++) to preprocess.
 """

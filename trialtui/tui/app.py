@@ -26,6 +26,7 @@ from textual.widgets import Static
 from textual.worker import Worker
 
 from trialtui.core import provenance, tree
+from trialtui.core.install import install_command
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.report import FINAL_DIR
@@ -375,7 +376,7 @@ class TrialApp(KeyActions, AppMessages, App):
             return self._gpu_name
         if self.engine.device == "cpu":
             if getattr(self.engine, "where", "this machine") == "this machine" and missing_runner():
-                return "CPU · jobs cannot run: no runner (pip install 'trialtui[runner]')", "CPU · no runner", "CPU"
+                return f"CPU · jobs cannot run: no runner ({install_command('runner')})", "CPU · no runner", "CPU"
             return "CPU · Triton interpreter (correctness only)", "CPU · Triton interpreter", "CPU"
         lanes = [lane.name for lane in self.engine.lanes.lanes]
         named = f"GPU lane{'s' if len(lanes) != 1 else ''} {', '.join(lanes)}"

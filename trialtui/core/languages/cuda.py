@@ -3,7 +3,7 @@ style) or `load` with a `.cu` file beside the candidate.
 
 They are never run on the CPU: a CUDA kernel handed CPU tensors fails for reasons that say
 nothing about the kernel. Validation compiles their device code for the target architecture
-with nvcc (the `nvidia-cuda-nvcc` wheel, `pip install 'trialtui[cuda]'`) and reads registers,
+with nvcc (the `nvidia-cuda-nvcc` wheel, `pip install -e '.[cuda]'`) and reads registers,
 spills and shared memory from `ptxas -v`; correctness and timing run on the GPU.
 """
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.executor import ExecutorError, JobData, Progress, Slot
+from trialtui.core.install import install_command
 from trialtui.core.job_options import BenchOptions, JobOptions, ProfileOptions
 from trialtui.core.problem import Problem
 from trialtui.engine.executors.remote import Interrupted, RemoteExecutor, deadline_for, state_rel
@@ -97,7 +98,7 @@ class RayExecutor(RemoteExecutor):
         try:
             import ray
         except ImportError as exc:
-            raise ExecutorError("the Ray executor needs ray: pip install 'trialtui[ray]'") from exc
+            raise ExecutorError(f"the Ray executor needs ray: {install_command('ray')}") from exc
         if not ray.is_initialized():
             address = {"local": None, "auto": "auto"}.get(self.target.address, f"ray://{self.target.address}")
             try:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from trialtui.core.executor import JOB_VERSION, ExecutorError, JobData, Progress, Slot
+from trialtui.core.install import install_command
 from trialtui.engine.executors.remote import Interrupted, RemoteExecutor, deadline_for, dumps
 
 HOST_MODULE = "trialtui.engine.executors.host"
@@ -151,7 +152,7 @@ class SshExecutor(RemoteExecutor):
             said = stderr_task.result().decode("utf-8", "replace").strip() if stderr_task.done() else ""
             raise ExecutorError(f"{self.describe()}: `{command}` did not start trialtui's job host"
                                 f"{': ' + said.splitlines()[-1] if said else ''}. The host needs trialtui with its "
-                                "runner (pip install 'trialtui[runner]'); [executor] python names its interpreter")
+                                f"runner ({install_command('runner', here=False)}); [executor] python names its interpreter")
         if hello.get("version") != JOB_VERSION:
             conn.close()
             raise ExecutorError(f"{self.describe()} runs trialtui {hello.get('trialtui')}, whose jobs are version "

@@ -13,12 +13,17 @@ For each sample problem (sample_kernels/*, copied to a temporary folder) and its
    to `activity` and says why); the dominant kernel's time per launch is compared with ncu's
    `gpu__time_duration.sum` for the same kernel (ncu profiles one launch, clocks untouched;
    CUPTI averages 20 calls).
+3. the library's share from each profile's kernel records (core/kernel_split.py, own kernels read from the
+   candidate's @triton.jit functions): `fallback` for `hidden.py` (the RMSNorm reference's forward under
+   torch._C.DisableTorchFunction, which the bench's op recorder does not see, and a token kernel of its own),
+   never for a sample's kernel.
 ncu runs are skipped once 90 s have passed, so the whole bench stays under 3 minutes.
-Prints a table, writes $OUT/gpu_profilers.json; exits 1 if step 1 fails for any candidate.
+Prints a table, writes $OUT/gpu_profilers.json; exits 1 if step 1 or 3 fails for any candidate.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -32,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from trialtui.core import kernel_split  # noqa: E402
 from trialtui.core.bench_result import BenchResult  # noqa: E402
 from trialtui.core.model import Trial  # noqa: E402
 from trialtui.core.problem_dir import load_problem  # noqa: E402
@@ -41,6 +47,27 @@ from trialtui.engine import profile as engine_profile  # noqa: E402
 SAMPLES = {"bias_gelu_residual": "kernel.py", "matmul_epilogue": "kernel.py", "rmsnorm": "kernel.py",
            "softmax": "submission.py"}
 NCU_BUDGET_S = 90.0
+HIDDEN = '''
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def touch_kernel(p):
+    tl.store(p, tl.load(p))
+
+
+class ModelNew(Model):
+    """The reference's forward under torch._C.DisableTorchFunction (out of the bench recorder's sight) and a token
+    kernel of its own: the profile's kernel records must weigh it `fallback` (core/kernel_split.py)."""
+
+    def forward(self, *args):
+        with torch._C.DisableTorchFunction():
+            out = super().forward(*args)
+        touch_kernel[(1,)](out)
+        return out
+'''
 
 
 def gpu() -> tuple[str, str]:
@@ -55,6 +82,12 @@ def copy_problem(name: str, work: Path) -> Path:
     shutil.copytree(ROOT / "sample_kernels" / name, root,
                     ignore=shutil.ignore_patterns(".trialtui", "recorded", "demo", "__pycache__"))
     return root
+
+
+def jit_kernels(path: Path) -> list[str]:
+    """The candidate's own kernels, as its validation names them: its @triton.jit functions."""
+    return [node.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)
+            and any("jit" in ast.unparse(d) for d in node.decorator_list)]
 
 
 def per_launch_us(row: dict | None) -> float | None:
@@ -85,11 +118,13 @@ def main() -> int:
     rows, failures, started = [], [], time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        cases = [*SAMPLES.items(), ("rmsnorm", "eager.py")]
+        cases = [*SAMPLES.items(), ("rmsnorm", "eager.py"), ("rmsnorm", "hidden.py")]
         for sample, file in cases:
             root = work / sample if (work / sample).exists() else copy_problem(sample, work)
             if file == "eager.py":  # the reference's own forward as the candidate: library kernels only
                 (root / file).write_text((root / "reference.py").read_text() + "\n\nModelNew = Model\n")
+            if file == "hidden.py":  # a library decoy the bench's recorder does not see
+                (root / file).write_text((root / "reference.py").read_text() + HIDDEN)
             problem, path = load_problem(root), root / file
             analysis = engine_profile.analyze(problem, gpu=name, driver=driver)
             os.environ["TRIALTUI_NO_NCU"] = "1"
@@ -109,7 +144,14 @@ def main() -> int:
             if best and best["source"] == "ncu":
                 match = [k for k in best["kernels"] if k.get("name") == activity["dominant"]]
                 ncu_us = per_launch_us((match or [None])[0]) or best["dominant_us"]
-            rows.append({"sample": sample, "file": file, "activity": activity, "best": best, "ncu_us": ncu_us})
+            own = jit_kernels(path)
+            splits = {which: kernel_split.split(body["kernels"], own, body["source"] or "")
+                      for which, body in (("activity", activity), ("best", best)) if body and body["kernels"]}
+            for which, found in splits.items():  # the hidden library flagged, the samples' own kernels not
+                if (found is not None and found.fallback() is not None) != (file == "hidden.py"):
+                    failures.append(f"{sample}/{file} {which}: split {found}")
+            rows.append({"sample": sample, "file": file, "activity": activity, "best": best, "ncu_us": ncu_us,
+                         "split": {which: found and found.line() for which, found in splits.items()}})
             print(f"done {sample}/{file}: activity {'ok' if ok else 'FAIL'}, best {(best or {}).get('source')}, "
                   f"ncu {ncu_us} µs", flush=True)
     header = (f"{'sample/file':<34} {'best':>8} {'dominant kernel':<36} {'CUPTI µs':>9} {'ncu µs':>9}  "

@@ -10,7 +10,7 @@ import asyncio
 from dataclasses import replace
 from typing import Any, Awaitable, Callable
 
-from trialtui.core import provenance, tree
+from trialtui.core import kernel_split, provenance, tree
 from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.executor import Executor, ran_on
@@ -248,8 +248,14 @@ class TrialJobs:
         finally:
             self._handles.pop(trial_id, None)
         profile = profile.without("log_tail", "command")
+        fields: dict[str, Any] = {"profile": profile}
+        weighed = kernel_split.of_profile(profile, kernel_split.own_kernels(trial.validation))
+        flagged = kernel_split.flagged(trial.result, weighed) if trial.result is not None else None
+        if flagged is not None:  # library kernels did the work, out of the bench recorder's sight: never best
+            fields["result"] = flagged
+            self.emit(ev.Notice(f"{trial_id} flagged fallback — {flagged.flags[-1]['message']}", "warning"))
         self._set_state(trial_id, TrialState.CORRECT, f"profiled: {profile.label or source_of(profile)}",
-                        profile=profile)  # correct again before the lane frees: the next job ranks it as best
+                        **fields)  # correct again before the lane frees: the next job ranks it as best
 
     def _analyze(self, problem: Problem, gpu: str | None = None, driver: str | None = None) -> AnalysisResult:
         """The reference's analysis (a roofline at `gpu`'s ceilings where given); a local one forks from this

@@ -25,6 +25,7 @@ import torch
 
 from trialtui.core.job_spec import BenchSpec
 from trialtui.core.json_types import number
+from trialtui.core.kernel_split import LIBRARY_SHARE  # the one threshold, the bench's split and the profile's
 from trialtui.core.result import flag
 from trialtui.runner import batch_clock, cuda_ipc, fresh_inputs, landing, library_split, timed_work
 from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
@@ -37,7 +38,6 @@ from trialtui.runner.timing import WIDE, Band
 COPIED_INLINE = ("; its outputs share memory across calls, so each was copied out before the next call, on this clock: "
                  "a new tensor per call is copied once the batch is done)")
 GO_STALL_S = 1.0  # a gated batch not queued by then is started anyway (runner/go_gate.LIMIT_NS is far longer)
-LIBRARY_SHARE = 0.5  # the candidate's own kernels did less of the timed calls' GPU time than this: `fallback`
 
 
 # judge(expected, output, inputs, where) raises CandidateFailed("...", state="incorrect") on a wrong output

@@ -137,6 +137,19 @@ def test_show_gives_the_whole_record_and_refuses_unknown_ids(problem):
     assert "no trial 't9'" in run("show", "t9", "--dir", str(problem), ok=False).output
 
 
+def test_show_says_the_trials_state_on_its_line_and_the_baselines_own_time_on_the_baselines(problem):
+    with Store.open(problem) as store:
+        store.record("other.py", "# strategy: crashes\n")
+        store.update("t4", state="error", result=as_result({**GPU_RESULT, "state": "error", "timing": None,
+                                                           "baselines": {}, "speedup": None, "message": "boom"}))
+    lines = {t: run("show", t, "--dir", str(problem)).output.splitlines() for t in ("t2", "t3", "t4")}
+    assert lines["t2"][0] == "t2  kernel.py  incorrect" and "  eager: 98.10 µs" in lines["t2"]
+    assert lines["t3"][0] == "t3  kernel.py  correct: 40.88 µs, 2.40x vs eager, SoL 71%"
+    assert "  eager: 98.10 µs" in lines["t3"]
+    assert lines["t4"][0] == "t4  other.py  error"
+    assert not any(line.startswith("  eager:") for line in lines["t4"])  # no baseline was timed
+
+
 def test_diff_shows_what_a_trial_changed_from_its_parent_or_between_two(problem):
     out = run("diff", "t3", "--dir", str(problem)).output
     assert out.startswith("--- t1/kernel.py\n+++ t3/kernel.py")

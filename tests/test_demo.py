@@ -456,6 +456,10 @@ def test_replay_with_one_recording_ranks_no_best_and_says_what_it_could_not_repl
     assert "a decisive win is not judged: no GPU speed for it here; decide says continue" in win, win
     assert "as the story expects" not in win
     assert "not replayed, so no best ranked: v3.py" in row
+    # v1's replayed numbers: where they come from is said once a line, what else there is to say still said
+    v1 = next(line for line in text.splitlines() if f"{ids['v1']} result correct" in line)
+    assert v1.endswith("2000-01-01] — correctness checked live on this CPU"), v1
+    assert all(line.count("replayed from a recording on") <= 1 for line in text.splitlines()), text
 
 
 # ---------------------------------------------------------------------------------------------

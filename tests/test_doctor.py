@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
+from trialtui.cli.commands import cli
 from trialtui.cli.trials import trials
 from trialtui.core.store import Store
+
+from conftest import KB_GOOD, write_problem
 
 
 def make(tmp_path):
@@ -82,3 +86,43 @@ def test_trials_in_flight_are_normal_beside_a_running_writer_and_stale_after_a_c
     assert [i["code"] for i in json.loads(doctor(root).stdout)["issues"]] == ["in_flight"]
     repaired = json.loads(doctor(root, "--repair").stdout)
     assert [i["code"] for i in repaired["issues"]] == ["interrupted"]  # the writer's open marked it
+
+
+def test_the_logs_the_app_writes_are_owned_and_only_those_nothing_owns_are_noted(tmp_path):
+    root, t1, t2 = make(tmp_path)
+    logs = root / ".trialtui" / "logs"
+    logs.mkdir()
+    owned = ["t1.log", "t2-NVIDIA_H200.log", f"validate-{t1.sha256}.log", "validate-kernel.log", "analyze.log",
+             "bench-kernel-1764000000000.log", "profile-t2-ncu.log", "finalize-t2.log", "finalize-t2-heldout.log"]
+    stray = ["finalize-t9.log", "notes.txt", "t9.log", f"validate-{'0' * 64}.log"]  # t9 and that source are lost
+    for name in owned + stray:
+        (logs / name).write_text("log\n")
+    found = json.loads(doctor(root).output)
+    assert [(i["code"], i["needs_attention"]) for i in found["left"]] == [("orphan_logs", False)]
+    assert found["left"][0]["message"] == ("4 log(s) belong to nothing trialtui keeps (kept in logs/: "
+                                           "finalize-t9.log, notes.txt, t9.log, …)")
+    result = CliRunner().invoke(trials, ["doctor", "--dir", str(root)])
+    assert result.exit_code == 0 and result.output.endswith("store is healthy (1 note(s) above, nothing to do)\n")
+
+
+def test_an_issue_left_says_so_in_its_count_and_its_exit_status(tmp_path):
+    root, _, t2 = make(tmp_path)
+    (root / ".trialtui" / "logs").mkdir()
+    (root / ".trialtui" / "logs" / "stray.log").write_text("log\n")
+    with Store.open(root) as store:
+        store.update(t2.id, log="logs/t2.log")  # never written: a missing log needs looking at
+    result = CliRunner().invoke(trials, ["doctor", "--dir", str(root)])
+    assert result.exit_code == 1
+    assert result.output.endswith("1 issue(s) left (1 note(s) above, nothing to do)\n"), result.output
+
+
+@pytest.mark.slow
+def test_a_watch_and_analyze_leave_a_store_doctor_passes(tmp_path):
+    root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD, "broken.py": KB_GOOD.replace("x + b", "x + bb")},
+                         config="seeds = 1\n")
+    for args in (["watch", str(root), "--headless", "--once", "--device", "cpu"], ["analyze", str(root)]):
+        run = CliRunner().invoke(cli, args)
+        assert run.exit_code == 0, run.output
+    assert {p.name.split("-")[0] for p in (root / ".trialtui" / "logs").iterdir()} >= {"validate", "analyze.log"}
+    result = CliRunner().invoke(trials, ["doctor", "--dir", str(root)])
+    assert result.exit_code == 0 and result.output == "store is healthy\n", result.output

@@ -500,7 +500,7 @@ def test_watch_a_root_of_problems_headless_names_each_problem(tmp_path):
                           "--device", "cpu"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     for name in ("alpha", "beta"):
-        assert f"[{name}] t1 correct" in out.stdout
+        assert f"[{name}] t1 result correct" in out.stdout
 
 
 class CountingExecutorAnalysis:

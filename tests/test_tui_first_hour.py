@@ -1,5 +1,5 @@
-"""What a new user meets in the TUI's first hour (issue 36): keys that cannot act say why, and help lists
-each key once."""
+"""What a new user meets in the TUI's first hour (issue 36): keys that cannot act say why, help lists
+each key once, and the detail pane words a trial as a person would."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import io
 
 from rich.console import Console
 
+from trialtui.tui import describe
 from trialtui.tui.app import TrialApp
 from trialtui.tui.screens.confirm import ConfirmScreen
 from trialtui.tui.screens.help import HelpScreen
@@ -74,6 +75,36 @@ def test_notifications_never_cover_the_next_action_pane(tmp_path, utc):
                 toasts = [toast.region for toast in app.screen.query(Toast)]
                 assert toasts, "no notification was shown"
                 assert not any(toast.overlaps(pane) for toast in toasts), (size, toasts, pane)
+
+    try:
+        asyncio.run(body())
+    finally:
+        store.close()
+
+
+def test_the_detail_header_names_an_error_once_and_a_root_in_plain_words(tmp_path, utc):
+    from conftest import as_result
+    from test_tui import screen_text
+    from test_tui_scenarios import T0, gpu_result, version
+
+    problem, store, engine = scenario(tmp_path, 2)
+    crashed = store.add_trial("k2.py", version(9, "a fresh start"), created=T0 + 1000)
+    store.update(crashed.id, state="error", result=as_result(gpu_result(
+        None, "error", "checking correctness: RuntimeError: boom")))
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=(160, 36)) as pilot:
+            app.go_to(crashed.id)
+            await pilot.pause(0.2)
+            text = screen_text(app)
+            assert "error: checking correctness: RuntimeError: boom · k2.py, a new root · saved" in text, text
+            assert "error: error" not in text and "nothing" not in text, text
+            row, _ = describe.outcome(store.get(crashed.id), "eager")
+            assert row == "error: checking correctness: RuntimeError: boom"  # the tree's row says the state too
+            await pilot.press("3")
+            await pilot.pause(0.2)
+            assert "d: diff (a new root: every line is new)" in screen_text(app)
 
     try:
         asyncio.run(body())

@@ -187,7 +187,8 @@ def finalize(trial_id: str | None, device: str | None, executor_url: str | None,
 def doctor(ctx: click.Context, repair: bool, root: Path, as_json: bool) -> None:
     """Check the store: it opens, snapshots match, parents and heads are valid, nothing left in flight.
 
-    Exit status 1 while something found needs attention.
+    Exit status 1 while an issue is left; notes (a recovered store, interrupted trials, files nothing
+    owns) are said and need nothing done.
     """
     from trialtui.core import doctor as checks
 
@@ -196,6 +197,7 @@ def doctor(ctx: click.Context, repair: bool, root: Path, as_json: bool) -> None:
         issues = checks.check(store, writer_running=locked is not None)
         repaired = checks.repair(store, issues) if store.writer else []
         left = checks.check(store) if repaired else issues
+    needs = [i for i in left if i.needs_attention]
     if as_json:
         echo_json({"issues": [i.to_dict() for i in issues], "repaired": [i.to_dict() for i in repaired],
                     "left": [i.to_dict() for i in left]})
@@ -205,6 +207,6 @@ def doctor(ctx: click.Context, repair: bool, root: Path, as_json: bool) -> None:
             click.echo(f"{issue.code}: {issue.message}{fixed}")
         if repair and locked is not None:
             click.echo(f"not repaired: {locked}")
-        click.echo("store is healthy" if not left else f"{len(left)} issue(s) left")
-    needs = [i for i in left if i.code not in ("interrupted", "orphan_snapshots", "orphan_logs", "recovered")]
+        notes = f" ({len(left) - len(needs)} note(s) above, nothing to do)" if len(left) > len(needs) else ""
+        click.echo(f"{len(needs)} issue(s) left{notes}" if needs else f"store is healthy{notes}")
     ctx.exit(1 if needs else 0)

@@ -16,6 +16,7 @@ from trialtui.cli.trials_access import config_of, dir_argument, dir_option, echo
 from trialtui.core import provenance, tree
 from trialtui.core.model import Trial
 from trialtui.core.store import STATE_DIR
+from trialtui.core.text import fmt_us
 
 
 def _origin(trial: Trial) -> dict[str, Any]:
@@ -143,10 +144,12 @@ def show(trial_id: str, root: Path, as_json: bool) -> None:
         return
     result = trial.result
     created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(trial.created))
-    click.echo(f"{trial.id}  {trial.file}  {trial.state}")
+    click.echo(f"{trial.id}  {trial.file}  {trial.state}{_measured(trial, baseline)}")
     click.echo(f"  parent: {trial.parent or 'root'}   created: {created}   sha256: {trial.sha256[:12]}")
     click.echo(f"  strategy: {trial.strategy or '—'}   note: {trial.note or '—'}")
-    click.echo(f"  {baseline}: {tree.summary(trial, baseline)}")
+    base_us = trial.baseline(baseline).get("median_us")
+    if base_us is not None:
+        click.echo(f"  {baseline}: {fmt_us(base_us)}")
     env = (result.env if result else None) or {}
     origin = provenance.of_result(result)
     if origin is not None and not origin.measured_here:
@@ -170,6 +173,22 @@ def show(trial_id: str, root: Path, as_json: bool) -> None:
     if trial.log:
         click.echo(f"  log: {root / STATE_DIR / trial.log}")
     click.echo(f"  source: {snapshot}")
+
+
+def _measured(trial: Trial, baseline: str) -> str:
+    """The trial's own numbers for its line (time, speedup, speed-of-light); '' where it has none."""
+    if tree.correct_on_cpu(trial):
+        return ": on the CPU interpreter, not timed"
+    if trial.median_us is None:
+        return ""
+    numbers = [fmt_us(trial.median_us)]
+    speedup = trial.speedup(baseline)
+    if speedup is not None:
+        origin = provenance.short(trial.result)
+        numbers.append(f"{speedup:.2f}x vs {baseline}" + (f" ({origin})" if origin else ""))
+    if trial.sol is not None:
+        numbers.append(f"SoL {trial.sol:.0%}")
+    return ": " + ", ".join(numbers)
 
 
 @click.command()

@@ -2,20 +2,34 @@
 
 Checks: the store opened cleanly (or was rebuilt, see store.JournaledStorage); every trial's source
 snapshot exists and hashes to its sha256; parents exist and come earlier; each head names a trial
-of its file; no trial is left in flight by a dead writer; kept generations decode; files that no
-trial references. Repairs change only what is provably broken: a missing snapshot comes back from
-the candidate file when that holds the very source; a dangling parent becomes a root; a bad head
-moves to its file's newest trial.
+of its file; no trial is left in flight by a dead writer; kept generations decode; files that nothing
+owns. Repairs change only what is provably broken: a missing snapshot comes back from the candidate
+file when that holds the very source; a dangling parent becomes a root; a bad head moves to its file's
+newest trial. Some findings are notes (NOTES): worth knowing, with nothing to do, so doctor still passes.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from trialtui.core import generations, tree
 from trialtui.core.store import SNAPSHOTS, Store, atomic_write, sha256_of
+
+NOTES = frozenset({"recovered", "interrupted", "orphan_snapshots", "orphan_logs"})  # said, nothing to do: doctor passes
+
+# Each log the app writes in logs/ on purpose, first match first; `id` and `sha` name the trial it belongs to.
+LOGS = tuple(re.compile(pattern) for pattern in (
+    r"(?P<id>t\d+)(-.+)?\.log",  # a trial's job (engine/trial_jobs.py); with Ray, one more per GPU model
+    r"finalize-(?P<id>t\d+)(-.+)?\.log",  # its finalize run and held-out check (engine/finalize.py)
+    r"validate-(?P<sha>[0-9a-f]{64})\.log",  # the compile stage of a trial's source (engine/validate.py)
+    r"validate-.+\.log",  # `trialtui validate FILE`
+    r"bench-.+\.log",  # `trialtui bench FILE` (engine/bench.py)
+    r"profile-.+\.log",  # a profile of a trial, or `trialtui profile FILE` (engine/profile.py)
+    r"analyze\.log",  # the reference's analysis (engine/profile.py)
+))
 
 
 @dataclass(frozen=True)
@@ -25,8 +39,13 @@ class Issue:
     repair: str | None = None  # what --repair does; None when it cannot be repaired (or needs nothing)
     fix: Callable[[Store], None] | None = None
 
-    def to_dict(self) -> dict[str, str | None]:
-        return {"code": self.code, "message": self.message, "repair": self.repair}
+    @property
+    def needs_attention(self) -> bool:
+        return self.code not in NOTES
+
+    def to_dict(self) -> dict[str, str | bool | None]:
+        return {"code": self.code, "message": self.message, "repair": self.repair,
+                "needs_attention": self.needs_attention}
 
 
 def check(store: Store, *, writer_running: bool = False) -> list[Issue]:
@@ -104,7 +123,7 @@ def _move_head(file: str, target: str | None) -> Callable[[Store], None]:
 
 
 def _orphans(store: Store, found) -> list[Issue]:
-    """Files no trial references: kept (a lost trial's source or log may be among them), only counted."""
+    """Files nothing owns: kept (a lost trial's source or log may be among them), only counted."""
     issues = []
     known = {t.sha256 for t in found}
     snapshots = [p for p in (store.state_dir / SNAPSHOTS).glob("*.py") if p.stem not in known]
@@ -113,11 +132,24 @@ def _orphans(store: Store, found) -> list[Issue]:
                             f"(kept in {SNAPSHOTS}/)"))
     logs = store.state_dir / "logs"
     referenced = {t.log for t in found if t.log}
-    loose = [p for p in logs.iterdir() if f"logs/{p.name}" not in referenced
-             and not p.name.startswith("finalize-")] if logs.is_dir() else []
+    ids = {t.id for t in found}
+    loose = sorted(p.name for p in logs.iterdir() if f"logs/{p.name}" not in referenced
+                   and not _owned(p.name, ids, known)) if logs.is_dir() else []
     if loose:
-        issues.append(Issue("orphan_logs", f"{len(loose)} log(s) belong to no trial (kept in logs/)"))
+        named = ", ".join(loose[:3]) + (", …" if len(loose) > 3 else "")
+        issues.append(Issue("orphan_logs", f"{len(loose)} log(s) belong to nothing trialtui keeps (kept in logs/: "
+                            f"{named})"))
     missing_logs = [t.id for t in found if t.log and not (store.state_dir / t.log).exists()]
     if missing_logs:
         issues.append(Issue("missing_logs", f"the logs of {', '.join(missing_logs)} are missing"))
     return issues
+
+
+def _owned(name: str, ids: set[str], shas: set[str]) -> bool:
+    """A log of a kind the app writes (LOGS) whose trial, where it names one, is still in the store."""
+    for pattern in LOGS:
+        found = pattern.fullmatch(name)
+        if found is not None:
+            trial, sha = found.groupdict().get("id"), found.groupdict().get("sha")
+            return (trial is None or trial in ids) and (sha is None or sha in shas)
+    return False

@@ -33,7 +33,7 @@ class DemoPrinter(HeadlessPrinter):
         else:
             line = HeadlessPrinter.text(event)
             if isinstance(event, ev.NewBest) or (isinstance(event, ev.ResultReady) and event.state == "correct"):
-                line += f" — {numbers_label(self._result(event.trial_id))}"
+                line += _unsaid(line, numbers_label(self._result(event.trial_id)))
         return f"{self.prefix}{line}"
 
     def _result(self, trial_id: str) -> BenchResult | None:
@@ -41,6 +41,13 @@ class DemoPrinter(HeadlessPrinter):
             return self.engine.store.get(trial_id).result
         except Exception:  # noqa: BLE001 - a line is never worth a crash
             return None
+
+
+def _unsaid(line: str, label: str) -> str:
+    """` — ` and the parts of `label` the line does not say yet: a result's own label already says
+    "replayed from a recording on …", which once a line is enough."""
+    parts = [part for part in label.split("; ") if part not in line]
+    return f" — {'; '.join(parts)}" if parts else ""
 
 
 def final_table(runs: list[ProblemRun], baselines: tuple[str, ...] = ("eager", "compile")) -> str:

@@ -77,7 +77,8 @@ def first_line(text: str | None, width: int = 80) -> str:
 
 
 def failing_check(trial: Trial) -> str:
-    """What failed, in a few words: the validation error, the correctness numbers, or the crash."""
+    """What failed, in a few words: the validation error, the correctness numbers, the crash or the time
+    limit; never the state's own word, which every pane that shows this shows beside it."""
     state = trial.state_enum
     message = trial.result.message if trial.result else None
     if state is TrialState.INVALID:
@@ -90,9 +91,9 @@ def failing_check(trial: Trial) -> str:
     if state is TrialState.INCORRECT:
         return first_line(wrong_output((trial.result.correctness if trial.result else None) or {}, message))
     if state is TrialState.TIMEOUT:
-        return "timed out"
+        return first_line(message) or "no result within the time limit"
     if state is TrialState.ERROR:
-        return "error: " + (first_line(message) or "crashed")
+        return first_line(message) or "crashed"
     return state.value
 
 
@@ -116,7 +117,8 @@ def outcome(trial: Trial, baseline: str) -> tuple[str, str]:
         origin = provenance.short(trial.result)
         return f"{speed:.2f}×{f' ({origin})' if origin else ''}", "success" if speed >= 1.0 else "warning"
     if state.is_failure:
-        return failing_check(trial), "trial-invalid" if state is TrialState.INVALID else "trial-failure"
+        text = {TrialState.ERROR: f"error: {failing_check(trial)}", TrialState.TIMEOUT: "timed out"}.get(state)
+        return text or failing_check(trial), "trial-invalid" if state is TrialState.INVALID else "trial-failure"
     if state is TrialState.QUEUED:
         return "queued", "trial-muted"
     if state in RUNNING or state is TrialState.VALIDATING:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from trialtui.core.problem_dir import load_problem
@@ -96,11 +98,38 @@ def test_kernels_that_raise_or_exit_become_error_results(tmp_path, body, expect)
     assert expect in r["message"]
 
 
+@pytest.mark.parametrize("old, new, function", [
+    ("out = torch.empty_like(x)", "out = torch.empty_like(x)\n        raise ValueError('boom')", "forward"),
+    ("    m = offs < n", "    m = offs < n\n    m = m + tl.arange(0, 4)", "bias_relu"),  # re-raised by the interpreter
+])
+def test_a_raising_candidate_names_its_own_innermost_line_and_keeps_the_traceback_in_the_log(tmp_path, old, new, function):
+    source = variant(old, new)
+    line = source.splitlines().index(new.splitlines()[-1]) + 1
+    r = bench(tmp_path, source)
+    assert r["state"] == "error"
+    assert r["message"].startswith(f"checking correctness: cand.py:{line} in {function}: "), r["message"]
+    assert "Traceback" in Path(r["log"]).read_text() and "candidate.py" in r["traceback"]  # trialtui's frames: there only
+
+
 def test_hanging_kernel_times_out_and_is_killed(tmp_path):
     r = bench(tmp_path, variant("out = torch.empty_like(x)", "out = torch.empty_like(x)\n        while True: pass"),
               config="seeds = 1\nbench_timeout_s = 4\n")
     assert r["state"] == "timeout"
     assert "timed out after 4 s" in r["message"]
+
+
+def test_a_spinning_kernel_in_a_slow_starting_job_names_its_step_the_hint_and_the_key(tmp_path):
+    # the job's torch import counted against its request deadline but not against the supervisor's kill: a job
+    # that took longer to start than the margin was killed first, "timed out after 120 s; the job was killed"
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text("import time\ntime.sleep(3)\n")  # a cold start, in the job only
+    r = bench(tmp_path, variant("out = torch.empty_like(x)", "out = torch.empty_like(x)\n        while True: pass"),
+              config="seeds = 1\nbench_timeout_s = 10\n", env={"PYTHONPATH": str(slow)})
+    assert r["state"] == "timeout"
+    assert r["message"].startswith("checking correctness: timed out after 10 s (bench_timeout_s in trialtui.toml); "
+                                   "the candidate did not answer 'run' in time"), r["message"]
+    assert "an endless loop, or test sizes too large for the interpreter" in r["message"]
 
 
 def test_megabytes_on_stdout_go_to_a_capped_log_not_the_result(tmp_path):

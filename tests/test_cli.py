@@ -115,3 +115,35 @@ def test_init_without_a_problem_file_says_its_reference_is_an_example(tmp_path):
     (tmp_path / "problem.py").write_text((tmp_path / "softmax" / "reference.py").read_text())
     wrapped = CliRunner().invoke(cli, ["init", str(tmp_path / "mine"), "--from", str(tmp_path / "problem.py")])
     assert wrapped.exit_code == 0 and "example" not in wrapped.output
+
+
+def test_bench_of_a_syntax_error_names_the_file_and_line_and_keeps_the_fix_hint(tmp_path):
+    """The header had a bare `?` (the dtype of a result that never ran) and the message no file name."""
+    from click.testing import CliRunner
+
+    from conftest import KB_GOOD, write_problem
+    from trialtui.cli.commands import cli
+
+    source = KB_GOOD.replace("def forward(self, x):", "def forward(self, x)")
+    line = source.splitlines().index("    def forward(self, x)") + 1
+    root = write_problem(tmp_path / "prob", files={"syntax.py": source})
+    out = CliRunner().invoke(cli, ["bench", str(root / "syntax.py")])
+    assert out.exit_code == 2
+    assert out.output.splitlines() == ["INVALID  (refused by the static checks: not run)",
+                                       f"  syntax.py:{line}: syntax error: expected ':'",
+                                       f"  hint: fix line {line}: def forward(self, x)"]
+
+
+@pytest.mark.parametrize("command", ["bench", "validate"])
+def test_running_the_reference_as_a_candidate_says_it_is_the_reference_and_how_to_start_one(tmp_path, command):
+    from click.testing import CliRunner
+
+    from conftest import write_problem
+    from trialtui.cli.commands import cli
+
+    root = write_problem(tmp_path / "prob")
+    out = CliRunner().invoke(cli, [command, str(root / "reference.py")])
+    assert out.exit_code != 0
+    assert "reference.py is the problem's reference, not a candidate" in out.output
+    assert "cp reference.py my_kernel.py) with Model renamed ModelNew" in out.output
+    assert "does not define ModelNew" not in out.output

@@ -54,6 +54,16 @@ def test_without_a_gpu_only_the_analytic_profiler_runs():
     assert {s["source"] for s in skipped} == {"ncu", "activity"}
 
 
+def test_without_a_gpu_the_advice_is_a_gpu_machine_and_what_the_roofline_means_not_permissions():
+    body = as_profile({"source": "analytic", "available": True, "skipped": candidates("cpu")[1]})
+    note = verdicts_for_profile(body, Context(roofline=COPY))[0]
+    assert note.id == "counters_unavailable" and "ncu needs a GPU" in note.evidence
+    assert "no GPU" in note.hint and "machine with an NVIDIA GPU" in note.hint and "a floor no kernel beats" in note.hint
+    assert "NVreg" not in note.hint and "root" not in note.hint
+    blocked = as_profile({**body.to_json(), "skipped": [{"source": "ncu", "reason": ERR}]})  # a GPU, no permission
+    assert "NVreg_RestrictProfilingToAdminUsers=0" in verdicts_for_profile(blocked, Context(roofline=COPY))[0].hint
+
+
 def test_ncu_switched_off_or_missing_leaves_the_counter_free_profiler_first(monkeypatch):
     monkeypatch.setattr(ncu, "find_ncu", lambda explicit=None: "/opt/ncu")
     assert [p.name for p in candidates("cuda")[0]] == ["ncu", "activity", "analytic"]

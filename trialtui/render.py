@@ -15,13 +15,14 @@ from trialtui.core.profile_report import ProfileReport
 from trialtui.core.result import CPU_TIMING_LABEL
 from trialtui.core.text import fmt_us, label, sizes_label, wrong_output
 from trialtui.core.validation_report import ValidationReport
+from trialtui.engine.validate import finding_message
 
 
-def render_bench(result: BenchResult, problem=None) -> str:
-    lines = []
+def render_bench(result: BenchResult, problem=None, file: str = "") -> str:
+    """`trialtui bench`'s text; `file` is the candidate's name, where a refusal points into it."""
     state = result.state
     corr = result.correctness or {}
-    lines.append(f"{state.upper()}  [{label(result)}]")
+    lines = [_header(result)]
     if corr:
         numbers = (f"max abs err {corr.get('max_abs_err', 0):.3g}, max rel err {corr.get('max_rel_err', 0):.3g}, "
                    f"mismatches {corr.get('mismatch_frac', 0):.2%}")
@@ -31,7 +32,10 @@ def render_bench(result: BenchResult, problem=None) -> str:
             f"  correctness: {'pass' if corr.get('passed') else 'FAIL'} over {corr.get('seeds')} seeds × "
             f"{corr.get('cases', 1)} case(s); {numbers}"
         )
-    if result.message:
+    report = ValidationReport.from_json(result.validation) if state == "invalid" and result.validation else None
+    if report is not None and report.errors:
+        lines += _refusal(report.errors[0], file)
+    elif result.message:
         lines.append(f"  {result.message}")
     timing = result.timing
     if timing and state == "correct":
@@ -55,6 +59,18 @@ def render_bench(result: BenchResult, problem=None) -> str:
     if result.log:
         lines.append(f"  log: {result.log}")
     return "\n".join(lines)
+
+
+def _header(result: BenchResult) -> str:
+    """The state, and the context its numbers need; a file the static checks refused ran nowhere, so it has none."""
+    if result.state == "invalid":
+        return "INVALID  (refused by the static checks: not run)"
+    return f"{result.state.upper()}  [{label(result)}]"
+
+
+def _refusal(error: dict, file: str) -> list[str]:
+    """The static checks' first error where an editor jumps to it (`kernel.py:22: …`), and its fix."""
+    return [f"  {finding_message(error, file)}", *([f"  hint: {error['hint']}"] if error.get("hint") else [])]
 
 
 def render_validation(report: ValidationReport, name: str) -> str:

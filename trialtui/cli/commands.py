@@ -154,7 +154,7 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
         click.echo(json.dumps(payload, indent=2, default=str))
     else:
         for gpu, result in results.items():
-            click.echo((f"== GPU {gpu} ==\n" if all_gpus else "") + render_bench(result, problem))
+            click.echo((f"== GPU {gpu} ==\n" if all_gpus else "") + render_bench(result, problem, file.name))
     sys.exit(max(BENCH_EXIT.get(r.state, BENCH_EXIT_OTHER) for r in results.values()))
 
 
@@ -191,6 +191,7 @@ def init(directory: Path, from_file: Path | None) -> None:
 def watch(directory, headless, as_json, once, device, gpus, progress, sandbox, executor_url) -> None:
     """Watch DIRECTORY and score each save; exit status is non-zero only for trialtui's own failures."""
     import asyncio
+    import time
 
     from trialtui.engine.jobs import cancel_all, use_sandbox
 
@@ -198,7 +199,7 @@ def watch(directory, headless, as_json, once, device, gpus, progress, sandbox, e
         use_sandbox()
 
     from trialtui.core.store import StoreError
-    from trialtui.engine.headless import HeadlessPrinter
+    from trialtui.engine.headless import HeadlessPrinter, opening
     from trialtui.engine.lanes import Lanes
     from trialtui.engine.loop import Engine
     from trialtui.engine.shared import Shared
@@ -253,6 +254,8 @@ def watch(directory, headless, as_json, once, device, gpus, progress, sandbox, e
             cancel_all()
             raise
 
+    if not as_json:
+        click.echo(f"{time.strftime('%H:%M:%S')} {opening(root, problems, once)}")
     try:
         asyncio.run(run_all())
     except KeyboardInterrupt:

@@ -17,7 +17,7 @@ from trialtui.core.json_types import fits
 # Keys that belong to one candidate or to this one run, not to the problem: a warm checker prepares
 # everything but these (runner/prepared.py), and a job whose other keys match uses what it prepared.
 CANDIDATE_KEYS = frozenset({"candidate", "candidate_as", "given_baselines", "timeout_s", "correctness_only",
-                            "progress", "spec_path", "reference_source", "support_sources"})
+                            "progress", "spec_path", "deadline", "reference_source", "support_sources"})
 NCU_TIMEOUT_S = 300.0  # ncu's own limit inside the profile job (the job's is this plus its set-up)
 
 
@@ -61,9 +61,10 @@ class JobSpec(WireRecord):
 
     progress: str | None = None  # where the job writes progress lines (the supervisor adds it)
     spec_path: str | None = None  # the spec's copy on disk (runner/child.py adds it)
+    deadline: float | None = None  # time.monotonic() of the supervisor's kill (it adds it): the job's deadlines end before it
 
     what: ClassVar[str] = "job spec"
-    sent_when_set: ClassVar[tuple[str, ...]] = ("progress", "spec_path")
+    sent_when_set: ClassVar[tuple[str, ...]] = ("progress", "spec_path", "deadline")
 
 
 @functools.cache

@@ -14,6 +14,13 @@ from trialtui.core.provenance import of_result, short
 from trialtui.core.result import CPU_TIMING_LABEL
 from trialtui.core.validation_report import ValidationReport
 
+# What usually keeps a step of the candidate's from finishing: `trialtui validate` and the bench job say the same.
+HANG_HINTS = {
+    "import": "an infinite loop or a long computation at module top level? Move work into the entry point",
+    "run": "an endless loop, or test sizes too large for the interpreter: set small [test_sizes] in trialtui.toml",
+    "gpu run": "an endless loop, or a kernel that never finishes (a loop bound, a wait on a flag no one sets)",
+}
+
 
 def fmt_us(us: float | None) -> str:
     if us is None:

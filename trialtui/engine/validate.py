@@ -16,12 +16,14 @@ from typing import Any
 
 from trialtui.core import job_kinds
 from trialtui.core.compile_result import CompileResult
+from trialtui.core.forms import get_form
 from trialtui.core.gpus import sm_limits
 from trialtui.core.languages import DEFAULT, Language, get_language, language_of_file
 from trialtui.core.model import NEEDS_RUNNER, Finding, Severity
 from trialtui.core.problem import Problem, ProblemError
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.static_checks import check_source
+from trialtui.core.text import HANG_HINTS
 from trialtui.core.validation_report import ValidationReport
 from trialtui.core.job_spec import CompileSpec
 from trialtui.engine.jobs import ChildHandle, WarmChildren, run_child
@@ -36,10 +38,8 @@ RESERVED_SHARED_PER_BLOCK = 1024
 TIMEOUT_PHASES = {
     "starting": ("starting the job (importing torch) did not finish", "is the machine overloaded?"),
     "reference": ("loading the reference did not finish", "check reference.py for long work at import"),
-    "import": ("importing the candidate did not finish",
-               "an infinite loop or a long computation at module top level? Move work into the entry point"),
-    "run": ("running the candidate once on the CPU (Triton interpreter) did not finish",
-            "an endless loop, or test sizes too large for the interpreter: set small [test_sizes] in trialtui.toml"),
+    "import": ("importing the candidate did not finish", HANG_HINTS["import"]),
+    "run": ("running the candidate once on the CPU (Triton interpreter) did not finish", HANG_HINTS["run"]),
     "compare": ("running the reference on the CPU did not finish", "set small [test_sizes] in trialtui.toml"),
     "compile": ("compiling the kernels did not finish", "very large BLOCK sizes or unrolled loops compile slowly"),
 }
@@ -124,9 +124,11 @@ def validate_file(
     return _finish(report, findings, started, path, name)
 
 
-def finding_message(found: dict[str, Any]) -> str:
-    """An error finding as the trial's message: where, then what."""
-    where = f"line {found['line']}: " if found.get("line") else ""
+def finding_message(found: dict[str, Any], file: str = "") -> str:
+    """An error finding as the trial's message: where (`kernel.py:22`, or `line 22` beside a trial that names
+    its file), then what."""
+    line = found.get("line")
+    where = (f"{file}:{line}: " if file else f"line {line}: ") if line else ""
     return f"{where}{found['message']}"
 
 
@@ -136,9 +138,25 @@ def static_stage(problem: Problem, path: Path, name: str | None = None) -> list[
     except OSError as exc:
         return [finding(ERROR, "unreadable", f"cannot read {path}: {exc.strerror or exc}")]
     filename = name or path.name
+    refused = problem_file_refusal(problem, path)
+    if refused is not None:
+        return [refused]
     siblings = {p.stem for p in problem.candidates() if p.resolve() != path.resolve() and p.name != filename}
     return [f.to_dict() for f in check_source(source, form=problem.form, filename=filename, siblings=siblings,
                                               folder=problem.root)]
+
+
+def problem_file_refusal(problem: Problem, path: Path) -> dict[str, Any] | None:
+    """The problem's reference, or a module of it, run as a candidate: said so, with how the form starts one
+    (its static checks would only say that it lacks the entry point)."""
+    resolved = path.resolve()
+    if resolved == problem.reference.resolve():
+        what = f"{path.name} is the problem's reference, not a candidate: candidates are checked against it"
+    elif resolved in {p.resolve() for p in problem.support_files}:
+        what = f"{path.name} is a support module of the problem's reference, not a candidate"
+    else:
+        return None
+    return finding(ERROR, "not-a-candidate", what, None, get_form(problem.form).start_hint)
 
 
 def compile_env(language: Language) -> dict[str, str]:

@@ -21,6 +21,7 @@ from trialtui.core.json_types import number
 from trialtui.core.model import REFERENCE_FAILED
 from trialtui.core.prctl import seal
 from trialtui.core.result import RESULT_VERSION, flag
+from trialtui.core.text import HANG_HINTS
 from trialtui.runner import heldout
 from trialtui.runner.candidate_errors import describe
 from trialtui.runner.candidate_link import CandidateProcess
@@ -55,7 +56,7 @@ def run(spec: BenchSpec) -> dict[str, Any]:
     # first, before any CUDA call or the reference: on the CPU the candidate's process is a fork of this one
     link = _READY.pop() if _READY else CandidateProcess(CANDIDATE, fork=_JOB_PROCESS)  # a new one imports torch while the reference loads here
     progress = Progress(spec.progress)
-    deadline = Deadline(float(spec.timeout_s))
+    deadline = Deadline(float(spec.timeout_s), until=spec.deadline)
     device_name = spec.device
     if device_name == "cuda" and not torch.cuda.is_available():
         link.close()
@@ -160,7 +161,7 @@ def run(spec: BenchSpec) -> dict[str, Any]:
         result["speedup"] = None
         result["message"] = f"{stage}: {exc}"
         if exc.state == "timeout":
-            result["message"] = f"{stage}: timed out after {spec.timeout_s:g} s; {exc}"
+            result["message"] = timed_out(stage, spec.timeout_s, exc, on_gpu)
         if exc.traceback:
             result["traceback"] = exc.traceback
         return result
@@ -183,6 +184,13 @@ def run(spec: BenchSpec) -> dict[str, Any]:
         ledger.close_phase(stage, link, deadline)
         ledger.record(result)
         link.close(wait=False)
+
+
+def timed_out(stage: str, timeout_s: float, exc: CandidateFailed, on_gpu: bool) -> str:
+    """A hang's message: the step, the limit and the key that sets it, and what usually hangs there, as
+    `trialtui validate` says it."""
+    hint = HANG_HINTS["import"] if stage == "importing the candidate" else HANG_HINTS["gpu run" if on_gpu else "run"]
+    return f"{stage}: timed out after {timeout_s:g} s (bench_timeout_s in trialtui.toml); {exc} — {hint}"
 
 
 class MemoryLedger:

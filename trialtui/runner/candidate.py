@@ -14,7 +14,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from trialtui.runner.candidate_errors import describe
+from trialtui.runner.candidate_errors import describe, where
 
 RAISED_UNDER_RECORDER = "(the call raised under the op recorder)"
 NATIVE_UNDER_RECORDER = "(the call ran compiled code of its own, inside which the op recorder sees nothing)"
@@ -175,6 +175,12 @@ class Session:
         if scan and not self.imported_reference:
             self.imported_reference = self._reference_loaded()
         return {"patched": self.integrity.patched() if self.integrity else [], "imported_reference": self.imported_reference}
+
+    def describe(self, exc: BaseException) -> str:
+        """A failure's one line, led by where in the candidate's own file it happened (`kernel.py:24 in
+        forward`); the log has the whole traceback."""
+        at = where(exc, tuple(p for p in (self.load.get("candidate"), self.load.get("candidate_as")) if p))
+        return f"{at}: {describe(exc)}" if at else describe(exc)
 
     def _reference_loaded(self) -> bool:
         """Any live function whose code comes from the problem's reference.py: the candidate runs the reference."""
@@ -438,7 +444,7 @@ def serve_checker(channel) -> None:
                 return
             trace = traceback.format_exc()[-4000:]
             print(trace, file=sys.stderr)
-            reply, out = {"ok": False, "error": describe(exc), "traceback": trace}, None
+            reply, out = {"ok": False, "error": session.describe(exc), "traceback": trace}, None
         try:
             channel.send(reply, out)
         except Exception as exc:  # noqa: BLE001 - an output that cannot be sent is a failure of this step

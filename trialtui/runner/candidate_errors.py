@@ -34,8 +34,26 @@ def candidate_line(exc: BaseException, candidate: str) -> int | None:
     """The innermost line of the candidate file in the exception's traceback."""
     if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename) == Path(candidate):
         return exc.lineno
-    line = None
-    for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        if Path(frame.f_code.co_filename) == Path(candidate):
-            line = lineno
-    return line
+    frame = _innermost(exc, (candidate,))
+    return frame[1] if frame else None
+
+
+def where(exc: BaseException, files: tuple[str, ...]) -> str:
+    """`kernel.py:24 in forward`: the innermost frame of the candidate's own files in the traceback (never
+    trialtui's, torch's or Triton's), so a one-line message says where its code failed; "" when none is there."""
+    frame = _innermost(exc, files)
+    return f"{Path(frame[0].f_code.co_filename).name}:{frame[1]} in {frame[0].f_code.co_name}" if frame else ""
+
+
+def _innermost(exc: BaseException | None, files: tuple[str, ...]):
+    """(frame, line) of the innermost traceback entry in one of `files`, or None; down the `raise ... from`
+    chain too, where the failing line is (Triton's interpreter re-raises a kernel's error from the launch)."""
+    paths = {Path(f) for f in files}
+    found, seen = None, set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        for frame, lineno in traceback.walk_tb(exc.__traceback__):
+            if Path(frame.f_code.co_filename) in paths:
+                found = frame, lineno
+        exc = exc.__cause__
+    return found

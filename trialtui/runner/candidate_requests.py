@@ -42,10 +42,15 @@ class CandidateLink(Protocol):
 
 
 class Deadline:
-    """The job's time left, so a hang is reported as the step that hung, before the parent's hard kill."""
+    """The job's time left, so a hang is reported as the step that hung, before the parent's hard kill.
 
-    def __init__(self, total_s: float, margin_s: float = 3.0):
-        self.end = time.monotonic() + max(1.0, total_s - margin_s)
+    `until` is that kill's time (the spec's `deadline`): the total counts back from it, so the seconds the
+    job took to start (a cold torch import) are not granted twice. The margin, at most a quarter of the
+    total, is the job's time to report the hang before that kill."""
+
+    def __init__(self, total_s: float, margin_s: float = 3.0, *, until: float | None = None):
+        kill = time.monotonic() + total_s if until is None else until
+        self.end = kill - min(margin_s, total_s / 4)
 
     def left(self) -> float:
         return max(0.0, self.end - time.monotonic())

@@ -131,11 +131,11 @@ class Supervisor:
             with stopped(pid):
                 for target in [pid, *descendants(pid)]:
                     apply_limits(target, job.get("limits") or {})
-        spec = {**job["spec"], "result_fd": self.res_w, "progress": f"/dev/fd/{self.prog_w}"}
-        self._write_spec(json.dumps(spec).encode())
-        os.close(self.spec_w)
         self.started_at = time.monotonic()
         self.deadline = self.started_at + float(job["timeout_s"])
+        spec = {**job["spec"], "result_fd": self.res_w, "progress": f"/dev/fd/{self.prog_w}", "deadline": self.deadline}
+        self._write_spec(json.dumps(spec).encode())
+        os.close(self.spec_w)
 
     def _write_spec(self, data: bytes) -> None:
         """To the job's stdin: a `prepare` line while it waits, then its spec."""

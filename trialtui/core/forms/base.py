@@ -32,6 +32,11 @@ class ProblemForm(ABC):
         """What reference.py defines in this form, for messages."""
         return ", ".join(self.reference_names)
 
+    @property
+    def start_hint(self) -> str:
+        """How to start a candidate, said to someone who ran the reference as one."""
+        return f"start a candidate in a new .py file beside it that defines {self.entry_hint}"
+
     def accept(self, root: Path, reference: Path) -> None:
         """Raise ProblemError when the reference has this form's names but the directory lacks
         something else the form needs (GPU MODE's task.yml)."""

@@ -61,6 +61,8 @@ class KernelBench(ProblemForm):
     label = "KernelBench"
     entry_point = "ModelNew"
     entry_hint = "class ModelNew(nn.Module) with the same constructor arguments as Model"
+    start_hint = ("start a candidate as a copy of it (cp reference.py my_kernel.py) with Model renamed ModelNew "
+                  "(class ModelNew, super(ModelNew, self)); then put your kernel in its forward")
     reference_names = ("Model", "get_inputs", "get_init_inputs")
     runner = "trialtui.runner.forms.kernelbench:FORM"
 

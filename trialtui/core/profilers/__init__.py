@@ -18,6 +18,9 @@ from trialtui.core.verdicts import Context, make_verdict
 
 ANALYTIC = "analytic"
 LEGACY_SOURCE = "ncu"  # profiles stored before profilers were plug-ins came from ncu
+NO_GPU_ADVICE = ("This machine has no GPU for a GPU profiler to run on: run trialtui profile on a machine with an "
+                 "NVIDIA GPU for counter verdicts. The roofline here is the least time the problem's FLOPs and bytes "
+                 "take at that GPU's ceilings: a floor no kernel beats, not a measurement of this one.")
 
 
 def all_profilers() -> dict[str, Profiler]:
@@ -40,8 +43,8 @@ def candidates(device: str, skip: dict[str, str] | None = None) -> tuple[list[Pr
     usable, passed = [], []
     for name, profiler in all_profilers().items():
         why = (skip or {}).get(name) or profiler.unavailable(device)
-        if why:
-            passed.append({"source": name, "reason": why})
+        if why:  # `needs_gpu`: the machine's lack, which no permission or install here mends
+            passed.append({"source": name, "reason": why, **({"needs_gpu": True} if device != "cuda" else {})})
         else:
             usable.append(profiler)
     return usable, passed
@@ -67,7 +70,8 @@ def verdicts_for_profile(profile: ProfileResult | None, context: Context,
         used, verdicts = fallback, fallback.verdicts(profile, context, facts)
     if not why:
         return verdicts
+    no_gpu = profile.available and all(p.get("needs_gpu") for p in profile.skipped or [])
+    advice = NO_GPU_ADVICE if no_gpu else kind(VerdictId.COUNTERS_UNAVAILABLE).advice
     note = make_verdict(VerdictId.COUNTERS_UNAVAILABLE, Severity.INFO, f"Counters unavailable: {used.label}", why,
-                        f"Verdicts here come from {used.label}. "
-                        + kind(VerdictId.COUNTERS_UNAVAILABLE).advice, used.name)
+                        f"Verdicts here come from {used.label}. " + advice, used.name)
     return [note] + verdicts

@@ -23,7 +23,7 @@ from trialtui.tui.screens.help import HelpScreen
 from trialtui.tui.widgets.detail import TrialDetail
 from trialtui.tui.widgets.trial_tree import BLANK, BRANCH, LAST, layout
 
-from conftest import KB_GOOD, as_result, write_problem
+from conftest import KB_GOOD, as_result, as_validation, write_problem
 from test_tui_scenarios import STORY, FakeEngine, add_running, gpu_result, running_events, scenario, utc, version  # noqa: F401
 
 SIZE = (120, 36)
@@ -401,6 +401,25 @@ def test_d_toggles_diff_against_the_parent_and_s_toggles_raw_profile(story):
             await pilot.pause()
             assert detail.raw and "raw profile of t3" in screen_text(app)
             assert "SOLBottleneck" in screen_text(app)
+
+    run(body())
+
+
+def test_the_raw_profile_shows_the_librarys_share_of_its_kernel_records(story):
+    """The split the `fallback` flag reads (core/kernel_split.py), beside the records it comes from: t3's profile
+    ran `rmsnorm_fwd`, which its validation does not name as a kernel of its own."""
+    problem, store, engine = story
+    store.update("t3", validation=as_validation({"ok": True, "errors": [], "warnings": [], "preview": None,
+                                                 "kernels": [{"name": "token_kernel"}]}))
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=SIZE) as pilot:
+            app.go_to("t3")
+            for _ in range(2):
+                await pilot.press("s")
+                await pilot.pause()
+            assert "own kernels 0% of GPU time (0.0 µs a call), library 100% (312.0 µs)" in screen_text(app)
 
     run(body())
 

@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static, TabbedContent, TabPane
 
-from trialtui.core import tree
+from trialtui.core import kernel_split, tree
 from trialtui.core.config import Config
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.phases import breakdown_lines
@@ -165,8 +165,8 @@ class TrialDetail(Themed, Vertical):
                         self.color("trial-invalid" if state is TrialState.INVALID else "trial-failure"))
         else:
             line.append(state.value, self.color(var))
-        line.append(f" · {trial.file} from {trial.parent or 'nothing (root)'} · saved {describe.saved_at(trial)}",
-                    self.color("trial-muted"))
+        grown = f" from {trial.parent}" if trial.parent else ", a new root"
+        line.append(f" · {trial.file}{grown} · saved {describe.saved_at(trial)}", self.color("trial-muted"))
         header.update(Text("\n").join([top, line]), layout=False)  # fixed height: no layout pass
 
     def _render_tab(self, tab: str) -> None:
@@ -241,6 +241,9 @@ class TrialDetail(Themed, Vertical):
             parts.append(Text(f"profiler: {profiler.label}", self.color("trial-muted")))
         if profile.report:
             parts.append(Text(f"report: {profile.report}", self.color("trial-muted")))
+        weighed = kernel_split.of_profile(profile, kernel_split.own_kernels(trial.validation))
+        if weighed is not None:  # the library's share, as the `fallback` flag reads it
+            parts.append(Text(weighed.line(), self.color("warning" if weighed.fallback() else "trial-muted")))
         kernels = profiler.kernels(profile) if profiler is not None else []
         main = profiler.dominant(profile) if kernels else None
         for kernel in kernels:
@@ -280,8 +283,8 @@ class TrialDetail(Themed, Vertical):
             return self._diff(trial, text)
         lines = {f["line"] for f in (trial.validation.errors if trial.validation else []) if f.get("line")}
         title = Text(f"{trial.file} @ {trial.id}", Style(bold=True))
-        title.append(f"  sha {trial.sha256[:12]}   d: diff vs {trial.parent or 'nothing (a root)'}",
-                     self.color("trial-muted"))
+        against = f"vs {trial.parent}" if trial.parent else "(a new root: every line is new)"
+        title.append(f"  sha {trial.sha256[:12]}   d: diff {against}", self.color("trial-muted"))
         syntax = Syntax(text, "python", theme=self._syntax_theme(), line_numbers=True, word_wrap=False,
                         background_color="default", highlight_lines=lines)
         return Group(title, syntax)

@@ -88,6 +88,17 @@ def test_a_records_demangled_signature_reads_as_the_name_its_source_gives(name, 
     assert kernel_split.base_name(name) == base
 
 
+def test_a_candidates_own_kernels_are_its_validations_and_every_one_its_text_declares():
+    """A kernel the CPU's trace never launched (one chosen at bench sizes only) is still its own: else its own
+    work would be weighed as a library's."""
+    text = (SAMPLES / "bias_gelu_residual" / "kernel.py").read_text() + (
+        '\ncuda = """__global__ void __launch_bounds__(256) tail_kernel(float* x) {}"""\n')
+    validated = as_validation({"ok": True, "errors": [], "warnings": [], "kernels": [{"name": "_add_kernel"}]})
+    assert kernel_split.own_kernels(validated, text) == {"_add_bias_kernel", "_gelu_tanh_kernel", "_add_kernel",
+                                                         "tail_kernel"}
+    assert kernel_split.own_kernels(validated, "def broken(:") == {"_add_kernel"}
+
+
 def test_nothing_to_weigh_gives_no_split():
     copies = [{"name": "void at::native::direct_copy_kernel_cuda(int)", "duration_ns": 5000.0}]
     assert kernel_split.split(copies, ["k"], "ncu") is None  # copies and fills only

@@ -7,6 +7,7 @@ torch call under `torch._C.DisableTorchFunction`) is weighed here, on the profil
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from collections.abc import Iterable, Mapping
@@ -14,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from trialtui.core.bench_result import BenchResult
+from trialtui.core.model import Trial
 from trialtui.core.profile_result import ProfileResult
 from trialtui.core.result import flag
+from trialtui.core.store import Store
 from trialtui.core.validation_report import ValidationReport
 
 LIBRARY_SHARE = 0.5  # the candidate's own kernels did less of the GPU time than this: `fallback`
@@ -24,6 +27,7 @@ LIBRARY_SHARE = 0.5  # the candidate's own kernels did less of the GPU time than
 NEUTRAL = re.compile(r"copy_kernel|FillFunctor|fill_kernel|CatArrayBatchedCopy|memset|memcpy", re.IGNORECASE)
 # how libraries name their kernels (namespaces, cuBLAS's and torch.compile's prefixes): such a record is never taken
 # for the candidate's own, so a token kernel named after the cuBLAS kernel it calls does not pass that one for its own
+GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*[(<]")
 LIBRARY_SPACES = re.compile(r"(^|[\s:(<,])(at|c10|cub|cutlass|cudnn|cublas|cublasLt|flash|thrust)::")
 LIBRARY_PREFIXES = re.compile(r"nvjet|sm\d+_xmma|xmma|cutlass|cublas|cudnn|cutensor|(ampere|volta|turing|maxwell|hopper)_"
                               r"\w*gemm|triton_(poi|per|red|tem)_|softmax_warp_", re.IGNORECASE)
@@ -126,9 +130,28 @@ def of_profile(profile: ProfileResult | None, own_names: Iterable[str]) -> Kerne
     return split(rows, own_names, profiler.label if profiler is not None else "", 1) if rows else None
 
 
-def own_kernels(validation: ValidationReport | None) -> list[str]:
-    """The kernels the candidate's source defines, as its validation compiled them."""
-    return [str(k.get("name")) for k in (validation.kernels if validation else None) or [] if k.get("name")]
+def own_kernels(validation: ValidationReport | None, source: str = "") -> set[str]:
+    """The kernels the candidate defines: those its validation compiled, and every one its text declares (a
+    @triton.jit function, a CUDA `__global__` one), so a kernel the CPU's trace never launched is still its own."""
+    names = {str(k.get("name")) for k in (validation.kernels if validation else None) or [] if k.get("name")}
+    names |= set(GLOBAL.findall(source))
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return names
+    return names | {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and any("jit" in ast.unparse(d) for d in node.decorator_list)}
+
+
+def of_trial(trial: Trial, store: Store) -> KernelSplit | None:
+    """The split of a trial's stored profile, its own kernels read from its validation and its snapshot."""
+    if trial.profile is None:
+        return None
+    try:
+        source = store.read_source(trial)
+    except OSError:
+        source = ""
+    return of_profile(trial.profile, own_kernels(trial.validation, source))
 
 
 def flagged(result: BenchResult, found: KernelSplit | None) -> BenchResult | None:

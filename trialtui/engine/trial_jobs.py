@@ -249,7 +249,7 @@ class TrialJobs:
             self._handles.pop(trial_id, None)
         profile = profile.without("log_tail", "command")
         fields: dict[str, Any] = {"profile": profile}
-        weighed = kernel_split.of_profile(profile, kernel_split.own_kernels(trial.validation))
+        weighed = kernel_split.of_trial(replace(trial, profile=profile), self.store)
         flagged = kernel_split.flagged(trial.result, weighed) if trial.result is not None else None
         if flagged is not None:  # library kernels did the work, out of the bench recorder's sight: never best
             fields["result"] = flagged

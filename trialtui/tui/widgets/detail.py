@@ -8,6 +8,7 @@ recording, each import); a CPU run shows correctness and no speed.
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 from pathlib import Path
 
 from rich import box
@@ -241,7 +242,7 @@ class TrialDetail(Themed, Vertical):
             parts.append(Text(f"profiler: {profiler.label}", self.color("trial-muted")))
         if profile.report:
             parts.append(Text(f"report: {profile.report}", self.color("trial-muted")))
-        weighed = kernel_split.of_profile(profile, kernel_split.own_kernels(trial.validation))
+        weighed = kernel_split.of_trial(replace(trial, profile=profile), self.store)
         if weighed is not None:  # the library's share, as the `fallback` flag reads it
             parts.append(Text(weighed.line(), self.color("warning" if weighed.fallback() else "trial-muted")))
         kernels = profiler.kernels(profile) if profiler is not None else []

@@ -131,7 +131,9 @@ def test_bench_of_a_syntax_error_names_the_file_and_line_and_keeps_the_fix_hint(
     assert out.exit_code == 2
     assert out.output.splitlines() == ["INVALID  (refused by the static checks: not run)",
                                        f"  syntax.py:{line}: syntax error: expected ':'",
-                                       f"  hint: fix line {line}: def forward(self, x)"]
+                                       f"  hint: fix line {line}: def forward(self, x)",
+                                       f"  (a one-off check, kept in no tree: `trialtui {root}` records every save "
+                                       "as a trial)"]  # a new user looked for bench's results in `trials status`
 
 
 @pytest.mark.parametrize("command", ["bench", "validate"])

@@ -155,6 +155,7 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
     else:
         for gpu, result in results.items():
             click.echo((f"== GPU {gpu} ==\n" if all_gpus else "") + render_bench(result, problem, file.name))
+        click.echo(f"  (a one-off check, kept in no tree: `trialtui {problem.root}` records every save as a trial)")
     sys.exit(max(BENCH_EXIT.get(r.state, BENCH_EXIT_OTHER) for r in results.values()))
 
 

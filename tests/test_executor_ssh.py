@@ -192,6 +192,6 @@ def test_an_unreachable_host_is_refused_naming_it(server):
 
 def test_a_host_without_trialtui_says_what_to_install(server):
     executor = executor_for(None, settings_for(server, python="/nonexistent/python3"), "cpu")
-    with pytest.raises(ExecutorError, match=r"pip install 'trialtui\[runner\]'"):
+    with pytest.raises(ExecutorError, match=r"pip install -e '\.\[runner\]' in a trialtui checkout"):
         executor.open()
     executor.close()

@@ -144,7 +144,23 @@ def test_a_hanging_job_times_out_and_nothing_is_left(tmp_path):
             pass
     """, timeout_s=1.0)
     assert result["state"] == "timeout"  # the 1 s budget ended it: nothing else would
+    assert "(before it reported any step)" in result["message"]
     assert_no_leftovers(marker)
+
+
+def test_a_job_that_hangs_outside_a_request_says_its_last_reported_step(tmp_path):
+    """A hang the job's own deadlines cannot name (the checker loading a reference that hangs) still says how
+    far the job got, from its progress lines."""
+    result, _ = job(tmp_path, """
+        import json
+        with open(spec["progress"], "a", buffering=1) as fh:
+            fh.write(json.dumps({"phase": "correctness", "i": 1, "n": 4}) + "\\n")
+            fh.write(json.dumps({"phase": "loading the reference"}) + "\\n")
+        while True:
+            pass
+    """, timeout_s=2.0)
+    assert result["state"] == "timeout"
+    assert "timed out after 2 s (its last step reported: loading the reference); the job was killed" in result["message"]
 
 
 def test_cancel_ends_the_job_and_its_processes(tmp_path):

@@ -31,3 +31,15 @@ def test_the_agents_server_gets_the_callers_environment(monkeypatch, tmp_path):
         asyncio.run(script.play(None, tmp_path, recordings=None, out=io.StringIO()))
     env = seen["params"].env
     assert env["PYTHONPATH"] == "/tmp/site-of-carried-wheels" and env["CUDA_VISIBLE_DEVICES"] == "3"
+
+
+def test_the_scripted_agent_says_where_a_replayed_number_came_from_once():
+    """The summary of a replayed result already ends with its origin; the agent's line added it again."""
+    from trialtui.agent.script import outcome
+
+    said = "replayed from a recording on NVIDIA H200, 2026-12-02"
+    assert outcome({"state": "correct", "summary": f"1.96× vs eager [H200 · {said}]", "numbers": {"replayed": said}}) \
+        == f"1.96× vs eager [H200 · {said}]"
+    assert outcome({"state": "correct", "summary": "1.96× vs eager", "numbers": {"replayed": said}}) \
+        == f"1.96× vs eager ({said})"
+    assert outcome({"state": "incorrect", "message": "case 1 differs"}) == "case 1 differs"

@@ -280,6 +280,30 @@ def test_finalize_re_measures_an_imported_replayed_best_and_names_both_origins(r
             "re-benchmark's, measured here") in text
 
 
+def test_a_replayed_re_benchmark_checks_its_held_out_cases_at_this_machines_sizes(replayed, tmp_path):
+    """A replayed re-benchmark ran nowhere: its recording's GPU is not where the held-out cases run. Planned for
+    that GPU, the CPU's interpreter spent the agent demo's held-out budget on bench-sized cases (25 s, 0 of 0
+    checked); planned for this machine, they run."""
+    import shutil
+
+    from trialtui.engine.finalize import finalize
+
+    root = shutil.copytree(replayed[0], tmp_path / "copy")
+    problem, devices = load_problem(root), []
+
+    def bench(problem, path, *, device=None, heldout=None, **kw):
+        if heldout is None:
+            return top.result  # the recording's: an H200's
+        devices.append(device)
+        return as_result({"state": "correct", "correctness": {"heldout": [{"outcome": "passed"} for _ in heldout]}})
+
+    with Store.open(root, writer=True) as store:
+        top = tree.best(store.trials(), problem.config.primary_baseline)
+        assert top.result.env["device"] == "cuda" and not provenance.measured_here(top.result)
+        done = finalize(problem, store, top, device="cpu", bench=bench)
+    assert devices == ["cpu"] and done.card.generalizes
+
+
 def test_a_report_on_a_replayed_re_benchmark_never_says_measured(replayed):
     root, _ = replayed
     problem = load_problem(root)

@@ -27,6 +27,13 @@ class ScriptError(RuntimeError):
     """A tool call the story needed failed; the message is the server's."""
 
 
+def outcome(result: dict[str, Any]) -> str:
+    """A result as the agent's line says it: its summary, and where a replayed number came from, once."""
+    shown = result.get("summary") or result.get("message") or result["state"]
+    replayed = (result.get("numbers") or {}).get("replayed")
+    return f"{shown} ({replayed})" if replayed and replayed not in shown else shown
+
+
 async def _tool(session: ClientSession, tool: str, **args: Any) -> dict[str, Any]:
     reply = await session.call_tool(tool, args)
     if reply.is_error:
@@ -76,10 +83,7 @@ async def _story(session: ClientSession, story: Story, say: Any, out: TextIO) ->
         result = await _tool(session, "result", trial_id=sent["trial_id"], wait_s=RESULT_WAIT_S)
         while not result["done"]:
             result = await _tool(session, "result", trial_id=sent["trial_id"], wait_s=RESULT_WAIT_S)
-        numbers = result.get("numbers") or {}
-        shown = result.get("summary") or result.get("message") or result["state"]
-        if numbers.get("replayed"):
-            shown += f" ({numbers['replayed']})"
+        shown = outcome(result)
         action = result.get("next_action") or {}
         surprise = result["state"] != version.expected
         surprises += surprise

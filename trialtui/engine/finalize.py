@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from trialtui.core import provenance
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
@@ -48,8 +49,10 @@ def finalize(
         kernel.unlink(missing_ok=True)
         raise FinalizeError(f"{trial.id} is {result.state} on the clean re-benchmark, so nothing was "
                             f"finalized: {result.message or 'no message'}")
-    generalization = check_file(problem, kernel, device=(result.env or {}).get("device") or device, bench=bench,
-                                env=env, log_path=problem.state_dir / "logs" / f"finalize-{trial.id}-heldout.log")
+    # where the re-benchmark ran; a replayed one ran nowhere, so this machine's device, whose sizes it can run
+    ran_on = (result.env or {}).get("device") if provenance.measured_here(result) else None
+    generalization = check_file(problem, kernel, device=ran_on or device, bench=bench, env=env,
+                                log_path=problem.state_dir / "logs" / f"finalize-{trial.id}-heldout.log")
     text, card = build_report(problem, trial, result, generalization)
     if extra is not None:
         section, more = extra(trial)

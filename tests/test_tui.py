@@ -424,6 +424,27 @@ def test_the_raw_profile_shows_the_librarys_share_of_its_kernel_records(story):
     run(body())
 
 
+def test_the_metrics_show_the_benchs_split_of_gpu_work(story):
+    """Issue 33: the view shows how much of the timed calls' GPU time was the candidate's own kernels."""
+    import dataclasses
+
+    problem, store, engine = story
+    t3 = store.get("t3")
+    timing = {**t3.result.timing, "kernels": {"own_us": 10.0, "library_us": 90.0, "own_share": 0.1,
+                                             "library_top": [["torch.matmul", 90.0]]}}
+    store.update("t3", result=dataclasses.replace(t3.result, timing=timing))
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=SIZE) as pilot:
+            app.go_to("t3")
+            await pilot.press("1")
+            await pilot.pause()
+            assert "own kernels 10% of the GPU time, library 90% (torch.matmul" in screen_text(app)
+
+    run(body())
+
+
 def test_number_keys_pick_tabs_and_the_tab_stays_chosen_across_trials(story):
     problem, store, engine = story
 

@@ -438,13 +438,12 @@ def _tamper_message(changed: list[dict[str, str]], shared: set[Path]) -> str:
 
 
 def _wait(supervised: Supervised, deadline: float, on_progress) -> dict[str, Any]:
-    """The job's last event; with the last step its progress named (`step`), for a hang's message."""
-    step = None
+    step = None  # the last step the job's progress named, for a hang's message
     for event in supervised.events(deadline):
         kind = event.get("event")
         if kind == "progress":
             data = event.get("data")
-            step = str(data.get("phase"))[:60] if isinstance(data, dict) and data.get("phase") else step
+            step = str(data["phase"])[:60] if isinstance(data, dict) and data.get("phase") else step
             if on_progress is not None:
                 on_progress(data)
         elif kind in ("done", "eof", "late"):
@@ -474,8 +473,7 @@ def _result(done: dict[str, Any], timeout_s: float, log_path: Path, handle: Chil
         return failure("error", done["error"], tail)
     if done["timed_out"]:
         step = f"its last step reported: {done['step']}" if done.get("step") else "before it reported any step"
-        return failure("timeout", f"timed out after {timeout_s:g} s ({step}); the job was killed", tail,
-                       containment=facts)
+        return failure("timeout", f"timed out after {timeout_s:g} s ({step}); the job was killed", tail, containment=facts)
     returncode = done["returncode"]
     if done.get("parent_killed"):
         return failure("error", "the job killed its parent process (a disposable stub; the engine and the "

@@ -23,7 +23,6 @@ Prints a table, writes $OUT/gpu_profilers.json; exits 1 if step 1 or 3 fails for
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import shutil
@@ -84,12 +83,6 @@ def copy_problem(name: str, work: Path) -> Path:
     return root
 
 
-def jit_kernels(path: Path) -> list[str]:
-    """The candidate's own kernels, as its validation names them: its @triton.jit functions."""
-    return [node.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)
-            and any("jit" in ast.unparse(d) for d in node.decorator_list)]
-
-
 def per_launch_us(row: dict | None) -> float | None:
     if not row or not row.get("duration_ns"):
         return None
@@ -144,7 +137,7 @@ def main() -> int:
             if best and best["source"] == "ncu":
                 match = [k for k in best["kernels"] if k.get("name") == activity["dominant"]]
                 ncu_us = per_launch_us((match or [None])[0]) or best["dominant_us"]
-            own = jit_kernels(path)
+            own = kernel_split.own_kernels(None, path.read_text())  # as the engine reads its own kernels
             splits = {which: kernel_split.split(body["kernels"], own, body["source"] or "")
                       for which, body in (("activity", activity), ("best", best)) if body and body["kernels"]}
             for which, found in splits.items():  # the hidden library flagged, the samples' own kernels not

@@ -71,6 +71,9 @@ def test_the_references_own_aten_kernels_are_library_work_and_flag_a_token_kerne
 def test_a_token_kernel_named_after_the_library_kernel_it_calls_is_not_taken_for_it():
     records = [{"name": "token", "duration_ns": 2000.0}, {"name": NVJET, "duration_ns": 180000.0}]
     assert kernel_split.split(records, ["token", NVJET], "ncu").own_share == pytest.approx(2 / 182)
+    gemv = [{"name": "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>(float)",
+             "duration_ns": 9000.0}]  # cuBLAS's gemv, named without a namespace
+    assert kernel_split.split(gemv, ["gemv2T_kernel_val"], "ncu").own_share == 0.0
     aten = [{"name": "void at::native::reduce_kernel<512, 1>(int)", "duration_ns": 9000.0}]
     assert kernel_split.split(aten, ["reduce_kernel"], "ncu").own_share == 0.0
     mine = [{"name": "void my::reduce_kernel<512>(const float *, float *)", "duration_ns": 9000.0}]
@@ -104,6 +107,8 @@ def test_nothing_to_weigh_gives_no_split():
     assert kernel_split.split(copies, ["k"], "ncu") is None  # copies and fills only
     assert kernel_split.split([{"name": "k", "duration_ns": 1.0}], [], "ncu") is None  # no kernel of its own known
     assert kernel_split.split([{"name": "k", "duration_ns": "n/a"}], ["k"], "ncu") is None
+    assert kernel_split.split([{"name": "k", "duration_ns": float("nan")}, {"name": "x", "duration_ns": -5.0}], ["k"],
+                              "ncu") is None  # records are data
 
 
 class Profiled(LocalExecutor):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trialtui.core.bench_result import BenchResult
+from trialtui.core.json_types import number
 from trialtui.core.model import Trial
 from trialtui.core.profile_result import ProfileResult
 from trialtui.core.result import flag
@@ -29,7 +30,8 @@ NEUTRAL = re.compile(r"copy_kernel|FillFunctor|fill_kernel|CatArrayBatchedCopy|m
 # for the candidate's own, so a token kernel named after the cuBLAS kernel it calls does not pass that one for its own
 GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*[(<]")
 LIBRARY_SPACES = re.compile(r"(^|[\s:(<,])(at|c10|cub|cutlass|cudnn|cublas|cublasLt|flash|thrust)::")
-LIBRARY_PREFIXES = re.compile(r"nvjet|sm\d+_xmma|xmma|cutlass|cublas|cudnn|cutensor|(ampere|volta|turing|maxwell|hopper)_"
+LIBRARY_PREFIXES = re.compile(r"nvjet|sm\d+_xmma|xmma|cutlass|cublas|cudnn|cutensor|gemv2[NT]_kernel|gemvNSP|gemmSN_|"
+                              r"gemmk1_kernel|splitKreduce_kernel|(ampere|volta|turing|maxwell|hopper)_"
                               r"\w*gemm|triton_(poi|per|red|tem)_|softmax_warp_", re.IGNORECASE)
 
 
@@ -96,8 +98,8 @@ def split(kernels: Iterable[Mapping[str, Any]], own_names: Iterable[str], source
         return None
     own, library = 0.0, {}
     for record in kernels:
-        name, ns = str(record.get("name") or "?"), _number(record.get("duration_ns"))
-        if ns is None or NEUTRAL.search(name):
+        name, ns = str(record.get("name") or "?"), number(record.get("duration_ns"))
+        if ns is None or not ns >= 0 or NEUTRAL.search(name):  # records are data: no negative or NaN time
             continue
         if base_name(name) in own_bases and not is_library(name):
             own += ns
@@ -110,13 +112,6 @@ def split(kernels: Iterable[Mapping[str, Any]], own_names: Iterable[str], source
     top = tuple((name, ns / per_call) for name, ns in sorted(library.items(), key=lambda kv: -kv[1])[:5])
     return KernelSplit(own / per_call, total_library / per_call, top, source)
 
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if number >= 0 and number == number else None
 
 
 def of_profile(profile: ProfileResult | None, own_names: Iterable[str]) -> KernelSplit | None:

@@ -13,7 +13,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from trialtui.core.kernel_split import LIBRARY_SHARE
+from trialtui.core.kernel_split import LIBRARY_SHARE, short_name
 from trialtui.core import provenance, tree
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.config import Config
@@ -101,7 +101,7 @@ class MetricsGrid:
             grid.add_row("kernel time", f"{fmt_us(timing['kernel_us'])} ({how})")
         split = timing.get("kernels")
         if isinstance(split, dict) and isinstance(split.get("own_share"), (int, float)):  # the library's share
-            top = ", ".join(f"{str(name).split('(')[0][:40]} {fmt_us(us)}" for name, us in (split.get("library_top") or [])[:2])
+            top = ", ".join(f"{short_name(str(name))[:40]} {fmt_us(us)}" for name, us in (split.get("library_top") or [])[:2])
             line = Text(f"own kernels {split['own_share']:.0%} of the GPU time, library {1 - split['own_share']:.0%}"
                         + (f" ({top})" if top else ""), self.color("warning" if split["own_share"] < LIBRARY_SHARE else "trial-muted"))
             grid.add_row("GPU work", line)

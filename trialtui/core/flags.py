@@ -34,6 +34,7 @@ KINDS: dict[str, FlagKind] = {
         FlagKind("sol-implausible", True, "faster than the hardware's speed-of-light allows"),
         FlagKind("impossible", True, "faster than the problem's work allows at the GPU's datasheet ceilings"),
         FlagKind("noisy", True, "the timing was disturbed (another program on the GPU, a clock that moved), twice"),
+        FlagKind("events-unconfirmed", False, "the candidate's events were far below the checker's clock, whose figure is the number"),
         FlagKind("tie", False, "inside the noise band of a baseline"),
         FlagKind("bf16-emulated", False, "bf16 is emulated on this device"),
         FlagKind("trivial-reference", False, "the reference's output barely depends on its inputs"),

@@ -289,9 +289,9 @@ class TimedPhase:
                  for name, s in samples.items()}
         cand = self._candidate(stats.pop("candidate"), walls, reply, pair_us["candidate"], flush_us)
         self._weigh(cand, setup, props, [*stats.values(), *given.values()])
-        mismatch = timing.wall_mismatch(walls, (cand.get("claimed") or cand)["median_us"], self.overhead_us)
+        mismatch = timing.mismatch_flag(cand, self.overhead_us)
         if mismatch:
-            self.flags.append(flag("timing-mismatch", mismatch))
+            self.flags.append(mismatch)
         baselines = {kind: {**s, "cached": False} for kind, s in {**stats, **given}.items()}
         return cand, baselines, self.flags
 

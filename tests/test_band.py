@@ -118,8 +118,9 @@ def test_an_open_class_is_measured_not_held_and_the_tilt_is_held_now(tmp_path):
     opened = tmp_path / "opened.py"
     opened.write_text("# gpu-expect: correct\n# open: a class docs/SECURITY.md names as not covered\n")
     assert gpu_exploits.expectation(opened)["open"] == "a class docs/SECURITY.md names as not covered"
-    for name in ("tilts_the_slope.py", "starts_late.py"):  # the landing clock has no reply and no slope to tilt
-        want = gpu_exploits.expectation(gpu_exploits.CORPUS / "gemm_short_bf16" / name)
+    for problem, name in (("gemm_short_bf16", "tilts_the_slope.py"), ("gemm_short_bf16", "starts_late.py"),
+                          ("gemm_short_bf16", "tilts_eagerly.py"), ("gemm_mid_bf16", "tilts_long.py")):
+        want = gpu_exploits.expectation(gpu_exploits.CORPUS / problem / name)  # the landing clock: no reply, no slope
         assert want["state"] == "correct" and want["open"] is None
 
 
@@ -157,36 +158,46 @@ class FakeYardstick:
         pass
 
 
-@pytest.mark.parametrize("graphed, gated, own_landing, long_call, deferred, band", [
-    (True, True, 60.0, False, (True, True), "LANDED"),  # queued behind the gate: the landing clock from the go
-    (True, False, 60.0, False, (True, True), "LANDED"),  # its process declined the gate: the same clock, from the request
-    (False, False, 60.0, False, (False, True), "NARROW"),  # calls it could not capture: the reply's clock, the reference beside
-    (True, True, None, False, (True, True), "NARROW"),  # the checker's own loop could not land: the reply's clock
-    (True, True, 60.0, True, (True, True), "WIDE"),  # a long call: the harness measured ahead
-    (True, True, 60.0, False, (False, True), "LANDED"),  # it copies call by call (or says so): its copies are its own
-    (True, True, 60.0, False, (True, False), "NARROW"),  # the reference's loop could not copy after: its landings hold copies
-    (True, True, 60.0, False, (False, False), "NARROW"),
+@pytest.mark.parametrize("graphed, gated, own_landing, long_call, deferred, band, clock", [
+    (True, True, 60.0, False, (True, True), "LANDED", 60.0),  # queued behind the gate: the landing clock from the go
+    (True, False, 60.0, False, (True, True), "LANDED", 60.0),  # its process declined the gate: the same clock, from the request
+    (False, False, 60.0, False, (False, True), "NARROW", 60.0),  # calls it could not capture: landing from the request
+    (True, True, None, False, (True, True), "NARROW", 55.0),  # the checker's own loop beside could not land: ahead's
+    (True, True, 60.0, True, (True, True), "WIDE", 55.0),  # a long call: the harness measured ahead, on the landing clock
+    (True, True, 60.0, False, (False, True), "LANDED", 60.0),  # it copies call by call (or says so): its copies are its own
+    (True, True, 60.0, False, (True, False), "NARROW", 55.0),  # the reference's loop could not copy after: ahead's landing
+    (True, True, 60.0, False, (False, False), "NARROW", 55.0),
 ])
 def test_declining_the_gate_or_the_pad_buys_no_wider_band(monkeypatch, graphed, gated, own_landing, long_call, deferred,
-                                                         band):
-    """The band a short call's events are held to is the checker's choice, from what it measured itself: a
-    candidate's process that declines the gate is judged on the landing clock from the request (no shorter a
+                                                         band, clock):
+    """The band a call's events are held to and its clock are the checker's choice, from what it measured itself:
+    a candidate's process that declines the gate is judged on the landing clock from the request (no shorter a
     clock), and one that takes no pad, or lands no hash, has no claim confirmed (_candidate: `unlanded`). The
-    landing clock only where the reference's loop copied its outputs after its landings (timed_batch.Captured):
-    a candidate's loop that copies call by call is not taken off its copies, whatever its process says."""
+    landing clock less the reference's loop beside where that loop copied its outputs after its landings
+    (timed_batch.Captured) or, eagerly, as an eager candidate's does; else less the harness measured ahead: a
+    candidate's loop that copies call by call is not taken off its copies, whatever its process says."""
     monkeypatch.setattr(timed_phase.TimedPhase, "_yardstick",
                         lambda self, setup, pair_us: FakeYardstick(own_landing, deferred[1]))
     test = phase(HARNESS_US)
-    test.graphed, test.gated = graphed, gated
+    test.graphed, test.gated, test.ahead_landing_us = graphed, gated, 55.0
     test.prepared_reply = {"landing": True, "gated": gated, "deferred": deferred[0]}
     timed = SimpleNamespace(landings=[(100 * (HARNESS_US + 9.0), 100)], unlanded=0, tails=[(300.0, 100)])
     setup = SimpleNamespace(batches=(25, 100))
-    clock = walls(HARNESS_US + (timing.YARDSTICK_BELOW_US + 20 if long_call else 9.0))
-    test._settle_band(timed, clock, setup, 1.3)
-    assert test.band == getattr(timing, band)
-    assert (test.landed_harness_us is not None) is (band == "LANDED")
+    clock_walls = walls(HARNESS_US + (timing.YARDSTICK_BELOW_US + 20 if long_call else 9.0))
+    test._settle_band(timed, clock_walls, setup, 1.3)
+    assert test.band == getattr(timing, band) and test.landed_harness_us == clock
     assert test.landing["copies_after"] is deferred[0] and test.landing["tails"] == [(300.0, 100)]
     assert test.landing["gated"] is gated and test.landing["per_call_us"] == pytest.approx(HARNESS_US + 9.0)
+
+
+def test_without_a_landing_figure_the_reply_clock_stays():
+    """A loop in the checker's process that could not land (a torch that cannot capture a copy to host memory) and
+    no harness measured ahead on that clock: the reply's clock, its slope, as before there was a landing clock."""
+    test = phase(HARNESS_US)
+    test.prepared_reply = {"landing": True, "gated": True, "deferred": True}
+    timed = SimpleNamespace(landings=[], unlanded=0, tails=[])
+    test._settle_band(timed, walls(HARNESS_US + timing.YARDSTICK_BELOW_US + 20), SimpleNamespace(batches=(25, 100)), 1.3)
+    assert test.band == timing.WIDE and test.landed_harness_us is None
 
 
 @pytest.mark.parametrize("deferred", [True, False])
@@ -205,3 +216,48 @@ def test_a_loop_that_copies_call_by_call_pays_its_copies_and_is_told_why(monkeyp
     cand = test._candidate(timing.summarize([11.0] * 40), walls(HARNESS_US + 17.0), {}, 1.3, 25.0)
     assert cand["confirmed"] is False and cand["median_us"] == pytest.approx(17.0)
     assert ("share memory across calls" in cand["label"]) is (not deferred)
+
+
+def tilted(per_call_us: float, hold_us: float = 1500.0) -> list[tuple[float, int, list[float]]]:
+    """The reply clock of a process that holds back each small batch's reply (tests/exploits/*/tilts_*.py)."""
+    return [(wall + (hold_us if n == 25 else 0.0), n, s) for wall, n, s in walls(per_call_us, fixed_us=500.0)]
+
+
+@pytest.mark.parametrize("call_us", [95.0, 200.0])
+def test_a_tilted_reply_clock_buys_a_long_call_nothing_on_the_landing_clock(monkeypatch, call_us):
+    """A long call's reply clock is a slope over two batch sizes its process knows: holding back the small batches'
+    replies by 1.5 ms lowered a 95 µs call's figure to 80 µs, where a claim at the wide band's edge was confirmed at
+    1.47x (bounded only by the physical floor: a bf16 GEMM of 4096 x 4096 x 2048's is about 70 µs). On the landing
+    clock (the largest batches' landings over their calls, less the harness measured ahead on it) the hold adds
+    nothing, and the same claim is not confirmed: the headline is the clock's figure."""
+    landing_harness = 50.0
+    test = phase(HARNESS_US)
+    test.spec = SimpleNamespace(cuda_graph=False)
+    test.prepared_reply = {"landing": True, "gated": True, "deferred": True}
+    seen_tilted = timing.checker_per_call_us(tilted(HARNESS_US + call_us)) - HARNESS_US
+    assert seen_tilted < call_us - 10.0  # what the reply clock alone would read
+    claim = timing.WIDE.edge(seen_tilted) + 0.01
+    assert timing.confirm(claim, HARNESS_US + seen_tilted, HARNESS_US)[1] and call_us / claim > (1.4 if call_us < 100 else 1.2)  # as it was
+    test.ahead_landing_us = landing_harness
+    landings = [(100 * (landing_harness + call_us) + 40.0, 100)] * 4 + [(25 * (landing_harness + call_us) + 40.0, 25)] * 4
+    timed = SimpleNamespace(landings=landings, unlanded=0, tails=[])
+    test._settle_band(timed, tilted(HARNESS_US + call_us), SimpleNamespace(batches=(25, 100)), 1.3)
+    cand = test._candidate(timing.summarize([claim] * 40), tilted(HARNESS_US + call_us), {}, 1.3, 25.0)
+    assert cand["confirmed"] is False and cand["median_us"] >= call_us
+    assert call_us / timing.WIDE.edge(cand["median_us"]) < 1.25  # the most a claim at the edge can have now
+    assert "landing clock" in cand["label"]
+
+
+def test_batches_that_do_not_land_are_read_whole_not_by_a_slope(monkeypatch):
+    """A process that takes no pad (or lands no hash) has no claim confirmed, and its figure is each large batch's
+    whole wall over its calls less the harness's: its request and reply are in it, and no hold tilts it."""
+    monkeypatch.setattr(timed_phase.TimedPhase, "_yardstick", lambda self, setup, pair_us: False)
+    test = phase(HARNESS_US)
+    test.spec = SimpleNamespace(cuda_graph=False)
+    test.prepared_reply = {"landing": False, "gated": False, "deferred": True}
+    test.ahead_landing_us = 50.0
+    timed = SimpleNamespace(landings=[], unlanded=8, tails=[])
+    test._settle_band(timed, tilted(HARNESS_US + 11.2), SimpleNamespace(batches=(25, 100)), 1.3)
+    cand = test._candidate(timing.summarize([3.0] * 40), tilted(HARNESS_US + 11.2), {}, 1.3, 25.0)
+    assert cand["confirmed"] is False and cand["median_us"] == pytest.approx(11.2 + 500.0 / 100)
+    assert timing.checker_per_call_us(tilted(HARNESS_US + 11.2)) - HARNESS_US < 0.0  # the slope it would have had

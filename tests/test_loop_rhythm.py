@@ -104,6 +104,7 @@ class HeldLoop:
     """harness_overhead_us's loop: its first `held` batches held up by another process."""
 
     held = 0
+    captured = None  # nothing captured: no landing figure
 
     def __init__(self, *args, **kwargs) -> None:
         self.walls, self.rhythms = [], []
@@ -124,7 +125,8 @@ def test_the_harness_measured_around_no_call_reads_batches_no_other_process_held
     monkeypatch.setattr(timed_batch, "CheckerLoop", HeldLoop)
     HeldLoop.held = held
     sets = SimpleNamespace(sets=[[0]])
-    figure, held_up = timed_batch.harness_overhead_us(sets, lambda inputs: 0, None, None, (25, 100), rounds=5)
+    figure, held_up, landing_us = timed_batch.harness_overhead_us(sets, lambda inputs: 0, None, None, (25, 100), rounds=5)
+    assert landing_us is None  # its loop captured nothing that copies after its landings
     if held < 40:  # held up for its first five rounds: batches again until two of each size are clean
         assert figure == pytest.approx(CALL_US * 1.01, rel=0.01) and held_up is None
     else:  # held up throughout: as many again at most, and said
@@ -142,7 +144,7 @@ def test_a_checker_loop_held_up_is_timed_again_then_flagged_noisy(monkeypatch, h
 
         def overhead_us(self, bencher, batches, graphed):
             measured.append(batches)
-            return 61.0, (f"the checker's loop {held} waited 12.0 ms" if held == "around no call" else None)
+            return 61.0, (f"the checker's loop {held} waited 12.0 ms" if held == "around no call" else None), None
 
     bencher = SimpleNamespace(flush_cost_us=lambda: 23.0, empty_pair_us=lambda: 1.3, graph_pair_us=lambda: 1.2)
     phase = timed_phase.TimedPhase(spec=None, reference=None, link=None, deadline=None, facts=None,

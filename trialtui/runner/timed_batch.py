@@ -1,13 +1,12 @@
 """The contract of one batch of timed calls: every call's output is kept and sent back, and the checker
 judges every one of them.
 
-The candidate's process writes each timed call's output into a slot of one device buffer (the ring):
-where its calls are CUDA graphs, after the batch's last call (`Captured`), else right after each call's
-end event; the reply carries the ring, which the checker copies into its own memory before its clock
-around the batch stops. So an output is committed before the checker looks at any of them, work
-deferred past the call is inside the clock, and no call is left unchecked: a candidate that skips or
-shortens the work of any timed call hands back a wrong answer for that call's input
-(runner/fresh_inputs.py makes every input new, from the previous call's output) and is `incorrect`.
+The candidate's process writes each timed call's output into a slot of one device buffer (the ring): where
+its calls are CUDA graphs, after the batch's last call (`Captured`), else right after each call's end event;
+the checker copies the ring into its own memory before its clock around the batch stops. So an output is
+committed before the checker looks at any, work deferred past the call is inside the clock, and no call is
+unchecked: one that skips or shortens the work of any timed call hands back a wrong answer for that call's
+input (runner/fresh_inputs.py makes every input new, from the previous call's output): `incorrect`.
 
 The slots' layout comes from the reference's output at the timed size (its tensors' dtypes and
 shapes, in order); an output that does not fit it is a mismatch the candidate's process reports.
@@ -19,7 +18,7 @@ import random
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 
@@ -150,12 +149,10 @@ def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layo
     `landing` slot (runner/landing.py: the checker's clock per call, where it maps them). `gate`
     (runner/go_gate.py): the batch waits on the GPU for the checker's go, whose word is its seed.
 
-    Nothing in the loop waits on the host, and nothing waits for a fixed time: a wait the checker took off
-    its clock would be time a rewritten loop could fill with work outside its events (issue 33: a
-    millisecond per call once did). So that the host's launches are not in the events either, each call's
-    whole sequence is a CUDA graph (`capture`) where the call can be captured: the host replays one graph
-    per call while the GPU works through the last. Where it cannot, the same sequence runs eagerly, and a
-    call shorter than the host's launches carries some of them in its events and in the checker's clock.
+    Nothing in the loop waits on the host or for a fixed time: a wait the checker took off its clock would be
+    time a rewritten loop could fill with work outside its events (issue 33). Each call's whole sequence is a
+    CUDA graph (`capture`) where the call can be captured, so the host's launches are not in its events; else
+    it runs eagerly, and a call shorter than the host's launches carries some of them in its events and clocks.
     Work a call leaves on a side stream that its output needs must be joined to the current stream, as
     any consumer of the output would require; an output copied before it is whole is a wrong answer.
     Returns the event pairs and the first mismatch."""
@@ -206,13 +203,11 @@ class Captured:
     """A batch's calls as CUDA graphs, one per call of the largest batch: each its inputs made new, the L2
     flush, the call between two events (recorded by the graph), its output hashed, the hash landed.
 
-    `deferred`: each call's output is kept where the call left it and copied into its slot only after the
-    batch's last call (`copy_out`), so the landing clock (runner/landing.py) holds no copy in anyone's loop:
-    a copy is work a candidate's process could otherwise move past its landings and have taken off its clock
-    as the harness's. Where outputs share memory with the inputs only (GPU MODE's output buffer, an input
-    handed back) each call has its own copy of those inputs (`held`); where they share it across calls (one
-    buffer returned call after call), a later call would overwrite them: each is copied right after its call
-    instead (`deferred` False), and the checker charges those copies to the call (timed_phase._settle_band)."""
+    `deferred`: each call's output is kept where the call left it and copied into its slot after the batch's
+    last call (`copy_out`), so the landing clock (runner/landing.py) holds no copy in anyone's loop for a
+    candidate's to move past its landings. Outputs that lie in inputs only (GPU MODE's output buffer) get each
+    call its own copy of those inputs (`held`); outputs shared across calls (one buffer returned again) are
+    copied right after each call (`deferred` False), copies the checker charges to the call (timed_phase)."""
 
     graphs: list
     pairs: list  # (start, end) events per call
@@ -237,12 +232,10 @@ class Captured:
 def capture(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,
             n: int, landing: torch.Tensor | None = None, defer: bool = True,
             fn: Callable[[Any], Any] | None = None) -> Captured:
-    """Capture the loop of `run_batch` (it raises where a call cannot be captured: a host sync, a stream it
-    does not join; or where this torch cannot time events a graph records). Every call was warmed up
-    before, and the loop run once eagerly: nothing is compiled, autotuned or loaded while capturing.
-    `defer`: the outputs' copies after the batch (`Captured`). Where outputs share memory with the inputs
-    only and `fn` makes a call of an input set, each call gets its own copy of the inputs they lie in
-    (runner/tensors.private_inputs); where they share it still, each is copied right after its call."""
+    """Capture the loop of `run_batch` (raises where a call cannot be: a host sync, an unjoined stream, events a
+    graph cannot time); every call warmed up and the loop run once eagerly before. `defer`: copies after the
+    batch (`Captured`); outputs in inputs only get each call its own inputs where `fn` makes a call of a set
+    (runner/tensors.private_inputs); outputs shared still are each copied right after its call."""
     captured = _record(calls, refresher, bencher, layout, ring, n, landing, defer)
     if defer and captured.mismatch is None and not captured.deferred and fn is not None:
         own = private_inputs(fn, refresher.sets, captured.kept, n, ring.numel())
@@ -338,12 +331,9 @@ def capture_landing(calls: list[Callable[[], Any]], refresher: Any, bencher: Any
     return None, landing, "; ".join(refused)
 
 
-# -- the loop in the checker's own process -----------------------------------------------------------
-# The timed loop on calls the checker trusts, here where nothing of the candidate reaches: what a call costs
-# besides the call (new inputs, the flush, the hash, the copy: 60-630 µs on the H200). `harness_overhead_us`
-# on a call that does nothing, ahead of the save (the wide band, 10 µs and 8 %); `Yardstick` on the reference's
-# call beside the candidate's batches, under the same clocks and heat (H200, gpu_band, 2026-12-04: within 1 µs
-# on short cases; runner/timing.NARROW 4 µs and 6 %, on the landing clock runner/timing.LANDED 2 µs and 4 %).
+# -- the loop in the checker's own process: what a call costs besides the call (new inputs, the flush, the hash,
+# the copy: 60-630 µs on the H200), around a call that does nothing ahead of the save (`harness_overhead_us`), or
+# on the reference's call beside the candidate's batches (`Yardstick`; H200, gpu_band, 2026-12-04: within 1 µs).
 
 
 class CheckerLoop:
@@ -406,7 +396,7 @@ class CheckerLoop:
         """The host clock's slope: each size's fastest batch, so one held up is not read where another was not."""
         return checker_per_call_us(self.walls)
 
-    def clean(self, n: int) -> int:
+    def clean(self, n: int) -> int:  # batches of n no other process held up
         return sum(size == n and ran_clear(r) for (_, size, _), r in zip(self.walls, self.rhythms))
 
     def disturbance(self, what: str) -> str | None:
@@ -422,24 +412,35 @@ class CheckerLoop:
         self.pad.close()
 
 
+class HarnessCost(NamedTuple):
+    """What the loop costs a call besides the call: on the reply's clock (a slope), what held up every batch of
+    a size (runner/loop_rhythm.py), on the landing clock (no slope; None where it did not land, or landed copies)."""
+    per_call_us: float
+    held_up: str | None
+    landing_us: float | None = None
+
+
 def harness_overhead_us(refresher: Any, reference: Callable[[Any], Any], layout: Layout, bencher: Any,
                         batches: tuple[int, int], ring: torch.Tensor | None = None, rounds: int = 5,
-                        graphed: bool = True) -> tuple[float, str | None]:
-    """What a timed call costs besides the call, on a call that does nothing but return an output of the
-    reference's structure: the slope of the loop's wall time over the two batch sizes, and what held up every
-    batch of a size (runner/loop_rhythm.py), else None. `graphed`: through CUDA graphs, else eagerly."""
+                        graphed: bool = True) -> HarnessCost:
+    """What a timed call costs besides the call, around a call that does nothing but return an output of the
+    reference's structure, each call of a batch its own (captured, its copies wait for the batch's end as an
+    honest loop's do). `graphed`: through CUDA graphs, else eagerly (each copy before its hash, as there)."""
     with torch.no_grad():
         held = reference(clone(refresher.sets[0]))
-    loop = CheckerLoop(refresher, lambda inputs: held, layout, bencher, batches[-1], graphed, ring,
-                       defer=False)  # one output for every call: copied call by call, an upper bound as the rest
+    outputs, turn = [clone(held) for _ in range(batches[-1])] if graphed else [held], iter(range(1 << 62))
+    loop = CheckerLoop(refresher, lambda inputs: outputs[next(turn) % len(outputs)], layout, bencher, batches[-1],
+                       graphed, ring)
     for extra in range(2 * rounds):  # until two of each size ran clear of another process: as many again at most
         if extra >= rounds and all(loop.clean(n) >= 2 for n in batches):
             break
         for n in batches:
             loop.batch(n)
-    figure, held_up = loop.per_call_us() or 0.0, loop.disturbance("the checker's loop around no call")
+    landed = not graphed or (loop.captured is not None and loop.captured.deferred)
+    cost = HarnessCost(loop.per_call_us() or 0.0, loop.disturbance("the checker's loop around no call"),
+                       loop.landing_per_call_us() if landed else None)
     loop.close()
-    return figure, held_up
+    return cost
 
 
 class Yardstick:

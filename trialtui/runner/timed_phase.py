@@ -32,7 +32,7 @@ from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, D
 from trialtui.runner.job_progress import Splits
 from trialtui.runner.judging import check_timed, timing_truth
 from trialtui.runner.tensors import clone, nbytes
-from trialtui.runner.timed_batch import KEEP_BYTES, Layout, Yardstick, harness_overhead_us
+from trialtui.runner.timed_batch import KEEP_BYTES, HarnessCost, Layout, Yardstick, harness_overhead_us
 from trialtui.runner.timing import WIDE, Band
 
 COPIED_INLINE = ("; its outputs share memory across calls, so each was copied out before the next call, on this clock: "
@@ -176,7 +176,7 @@ class TimedCalls:
         output = self.layout.unpack(ring, call, expected)
         self.judge(expected, output, inputs, f"timed call {start + call + 1} (input set {which + 1}, made new for it)")
 
-    def overhead_us(self, bencher: Any, batches: tuple[int, int], graphed: bool) -> tuple[float, str | None]:
+    def overhead_us(self, bencher: Any, batches: tuple[int, int], graphed: bool) -> HarnessCost:
         """`harness_overhead_us` into this job's ring."""
         return harness_overhead_us(checker_copies(self.sets, bencher), self.reference, self.layout, bencher, batches,
                                    self.shared.view() if self.shared is not None else None, graphed=graphed)
@@ -204,10 +204,10 @@ class TimedSetup:
         return cls(sets, ref_call, layout, work, layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16)))
 
 
-def overhead_at(reference, case, bencher: Any) -> float:
+def overhead_at(reference, case, bencher: Any) -> HarnessCost:
     """`harness_overhead_us` at a case as the timed phase would set it up: what a prepared checker measures."""
     setup = TimedSetup.of(reference, case, torch.cuda.get_device_properties(reference.device))
-    return harness_overhead_us(checker_copies(setup.sets, bencher), setup.ref_call.fn, setup.layout, bencher, setup.batches)[0]
+    return harness_overhead_us(checker_copies(setup.sets, bencher), setup.ref_call.fn, setup.layout, bencher, setup.batches)
 
 
 def checker_copies(sets: list[Any], bencher: Any) -> fresh_inputs.Refresher:
@@ -218,14 +218,11 @@ def checker_copies(sets: list[Any], bencher: Any) -> fresh_inputs.Refresher:
 
 @dataclass
 class TimedPhase:
-    """The candidate (in its process) and the baselines (here) timed in alternating batches, same method, same
-    inputs, at one case; the candidate's number checked against this process's clock, the physical floor and
-    the library's share of the work.
-
-    The baselines never run where the candidate can reach them. `own_kernels`: the correctness runs launched
-    kernels of the candidate's own, so the timed calls must too. `warm_baselines`: baselines a prepared checker
-    already compiled and ran at this case (runner/prepared.py), `bencher` the timing state it made,
-    `overhead_us` the harness's cost per call it measured (else made here).
+    """The candidate (in its process) and the baselines (here, out of its reach) timed in alternating batches, same
+    method and inputs, at one case; the candidate's number checked against this process's clocks, the physical floor
+    and the library's share of the work. `own_kernels`: the correctness runs launched kernels of the candidate's own,
+    so the timed calls must too. `warm_baselines`: baselines a prepared checker compiled and ran at this case
+    (runner/prepared.py), `bencher` the timing state it made, `overhead_us` the harness's cost it measured.
     """
 
     spec: BenchSpec
@@ -240,6 +237,7 @@ class TimedPhase:
     warm_baselines: dict[str, Any] = field(default_factory=dict)
     bencher: Any = None  # runner/timing.Bencher
     overhead_us: float | None = None
+    ahead_landing_us: float | None = None  # the same on the landing clock (HarnessCost.landing_us)
     flags: list[dict[str, str]] = field(default_factory=list)
     graphed: bool = False  # each timed call's sequence a CUDA graph in the candidate's process (timed_batch.capture)
     prepared_reply: dict[str, Any] = field(default_factory=dict)  # the candidate's answer to prepare_timing
@@ -256,7 +254,8 @@ class TimedPhase:
         warm = checker.prepared
         return cls(checker.spec, checker.reference, checker.link, checker.deadline, checker.facts, checker.progress,
                    checker.splits, device, own_kernels=own_kernels, warm_baselines=warm.baselines if warm else {},
-                   bencher=warm.bencher if warm else None, overhead_us=warm.overhead_us if warm else None)
+                   bencher=warm.bencher if warm else None, overhead_us=warm.overhead_us if warm else None,
+                   ahead_landing_us=warm.landing_overhead_us if warm else None)
 
     def run(self, case: Any) -> tuple[dict, dict, list]:
         """(the candidate's figures, the baselines', the flags)."""
@@ -344,7 +343,7 @@ class TimedPhase:
         pair_us = {"empty": empty_us, "candidate": bencher.graph_pair_us() if self.graphed else empty_us}
         self.splits.mark("timing.baselines_warm_up")
         if self.overhead_us is None or not self.graphed:  # else a prepared checker measured it on this very setup
-            self.overhead_us, held_up = timed.overhead_us(bencher, setup.batches, self.graphed)
+            self.overhead_us, held_up, self.ahead_landing_us = timed.overhead_us(bencher, setup.batches, self.graphed)
         self.splits.mark("timing.overhead")
         attempt_walls: list[tuple[float, int, list[float]]] = []
 
@@ -366,7 +365,7 @@ class TimedPhase:
         for attempt in range(2):  # a disturbed loop is timed again once; disturbed twice, it is flagged
             phase = "timing" if attempt == 0 else "timing_again"  # the TUI shows "timing again 40 runs"
             if attempt and held_up:
-                self.overhead_us, held_up = timed.overhead_us(bencher, setup.batches, self.graphed)
+                self.overhead_us, held_up, self.ahead_landing_us = timed.overhead_us(bencher, setup.batches, self.graphed)
             attempt_walls.clear()
             timed.landings.clear()
             timed.tails.clear()
@@ -389,9 +388,8 @@ class TimedPhase:
         return samples, walls, pair_us, flush_us
 
     def _settle_band(self, timed: TimedCalls, walls: list, setup: TimedSetup, pair_us: float) -> None:
-        """The band the candidate's events are held to, on the whole loop's clock: the wide one, or for a short
-        call the narrow one (the reference's loop beside), or for a short call captured as graphs the landing
-        clock's, from the go or, where its process declined the gate, from the request (a clock no shorter)."""
+        """The band the candidate's events are held to and the clock: the wide band, or for a short call the narrow
+        one (the reference's loop beside) or, captured as graphs, the landing clock's; on the landing clock."""
         from trialtui.runner import timing
 
         short = self._short(walls)  # on the whole loop's clock: a call that looked long early is judged here
@@ -400,13 +398,13 @@ class TimedPhase:
         if short and self.yardstick:
             self.yardstick.complete(setup.batches)  # where it started late: the batches it lacks, right after
         beside = self.yardstick.harness_us() if short and self.yardstick else None
-        # graphed calls are judged on the landing clock, from the go or, where its process declined the gate, from
-        # the request (a clock no shorter): declining the gate or the pad buys no wider band. The reference's loop
-        # copies its outputs after its landings (timed_batch.Captured), so no copy is taken off the clock: a call
-        # whose process copies call by call (its outputs share memory across calls, or so it says) pays its copies
+        # calls are judged on the landing clock (no reply, no slope to tilt), from the go or, where its process declined
+        # the gate or could not be captured, from the request (a clock no shorter). A captured reference loop copies
+        # after its landings (timed_batch.Captured), an eager one before each hash as an eager candidate's, so no copy
+        # is taken off the clock: a call whose process copies call by call (it shares memory across calls) pays its own
         deferred = self.prepared_reply.get("deferred") is True
         after = bool(self.yardstick) and self.yardstick.deferred  # the reference's loop copied after its landings
-        landed = self.yardstick.landing_harness_us() if short and self.graphed and after else None
+        landed = self.yardstick.landing_harness_us() if short and (after or not self.graphed) else None
         if self.yardstick:
             self.reference_loop = self.yardstick.figures()
             self.yardstick.close()
@@ -416,8 +414,10 @@ class TimedPhase:
                         "copies_after": deferred, "tails": list(timed.tails)}  # tails: its reply after its last landing
         if beside is not None:  # measured beside the candidate's batches: the narrow band
             self.overhead_us, self.band = beside, timing.NARROW
-        if landed is not None:  # the landing clock's band; where a batch did not land, none (_candidate)
-            self.landed_harness_us, self.band = landed, timing.LANDED
+        if landed is not None:  # the landing clock's band (eagerly the narrow one); where a batch did not land, none
+            self.landed_harness_us, self.band = landed, timing.LANDED if self.graphed else timing.NARROW
+        elif self.ahead_landing_us is not None:  # a long call: the landing clock less the harness measured ahead
+            self.landed_harness_us = self.ahead_landing_us
 
     def _short(self, walls: list) -> bool:
         """A call under YARDSTICK_BELOW_US on the checker's clock less the harness's cost measured ahead; large
@@ -447,7 +447,7 @@ class TimedPhase:
         if self.landed_harness_us is None:
             cand = timing.confirmed_stats(claimed, walls, overhead_us, self.band)
         elif self.landing["unlanded"]:  # a batch whose last hash did not land (or no pad taken): claims stand on nothing
-            cand = timing.unconfirmed_stats(claimed, walls, overhead_us)
+            cand = timing.untilted_stats(claimed, walls, overhead_us)
         else:
             cand = timing.landed_stats(claimed, self.landing["batches"], self.landed_harness_us, self.band)
         cand["confirm_band"] = {"slack_us": self.band.slack_us, "tol": self.band.tol}

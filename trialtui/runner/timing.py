@@ -359,6 +359,16 @@ def unconfirmed_stats(claimed: dict[str, Any], walls: list[tuple[float, int, lis
     return {**summarize(seen), "confirmed": False, "claimed": claimed}
 
 
+def untilted_stats(claimed: dict[str, Any], walls: list[tuple[float, int, list[float]]],
+                   overhead_us: float) -> dict[str, Any]:
+    """The checker's per-call figures where the candidate's batches did not land (runner/landing.py): each of the
+    largest batches' whole wall time over its calls, less the harness's. Its request and reply stay in it: a slope
+    over two sizes would take them out, but the candidate's process, which knows each batch's size, can tilt it."""
+    large = max((n for _, n, _ in walls), default=0)
+    seen = [max(0.0, wall / n - overhead_us) for wall, n, _ in walls if n and n == large]
+    return {**summarize(seen), "confirmed": False, "claimed": claimed}
+
+
 def landed_stats(claimed: dict[str, Any], landings: list[tuple[float, int]], harness_us: float,
                  band: Band = LANDED) -> dict[str, Any]:
     """`confirmed_stats` on the landing clock (runner/landing.py): the candidate's figures where it confirms

@@ -402,8 +402,7 @@ class TimedPhase:
         # the gate or could not be captured, from the request (a clock no shorter). A captured reference loop copies
         # after its landings (timed_batch.Captured), an eager one before each hash as an eager candidate's, so no copy
         # is taken off the clock: a call whose process copies call by call (it shares memory across calls) pays its own
-        deferred = self.prepared_reply.get("deferred") is True
-        after = bool(self.yardstick) and self.yardstick.deferred  # the reference's loop copied after its landings
+        deferred, after = self.prepared_reply.get("deferred") is True, bool(self.yardstick) and self.yardstick.deferred
         landed = self.yardstick.landing_harness_us() if short and (after or not self.graphed) else None
         if self.yardstick:
             self.reference_loop = self.yardstick.figures()
@@ -418,6 +417,7 @@ class TimedPhase:
             self.landed_harness_us, self.band = landed, timing.LANDED if self.graphed else timing.NARROW
         elif self.ahead_landing_us is not None:  # a long call: the landing clock less the harness measured ahead
             self.landed_harness_us = self.ahead_landing_us
+        self.landing["harness_us"] = self.landed_harness_us  # what the landing clock's figure is taken less
 
     def _short(self, walls: list) -> bool:
         """A call under YARDSTICK_BELOW_US on the checker's clock less the harness's cost measured ahead; large

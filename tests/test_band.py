@@ -181,13 +181,14 @@ def test_declining_the_gate_or_the_pad_buys_no_wider_band(monkeypatch, graphed, 
     test = phase(HARNESS_US)
     test.graphed, test.gated, test.ahead_landing_us = graphed, gated, 55.0
     test.prepared_reply = {"landing": True, "gated": gated, "deferred": deferred[0]}
-    timed = SimpleNamespace(landings=[(100 * (HARNESS_US + 9.0), 100)], unlanded=0, tails=[(300.0, 100)])
+    call_us = timing.YARDSTICK_BELOW_US + 20 if long_call else 9.0
+    timed = SimpleNamespace(landings=[(100 * (HARNESS_US + call_us), 100)], unlanded=0, tails=[(300.0, 100)])
     setup = SimpleNamespace(batches=(25, 100))
-    clock_walls = walls(HARNESS_US + (timing.YARDSTICK_BELOW_US + 20 if long_call else 9.0))
+    clock_walls = walls(HARNESS_US + call_us)
     test._settle_band(timed, clock_walls, setup, 1.3)
     assert test.band == getattr(timing, band) and test.landed_harness_us == clock
     assert test.landing["copies_after"] is deferred[0] and test.landing["tails"] == [(300.0, 100)]
-    assert test.landing["gated"] is gated and test.landing["per_call_us"] == pytest.approx(HARNESS_US + 9.0)
+    assert test.landing["gated"] is gated and test.landing["per_call_us"] == pytest.approx(HARNESS_US + call_us)
 
 
 def test_without_a_landing_figure_the_reply_clock_stays():
@@ -261,3 +262,24 @@ def test_batches_that_do_not_land_are_read_whole_not_by_a_slope(monkeypatch):
     cand = test._candidate(timing.summarize([3.0] * 40), tilted(HARNESS_US + 11.2), {}, 1.3, 25.0)
     assert cand["confirmed"] is False and cand["median_us"] == pytest.approx(11.2 + 500.0 / 100)
     assert timing.checker_per_call_us(tilted(HARNESS_US + 11.2)) - HARNESS_US < 0.0  # the slope it would have had
+
+
+def test_a_short_call_held_back_to_look_long_reads_as_long_on_the_clock_it_is_judged_on(monkeypatch):
+    """The band is chosen on the clock the figure is read on. An 11 µs call whose process holds back its large
+    batches' replies by 6 ms looks 71 µs longer on the reply's slope: were it then judged with the wide band on the
+    landing clock (which the hold does not move), a claim of 1 µs would stand (the edge of 11 µs less 10). Judged on
+    the landing clock it stays short: the reference's loop runs beside it, the narrow bands hold."""
+    monkeypatch.setattr(timed_phase.TimedPhase, "_yardstick", lambda self, setup, pair_us: FakeYardstick(50.0))
+    held = [(wall + (6000.0 if n == 100 else 0.0), n, s) for wall, n, s in walls(HARNESS_US + 11.0)]
+    test = phase(HARNESS_US)
+    test.ahead_landing_us = 50.0
+    test.prepared_reply = {"landing": True, "gated": True, "deferred": True}
+    assert not test._short(held)  # on the reply's slope alone it looks long
+    timed = SimpleNamespace(landings=[(100 * (50.0 + 11.0), 100)] * 4, unlanded=0, tails=[])
+    test._settle_band(timed, held, SimpleNamespace(batches=(25, 100)), 1.3)
+    assert test.band == timing.LANDED and test.landed_harness_us == 50.0
+    late = SimpleNamespace(landings=[(100 * (50.0 + 11.0) + 8000.0, 100)] * 4, unlanded=0, tails=[])
+    test = phase(HARNESS_US)  # held back on the landing clock too (its batches started late): long there, and slow
+    test.ahead_landing_us, test.prepared_reply = 50.0, {"landing": True, "gated": True, "deferred": True}
+    test._settle_band(late, held, SimpleNamespace(batches=(25, 100)), 1.3)
+    assert test.band == timing.WIDE and timing.landed_stats({"median_us": 1.0}, late.landings, 50.0)["median_us"] > 80

@@ -392,7 +392,7 @@ class TimedPhase:
         one (the reference's loop beside) or, captured as graphs, the landing clock's; on the landing clock."""
         from trialtui.runner import timing
 
-        short = self._short(walls)  # on the whole loop's clock: a call that looked long early is judged here
+        short = self._short(walls, timed.landings)  # on the whole loop's clock: one that looked long early is judged here
         if short and self.yardstick is None:
             self.yardstick = self._yardstick(setup, pair_us)
         if short and self.yardstick:
@@ -419,14 +419,14 @@ class TimedPhase:
             self.landed_harness_us = self.ahead_landing_us
         self.landing["harness_us"] = self.landed_harness_us  # what the landing clock's figure is taken less
 
-    def _short(self, walls: list) -> bool:
-        """A call under YARDSTICK_BELOW_US on the checker's clock less the harness's cost measured ahead; large
-        batches held back make it look longer, so the band is judged again on the whole loop's clock."""
+    def _short(self, walls: list, landings: list | None = None) -> bool:
+        """Under YARDSTICK_BELOW_US less the harness measured ahead, on the clock the call is judged on (held back to
+        look long, it reads as long there too), the landing clock where it landed, else the reply's."""
         from trialtui.runner import timing
 
-        if len({n for _, n, _ in walls}) < 2:
-            return False
-        per_call = batch_clock.checker_per_call_us(walls)
+        if landings and self.ahead_landing_us is not None:
+            return landing.landing_per_call_us(landings) - self.ahead_landing_us < timing.YARDSTICK_BELOW_US
+        per_call = batch_clock.checker_per_call_us(walls) if len({n for _, n, _ in walls}) > 1 else None
         return per_call is not None and per_call - (self.overhead_us or 0.0) < timing.YARDSTICK_BELOW_US
 
     def _yardstick(self, setup: TimedSetup, pair_us: float) -> Any:

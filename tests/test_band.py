@@ -283,3 +283,18 @@ def test_a_short_call_held_back_to_look_long_reads_as_long_on_the_clock_it_is_ju
     test.ahead_landing_us, test.prepared_reply = 50.0, {"landing": True, "gated": True, "deferred": True}
     test._settle_band(late, held, SimpleNamespace(batches=(25, 100)), 1.3)
     assert test.band == timing.WIDE and timing.landed_stats({"median_us": 1.0}, late.landings, 50.0)["median_us"] > 80
+
+
+def test_an_eager_loop_judged_on_the_landing_clock_is_not_told_its_outputs_share_memory(monkeypatch):
+    """An uncaptured call's loop copies each output before its hash, as the reference's eager loop beside does:
+    nothing to say of its outputs sharing memory, whatever its process reports of copying after its landings."""
+    monkeypatch.setattr(timed_phase.TimedPhase, "_yardstick", lambda self, setup, pair_us: FakeYardstick(60.0, False))
+    test = phase(HARNESS_US)
+    test.graphed, test.spec = False, SimpleNamespace(cuda_graph=False)
+    test.prepared_reply = {"landing": True, "gated": False, "deferred": False}
+    timed = SimpleNamespace(landings=[(100 * (60.0 + 17.0), 100)] * 2, unlanded=0, tails=[])
+    test._settle_band(timed, walls(HARNESS_US + 17.0), SimpleNamespace(batches=(25, 100)), 1.3)
+    assert test.band == timing.NARROW and test.landed_harness_us == 60.0
+    cand = test._candidate(timing.summarize([11.0] * 40), walls(HARNESS_US + 17.0), {}, 1.3, 25.0)
+    assert cand["confirmed"] is False and cand["median_us"] == pytest.approx(17.0)
+    assert "landing clock" in cand["label"] and "share memory" not in cand["label"]

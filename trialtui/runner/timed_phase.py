@@ -464,7 +464,7 @@ class TimedPhase:
         cand["label"] = (f"GPU, CUDA events {how} less their empty pair ({pair_us:.1f} µs), L2 flushed, median, within "
                          f"{self.band.slack_us:g} µs and {self.band.tol:.0%} of {clock}" if cand["confirmed"] else
                          f"GPU, {clock} per call, L2 flushed, median (the candidate's own events were not confirmed"
-                         + (COPIED_INLINE if self.landed_harness_us is not None and not self.landing["copies_after"] else ")"))
+                         + (COPIED_INLINE if self.graphed and self.landed_harness_us is not None and not self.landing["copies_after"] else ")"))
         cand["peak_mem_bytes"] = number(reply.get("peak_mem_bytes"))
         split = library_split.reported_split(reply.get("kernels"))
         cand["kernels"] = split

@@ -158,3 +158,26 @@ def test_a_checker_loop_held_up_is_timed_again_then_flagged_noisy(monkeypatch, h
     phase._loop(Timed(), SimpleNamespace(batches=(25, 100)), {})
     assert len(measured) == (2 if held == "around no call" else 1)
     assert [f["code"] for f in phase.flags] == ["noisy"] and f"{held} waited" in phase.flags[0]["message"]
+
+
+def test_a_slow_flush_read_before_the_first_loop_is_not_noise_twice(monkeypatch):
+    """The L2 flush's cost read before the loop and after: one slow first read (28.8 µs against 22.9, the honest
+    short softmax in h200-2026-12-05c) times the loop again, and the second loop is judged against its own read
+    before it, not the first's: one slow read is not `noisy` twice."""
+    reads = iter([28.8, 22.9, 22.9, 22.9])
+
+    class Timed:
+        landings, tails, unlanded = [], [], 0
+
+        def overhead_us(self, bencher, batches, graphed):
+            return 61.0, None, None
+
+    bencher = SimpleNamespace(flush_cost_us=lambda: next(reads), empty_pair_us=lambda: 1.3, graph_pair_us=lambda: 1.2)
+    phase = timed_phase.TimedPhase(spec=None, reference=None, link=None, deadline=None, facts=None,
+                                   progress=lambda **kw: None, splits=SimpleNamespace(mark=lambda *a: None),
+                                   device="cuda", bencher=bencher, graphed=False)
+    monkeypatch.setattr(timed_phase.TimedPhase, "_settle_band", lambda self, *a: None)
+    monkeypatch.setattr("trialtui.runner.timing.time_alternating",
+                        lambda *a, **kw: ({"candidate": [10.0] * 40, "eager": [20.0] * 40}, [(3000.0, 25, [])]))
+    _, _, _, flush_us = phase._loop(Timed(), SimpleNamespace(batches=(25, 100)), {})
+    assert phase.flags == [] and flush_us == 22.9

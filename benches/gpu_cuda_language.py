@@ -27,7 +27,9 @@ internet, matching torch's CUDA (torch 2.11.0+cu130 is CUDA 13.0; the wheels are
 Python 3 on x86-64 Linux):
     pip download --only-binary=:all: --no-deps -d .whl nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 \
         nvidia-nvvm==13.0.88 nvidia-cuda-cccl==13.0.85 ninja
-(nvidia-cuda-runtime comes with torch.) Validation itself needs none of this where trialtui[cuda]
+(nvidia-cuda-runtime comes with torch.) Those are about 100 MB, over a device call's 64 MiB carry:
+`python benches/cuda_carry.py` builds `.whl-cuda/` (61.5 MiB: the toolkit without libnvvm.so and nvlink, which
+`nvcc -c` does not run, and trialtui's own wheels); carry it and set TRIALTUI_WHEELS=.whl-cuda. Validation itself needs none of this where trialtui[cuda]
 or any nvcc is installed.
 """
 
@@ -44,7 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WHEELS = ROOT / ".whl"
+WHEELS = Path(os.environ.get("TRIALTUI_WHEELS") or ROOT / ".whl")  # benches/cuda_carry.py builds a set that fits the carry
 BUILD_TIMEOUT_S = 400  # the first load_inline of a source compiles torch/extension.h
 NO_PROFILE = '[profile]\nwhen = "never"\n'  # the verdicts are the point here; the profilers have their own bench
 EXPECTED = {"rmsnorm_cuda.py": "correct", "add_inline.py": "correct", "add_file.py": "correct", "broken.py": "invalid",

@@ -317,3 +317,23 @@ def test_an_ungated_loop_s_small_batches_do_not_carry_their_way_in_into_the_figu
     assert figures["median_us"] < row["median_us"]  # the headline that run gave it, small batches counted
     way_in = [(100 * 60.0 + 450.0, 100), (25 * 60.0 + 450.0, 25)] * 4  # a 10 µs call, 50 µs of harness a call
     assert timing.landed_stats({"median_us": 1.0}, way_in, 50.0, timing.WIDE)["median_us"] == pytest.approx(14.5)
+
+
+def test_a_prepared_checker_s_harness_reaches_the_timed_phase_on_both_clocks():
+    """What a warm checker measured ahead (runner/prepared.Prepared.measure_overhead) is what the timed phase takes
+    its figures less: the reply clock's and the landing clock's; a cold one measures both in the job."""
+    from trialtui.runner.prepared import Prepared
+    from trialtui.runner.timed_batch import HarnessCost
+
+    warm = Prepared(key="k", reference=None, bencher=object())
+    warm.measure_overhead(SimpleNamespace(bench_cases=[{}]), lambda reference, case, bencher: HarnessCost(61.0, None, 55.0))
+    assert warm.harness == HarnessCost(61.0, None, 55.0)
+
+    def checker(prepared):
+        return SimpleNamespace(spec=None, reference=None, link=None, deadline=None, facts=None, progress=None,
+                               splits=None, prepared=prepared)
+
+    timed = timed_phase.TimedPhase.of(checker(warm), "cuda", own_kernels=True)
+    assert (timed.overhead_us, timed.ahead_landing_us) == (61.0, 55.0)
+    cold = timed_phase.TimedPhase.of(checker(None), "cuda", own_kernels=True)
+    assert (cold.overhead_us, cold.ahead_landing_us) == (None, None)

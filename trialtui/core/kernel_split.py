@@ -113,7 +113,6 @@ def split(kernels: Iterable[Mapping[str, Any]], own_names: Iterable[str], source
     return KernelSplit(own / per_call, total_library / per_call, top, source)
 
 
-
 def of_profile(profile: ProfileResult | None, own_names: Iterable[str]) -> KernelSplit | None:
     """The split of a stored profile's kernel records, whichever profiler took them (its own rows, per call)."""
     from trialtui.core.profilers import get_profiler, source_of

@@ -59,8 +59,7 @@ class Prepared:
     held_bytes: int = 0
     baselines: dict[str, Any] = field(default_factory=dict)  # kind -> the timed case's baseline, compiled and run
     bencher: Any = None  # a runner/timing.Bencher: its flush buffer made, its GPU wait compiled and captured
-    overhead_us: float | None = None  # the harness's own cost per timed call (timed_batch.harness_overhead_us)
-    landing_overhead_us: float | None = None  # the same on the landing clock
+    harness: Any = None  # the harness's own cost per timed call, on both clocks (timed_batch.HarnessCost)
 
     def get(self, case_index: int, seed: int) -> Expected | None:
         return self.cases.get((case_index, seed))
@@ -88,8 +87,7 @@ class Prepared:
         timed_phase.overhead_at): 0.35 s of every job's timing phase on the H200 (2026-12-02, softmax fp32
         8192²) that depends on nothing of the candidate's."""
         if self.bencher is not None and spec.bench_cases:
-            cost = measure(self.reference, spec.bench_cases[0], self.bencher)
-            self.overhead_us, self.landing_overhead_us = cost.per_call_us, cost.landing_us
+            self.harness = measure(self.reference, spec.bench_cases[0], self.bencher)
 
 
 def budget(device) -> int:
@@ -142,7 +140,7 @@ def prepare(spec: BenchSpec, cases: list[dict[str, Any]], seeds: list[int], high
         try:
             step()
         except Exception:  # noqa: BLE001 - the job does it itself, and says what fails
-            prepared.overhead_us = prepared.landing_overhead_us = None
+            prepared.harness = None
             prepared.baselines.clear()
             print(f"trialtui: {what} failed; the job does it\n{traceback.format_exc()}", file=sys.stderr)
     return prepared

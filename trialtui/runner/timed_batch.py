@@ -14,6 +14,7 @@ shapes, in order); an output that does not fit it is a mismatch the candidate's 
 
 from __future__ import annotations
 
+import itertools
 import random
 import statistics
 import time
@@ -93,8 +94,7 @@ class Layout:
         return None
 
     def pack(self, output: Any, slot: torch.Tensor) -> str | None:
-        """Copy one call's output into its slot (queued on the stream, after the call); a message where
-        the output does not fit the layout."""
+        """Copy one call's output into its slot (queued after the call); a message where it does not fit the layout."""
         wrong = self.misfit(output, slot.device)
         for t, leaf in zip(tensors_of(output) if wrong is None else (), self.leaves):
             self._view(slot, leaf).copy_(t.detach())
@@ -428,7 +428,7 @@ def harness_overhead_us(refresher: Any, reference: Callable[[Any], Any], layout:
     honest loop's do). `graphed`: through CUDA graphs, else eagerly (each copy before its hash, as there)."""
     with torch.no_grad():
         held = reference(clone(refresher.sets[0]))
-    outputs, turn = [clone(held) for _ in range(batches[-1])] if graphed else [held], iter(range(1 << 62))
+    outputs, turn = [clone(held) for _ in range(batches[-1])] if graphed else [held], itertools.count()
     loop = CheckerLoop(refresher, lambda inputs: outputs[next(turn) % len(outputs)], layout, bencher, batches[-1],
                        graphed, ring)
     for extra in range(2 * rounds):  # until two of each size ran clear of another process: as many again at most

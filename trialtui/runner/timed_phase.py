@@ -211,8 +211,7 @@ def overhead_at(reference, case, bencher: Any) -> HarnessCost:
 
 
 def checker_copies(sets: list[Any], bencher: Any) -> fresh_inputs.Refresher:
-    """Copies of the case's input sets, made new call by call as the candidate's loop makes its own, for a
-    loop this process runs (runner/timed_batch.py)."""
+    """Copies of the case's input sets, made new call by call as the candidate's loop makes its own (timed_batch)."""
     return fresh_inputs.Refresher([clone(s) for s in sets], flush_words=bencher.flush)
 
 
@@ -252,10 +251,11 @@ class TimedPhase:
     def of(cls, checker: Any, device: Any, own_kernels: bool) -> TimedPhase:
         """The timing of a job's checker (runner/checker.Checker), with what a warm checker made ahead for it."""
         warm = checker.prepared
+        harness = warm.harness if warm else None  # measured ahead (runner/prepared.py), else in the job
         return cls(checker.spec, checker.reference, checker.link, checker.deadline, checker.facts, checker.progress,
                    checker.splits, device, own_kernels=own_kernels, warm_baselines=warm.baselines if warm else {},
-                   bencher=warm.bencher if warm else None, overhead_us=warm.overhead_us if warm else None,
-                   ahead_landing_us=warm.landing_overhead_us if warm else None)
+                   bencher=warm.bencher if warm else None, overhead_us=harness and harness.per_call_us,
+                   ahead_landing_us=harness and harness.landing_us)
 
     def run(self, case: Any) -> tuple[dict, dict, list]:
         """(the candidate's figures, the baselines', the flags)."""

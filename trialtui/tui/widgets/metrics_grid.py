@@ -13,11 +13,11 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from trialtui.core.kernel_split import LIBRARY_SHARE, short_name
 from trialtui.core import provenance, tree
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.config import Config
 from trialtui.core.executor import ran_on
+from trialtui.core.kernel_split import LIBRARY_SHARE, short_name
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.text import fmt_us
 from trialtui.tui import describe

@@ -462,7 +462,7 @@ class TimedPhase:
         how = "in a CUDA graph of each call" if self.graphed else "around each call, launched eagerly"
         clock = "the landing clock" if self.landed_harness_us is not None else "the checker's clock"  # runner/landing.py
         cand["label"] = (f"GPU, CUDA events {how} less their empty pair ({pair_us:.1f} µs), L2 flushed, median, within "
-                         f"{self.band.slack_us:g} µs and {self.band.tol:.0%} of {clock}" if cand["confirmed"] else
+                         f"{self.band.slack_us:g} µs and {self.band.tol:.0%} of {clock}{timing.raised_note(cand)}" if cand["confirmed"] else
                          f"GPU, {clock} per call, L2 flushed, median (the candidate's own events were not confirmed"
                          + (COPIED_INLINE if self.graphed and self.landed_harness_us is not None and not self.landing["copies_after"] else ")"))
         cand["peak_mem_bytes"] = number(reply.get("peak_mem_bytes"))

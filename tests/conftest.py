@@ -72,6 +72,15 @@ class ModelNew(nn.Module):
 '''
 
 
+@pytest.fixture
+def records_unread(monkeypatch):
+    """A fake GPU's finalize weighs library work on kernel records (engine/finalize.py): no profiler here reads any."""
+    from trialtui.core.profile_result import ProfileResult
+
+    monkeypatch.setattr("trialtui.engine.profile.profile_file",
+                        lambda *args, **kw: ProfileResult.unavailable("a fake GPU's bench: no kernel records"))
+
+
 def no_analysis(problem, **options) -> AnalysisResult:
     """An engine test's analysis of the reference, where the test is about something else: the real one is a
     child job of its own (3.6 CPU-s each, a tenth of the suite's CPU when every fake-job engine ran one)."""

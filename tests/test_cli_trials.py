@@ -188,10 +188,17 @@ def bench(monkeypatch):
         calls.append({"path": Path(path), "device": device, "use_cache": use_cache, "source": Path(path).read_text()})
         return as_result(copy.deepcopy(bench.result))
 
+    def profiled(problem, path, *, name, env=None, handle=None, device="cuda"):
+        bench.profiled.append(name)
+        return as_profile({"source": "ncu", "label": "Nsight Compute counters", "available": True,
+                           "kernels": bench.kernels})
+
     bench.result = GPU_RESULT
     monkeypatch.setattr("trialtui.engine.bench.bench_file", fake)
+    monkeypatch.setattr("trialtui.engine.profile.profile_file", profiled)
     bench.calls = calls
     bench.heldout = []
+    bench.profiled, bench.kernels = [], [{"name": "bias_relu", "duration_ns": 40000.0}]
     return bench
 
 
@@ -214,6 +221,42 @@ def test_finalize_rebenchmarks_the_best_without_cache_and_writes_final(problem, 
     assert cases[0]["sizes"] == {"batch_size": 8, "dim": 32} and {"dim": 37} in [c["changed"] for c in cases]
     line = f"generalizes: {len(cases)} of {len(cases)} held-out cases"
     assert report["generalizes"] == line and f"- {line}" in text
+
+
+NVJET = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"  # cuBLAS's bf16 GEMM on the H200 (h200-2026-12-02)
+
+
+def test_finalize_weighs_library_work_from_kernel_records_whatever_profile_when_says(problem, bench):
+    """t1 was never profiled (`[profile] when = "never"`, or it never was a first correct or new best): the final
+    number is weighed on kernel records taken now; its own kernels doing the work, the card says so."""
+    (problem / "trialtui.toml").write_text(CONFIG + '[profile]\nwhen = "never"\n')
+    data = json.loads(run("finalize", "t1", "--json", "--dir", str(problem)).output)
+    assert bench.profiled == ["finalize-t1"]
+    assert data["library"]["own_share"] == 1.0 and data["library"]["source"] == "Nsight Compute counters"
+    text = (problem / "final" / "REPORT.md").read_text()
+    assert "- Library work: own kernels 100% of the GPU time (40.0 µs a call)" in text
+
+
+def test_finalize_refuses_a_kernel_whose_records_show_a_library_doing_the_work(problem, bench):
+    """A decoy that reaches cuBLAS around the bench's recorder (ctypes, DisableTorchFunction) and was never profiled:
+    its records show the library's GEMM doing 97 % of the work, and nothing is finalized."""
+    bench.kernels = [{"name": "bias_relu", "duration_ns": 3000.0}, {"name": NVJET, "duration_ns": 97000.0}]
+    out = run("finalize", "t1", "--dir", str(problem), ok=False).output
+    assert "t1 is not finalized" in out and "library kernels did 97%" in out and NVJET in out
+    assert list((problem / "final").iterdir()) == []
+
+
+def test_finalize_reuses_a_stored_profile_s_records_and_takes_none_off_a_gpu(problem, bench):
+    with Store.open(problem) as store:
+        store.update("t1", profile=as_profile({"source": "ncu", "label": "Nsight Compute counters", "available": True,
+                                               "kernels": [{"name": "bias_relu", "duration_ns": 30000.0},
+                                                           {"name": NVJET, "duration_ns": 10000.0}]}))
+    data = json.loads(run("finalize", "t1", "--json", "--dir", str(problem)).output)
+    assert bench.profiled == [] and data["library"]["own_share"] == 0.75
+    bench.result = CPU_RESULT
+    data = json.loads(run("finalize", "t3", "--json", "--dir", str(problem)).output)
+    assert bench.profiled == [] and data["library"] is None
+    assert "Library work" not in (problem / "final" / "REPORT.md").read_text()
 
 
 def test_finalize_a_named_trial_on_a_cpu_run_says_so_and_claims_no_speedup(problem, bench):

@@ -325,7 +325,7 @@ def test_finalize_answers_a_typed_card_from_the_engine_to_every_front_end(kb_pro
     text, card = build_report(load_problem(kb_problem), trial, as_result(GPU_RESULT))
     assert isinstance(card, ReportCard) and card.trial == "t1" and card["trial"] == "t1"
     json_card = card.to_json()
-    assert list(json_card)[:3] == ["problem", "trial", "parent"] and list(json_card)[-1] == "ranked_on"
+    assert list(json_card)[:3] == ["problem", "trial", "parent"] and list(json_card)[-2:] == ["ranked_on", "library"]
     assert ReportCard.from_json(json.loads(json.dumps(json_card))).to_json() == json_card
     more = card.adding({"recorded": {"run": "r1"}, "speedup": 2.0})
     assert more.to_json()["recorded"] == {"run": "r1"} and more.speedup == 2.0 and list(more.to_json())[-1] == "recorded"

@@ -137,7 +137,7 @@ def test_a_long_problem_path_gets_a_private_socket_elsewhere(tmp_path):
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
 
 
-def test_cli_finalize_beside_a_running_engine_runs_in_it(root):
+def test_cli_finalize_beside_a_running_engine_runs_in_it(root, records_unread):
     from test_engine import GpuBench
 
     engine = make_engine(root, bench=GpuBench([100.0, 100.0]))
@@ -146,4 +146,5 @@ def test_cli_finalize_beside_a_running_engine_runs_in_it(root):
         assert result.exit_code == 0, result.output
         assert "(sent to the running trialtui" in result.output
         assert (root / "final" / "kernel.py").read_text() == KB_GOOD
+        assert "- Library work: not weighed: no kernel records here" in (root / "final" / "REPORT.md").read_text()
         assert not engine.paused  # watching resumed

@@ -188,7 +188,7 @@ def test_an_agent_checks_a_trial_on_held_out_cases_and_is_told_the_case_it_fails
     assert list(revealed._read(root / ".trialtui").values())[0]["cases"][2] == "non-contiguous inputs at the checked sizes"
 
 
-def test_the_agents_finalize_answer_carries_the_generalizes_line(tmp_path):
+def test_the_agents_finalize_answer_carries_the_generalizes_line(tmp_path, records_unread):
     """finalize() through MCP, beside an engine with a fake GPU whose held-out run fails one case: the
     answer, the report's JSON and REPORT.md's top all carry the line."""
     from test_control import Running

@@ -265,7 +265,8 @@ def measured_bench(monkeypatch):
     return calls
 
 
-def test_finalize_re_measures_an_imported_replayed_best_and_names_both_origins(replayed, tmp_path, measured_bench):
+def test_finalize_re_measures_an_imported_replayed_best_and_names_both_origins(replayed, tmp_path, measured_bench,
+                                                                             records_unread):
     root, _ = replayed
     elsewhere = fresh_problem(tmp_path / "elsewhere")
     import_hf(export_hf(root, tmp_path / "trials"), elsewhere)

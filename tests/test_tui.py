@@ -349,7 +349,7 @@ def test_F_asks_before_finalizing_and_runs_it_off_the_ui_thread(story, monkeypat
     problem, store, engine = story
     calls = []
 
-    def fake_finalize(problem_, store_, trial, device, bench=None):
+    def fake_finalize(problem_, store_, trial, device, executor=None):
         calls.append((trial.id, device))
         return True, f"wrote final/{trial.file}"
 

@@ -166,7 +166,7 @@ def finalize(trial_id: str | None, device: str | None, executor_url: str | None,
         try:
             here = isinstance(executor, LocalExecutor)  # finalize's own bench_file, as before
             done = finalize_trial(problem, store, trial, device=device if here else device or executor.device,
-                                  bench=None if here else executor.bench)
+                                  bench=None if here else executor.bench, profile=executor.profile)
         except FinalizeError as exc:
             raise Refusal(str(exc), 1) from exc
         finally:

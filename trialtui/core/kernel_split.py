@@ -57,6 +57,11 @@ class KernelSplit:
                                 f"profiled call ({names}); the candidate's own kernels {self.own_share:.0%}: the "
                                 "number is mostly not its kernel's")
 
+    def to_dict(self) -> dict[str, Any]:
+        """The split as a report card keeps it."""
+        return {"own_share": round(self.own_share, 4), "own_us": round(self.own_us, 3), "library_us": round(self.library_us, 3),
+                "library_top": [[name, round(us, 3)] for name, us in self.library_top], "source": self.source}
+
     def line(self) -> str:
         """One line for a view: the split and whose records it comes from."""
         return (f"own kernels {self.own_share:.0%} of GPU time ({self.own_us:.1f} µs a call), library "

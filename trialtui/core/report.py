@@ -15,6 +15,7 @@ from typing import Any
 
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.generalization import Generalization
+from trialtui.core.kernel_split import KernelSplit
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.provenance import KEY as PROVENANCE
@@ -27,9 +28,10 @@ FINAL_DIR = "final"
 _TIME_KEYS = ("median_us", "min_us", "p20_us", "p80_us", "mean_us", "std_us", "n", "rse", "kernel_us")
 
 
-def build_report(problem: Problem, trial: Trial, result: BenchResult,
-                 generalization: Generalization | None = None) -> tuple[str, ReportCard]:
-    """(REPORT.md text, the card report.json holds) for a correct re-benchmark of `trial` and its held-out check."""
+def build_report(problem: Problem, trial: Trial, result: BenchResult, generalization: Generalization | None = None,
+                 library: KernelSplit | None = None) -> tuple[str, ReportCard]:
+    """(REPORT.md text, the card report.json holds) for a correct re-benchmark of `trial`, its held-out check and the
+    library's share of its GPU time (core/kernel_split.py)."""
     if result.state != TrialState.CORRECT.value:
         raise ValueError(f"a report needs a correct result, got {result.state!r}")
     env = result.env or {}
@@ -88,6 +90,7 @@ def build_report(problem: Problem, trial: Trial, result: BenchResult,
         **_origin(fresh),
         # ... and the number the trial was chosen on, with its own origin (a replay, an import)
         "ranked_on": {"speedup": trial.speedup(primary), "time_us": trial.median_us, **_origin(ranked)},
+        "library": library.to_dict() if library is not None else None,
     }
     card = ReportCard(**data, _keys=tuple(data))
     return render_markdown(card), card
@@ -123,6 +126,14 @@ def _spread_pct(timing: dict[str, Any]) -> float | None:
     if not median or low is None or high is None:
         return None
     return (high - low) / median * 100
+
+
+def _library(split: dict[str, Any] | None) -> str:
+    """The card's line on whose kernels did the GPU work."""
+    if not split:
+        return "not weighed: no kernel records here, or no kernel of its own to weigh them against (`trialtui profile`)"
+    return (f"own kernels {split['own_share']:.0%} of the GPU time ({split['own_us']:.1f} µs a call), libraries "
+            f"{1 - split['own_share']:.0%} ({split['library_us']:.1f} µs), from {split['source']}")
 
 
 def _us(value: float | None) -> str:
@@ -200,6 +211,7 @@ def render_markdown(card: ReportCard) -> str:
         f"- Spread (p20–p80): {spread}; n={time['n']}, kernel time {_us(time['kernel_us'])}",
         f"- Speed-of-light: {sol}",
         f"- Where the win comes from: {bound}",
+        *([f"- Library work: {_library(card.library)}"] if on_gpu else []),
         f"- Correctness: passed {correctness.get('seeds', '?')} seeds on {correctness.get('cases', '?')} case(s) "
         f"(atol {card.tolerance['atol']:g}, rtol {card.tolerance['rtol']:g}); "
         f"max abs err {_err(correctness.get('max_abs_err'))}, max rel err {_err(correctness.get('max_rel_err'))}",

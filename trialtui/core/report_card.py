@@ -58,6 +58,7 @@ class ReportCard(JsonRecord):
     origin_short: str  # the same, short
     provenance: dict[str, Any] | None  # the Provenance in full
     ranked_on: dict[str, Any]  # the number the trial was chosen on, and its origin
+    library: dict[str, Any] | None = None  # its own kernels' share of the GPU time, from kernel records (KernelSplit)
     extra: dict[str, Any] = field(default_factory=dict)  # keys a caller adds (the demo's recorded run)
     _keys: tuple[str, ...] = field(default=(), compare=False, repr=False)
 

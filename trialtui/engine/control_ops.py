@@ -118,7 +118,7 @@ async def gpu_to_itself(engine: RunningEngine) -> AsyncIterator[None]:
 
 
 async def finalize_running(engine: RunningEngine, trial_id: str | None, device: str,
-                           bench: Callable[..., BenchResult]) -> Finalized:
+                           bench: Callable[..., BenchResult], profile: Callable[..., Any] | None = None) -> Finalized:
     """`trials finalize` in a running engine: watching pauses and the lanes drain first, as for the TUI's F."""
     store, config = engine.store, engine.problem.config
     trial = store.get(trial_id) if trial_id else tree.best(store.trials(), config.primary_baseline)
@@ -128,6 +128,7 @@ async def finalize_running(engine: RunningEngine, trial_id: str | None, device: 
         raise FinalizeError(f"{trial.id} is never finalized: {'; '.join(tree.disqualified(trial))}")
     async with gpu_to_itself(engine):
         engine.emit(ev.Notice(f"finalizing {trial.id}: re-benchmarking with no cached baseline"))
-        done = await asyncio.to_thread(finalize_trial, engine.problem, store, trial, device=device, bench=bench)
+        done = await asyncio.to_thread(finalize_trial, engine.problem, store, trial, device=device, bench=bench,
+                                      profile=profile)
     engine.emit(ev.Notice(f"finalized {trial.id}: wrote {done.out_dir}"))
     return done

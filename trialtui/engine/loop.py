@@ -442,7 +442,7 @@ class Engine(TrialJobs):
 
     async def finalize(self, trial_id: str | None, device: str | None = None) -> Finalized:
         """`trials finalize` for a running engine: watching pauses and the lanes drain first, as for the TUI's F."""
-        return await finalize_running(self, trial_id, device or self.device, self._bench)
+        return await finalize_running(self, trial_id, device or self.device, self._bench, self.executor.profile)
 
     async def command(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
         """One control-channel command (engine.control_ops): the reply's fields, or ok False and why."""

@@ -459,8 +459,7 @@ class TrialApp(KeyActions, AppMessages, App):
                 await asyncio.sleep(0.2)
             trial = self.trials[trial_id]
             executor = getattr(self.engine, "executor", None)  # an attached viewer's finalize runs here
-            ok, text = await asyncio.to_thread(finalize_trial, self.problem, self.store, trial, self.engine.device,
-                                               executor.bench if executor is not None else None)
+            ok, text = await asyncio.to_thread(finalize_trial, self.problem, self.store, trial, self.engine.device, executor)
         except Exception as exc:
             ok, text = False, f"{type(exc).__name__}: {exc}"
         finally:

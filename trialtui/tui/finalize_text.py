@@ -12,12 +12,13 @@ from trialtui.core.store import Store
 
 
 def finalize_trial(problem: Problem, store: Store, trial: Trial, device: str | None,
-                   bench: Any = None) -> tuple[bool, str]:
-    """The engine's finalize, as (ok, what happened) for a notification."""
+                   executor: Any = None) -> tuple[bool, str]:
+    """The engine's finalize, as (ok, what happened) for a notification; through `executor` where the engine has one."""
     from trialtui.engine.finalize import FinalizeError, finalize
 
     try:
-        done = finalize(problem, store, trial, device=device, bench=bench)
+        done = finalize(problem, store, trial, device=device, bench=executor.bench if executor is not None else None,
+                        profile=executor.profile if executor is not None else None)
     except FinalizeError as exc:
         return False, str(exc)
     out_dir = done.out_dir

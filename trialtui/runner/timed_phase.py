@@ -453,8 +453,7 @@ class TimedPhase:
         cand["confirm_band"] = {"slack_us": self.band.slack_us, "tol": self.band.tol}
         cand["reference_loop"] = self.reference_loop  # the harness's cost beside it, on the reference's own call
         cand["landing"] = self.landing  # the clock from each request to its last hash's landing, per call
-        cand["kernel_us"] = None  # kept in the result format; CUPTI kernel time is `trialtui profile`'s, where the candidate has no say
-        cand["host_wall_us"] = number(reply.get("host_wall_us"))
+        cand["kernel_us"], cand["host_wall_us"] = None, number(reply.get("host_wall_us"))  # kernel time: `trialtui profile`'s
         cand["cuda_graph"] = self.spec.cuda_graph
         cand["graphed"] = self.graphed  # its timed calls replayed as CUDA graphs of the whole sequence, host launches out of them
         cand["graph_refused"] = str(self.prepared_reply.get("graph_refused") or "")[:300] or None
@@ -463,7 +462,8 @@ class TimedPhase:
         clock = "the landing clock" if self.landed_harness_us is not None else "the checker's clock"  # runner/landing.py
         cand["label"] = (f"GPU, CUDA events {how} less their empty pair ({pair_us:.1f} µs), L2 flushed, median, within "
                          f"{self.band.slack_us:g} µs and {self.band.tol:.0%} of {clock}{timing.raised_note(cand)}" if cand["confirmed"] else
-                         f"GPU, {clock} per call, L2 flushed, median (the candidate's own events were not confirmed"
+                         f"GPU, {clock} per call, L2 flushed, {'its fastest large batch' if 'batches_median_us' in cand else 'median'} "
+                         "(the candidate's own events were not confirmed"
                          + (COPIED_INLINE if self.graphed and self.landed_harness_us is not None and not self.landing["copies_after"] else ")"))
         cand["peak_mem_bytes"] = number(reply.get("peak_mem_bytes"))
         split = library_split.reported_split(reply.get("kernels"))

@@ -371,18 +371,20 @@ def untilted_stats(claimed: dict[str, Any], walls: list[tuple[float, int, list[f
 
 def landed_stats(claimed: dict[str, Any], landings: list[tuple[float, int]], harness_us: float,
                  band: Band = LANDED) -> dict[str, Any]:
-    """`confirmed_stats` on the landing clock (runner/landing.py): the candidate's figures where it confirms
-    them, raised to the clock's own figure where they lie under it (the band is the clock's scatter, not the
-    candidate's to spend: a claim at its edge gains nothing), else its per-call figures, one per batch of the
-    largest size, less the harness's (a batch's start is on its clock once: from the request, an ungated batch
-    of 25 carries its way in over a quarter of the calls)."""
+    """`confirmed_stats` on the landing clock (runner/landing.py), whose figure is the largest batches' fastest
+    per call less the harness's (every batch does the whole work of its calls, and what lengthens one only adds;
+    from the request, an ungated batch of 25 carries its way in over a quarter of the calls). The candidate's
+    figures where it confirms them, raised to the clock's where they lie under it (the band is the clock's
+    scatter, not the candidate's to spend: a claim at its edge gains nothing); else the clock's, the spread over
+    those batches kept (`batches_median_us` their median)."""
     per_call = landing_per_call_us(landings)
     _, confirmed = confirm(claimed["median_us"], per_call, harness_us, band)
     if confirmed:
         return {**raised(claimed, per_call - harness_us), "confirmed": True}
     large = max((n for _, n in landings), default=0)
-    seen = [max(0.0, us / n - harness_us) for us, n in landings if n and n == large]
-    return {**summarize(seen), "confirmed": False, "claimed": claimed}
+    figures = summarize([max(0.0, us / n - harness_us) for us, n in landings if n and n == large])
+    return {**figures, "median_us": figures["min_us"], "batches_median_us": figures["median_us"], "confirmed": False,
+            "claimed": claimed}
 
 
 def raised(stats: dict[str, Any], floor_us: float) -> dict[str, Any]:

@@ -53,3 +53,16 @@ def test_side_stream_work_is_caught_by_the_cupti_cross_check():
 def test_illegal_memory_access_is_an_error_not_a_crash():
     bad = check_result(load("bad_illegal_address.json"))
     assert bad["state"] == "error" and "CUDA error" in bad["message"]
+
+
+def test_a_gpu_bench_says_how_it_was_timed_and_what_torch_s_functions_weighed():
+    """`trialtui bench` on a GPU: the timing label under the median (which clock, which band), the recorder's
+    split of the timed calls' GPU time, and no kernel time where the bench took none (`trialtui profile` does)."""
+    result = check_result(load("result_matmul.json"))
+    result["timing"] = {**result["timing"], "kernel_us": None, "label": "GPU, the landing clock per call, L2 flushed, "
+                        "its fastest large batch (the candidate's own events were not confirmed)",
+                        "kernels": {"own_us": 20.0, "library_us": 180.0, "own_share": 0.1,
+                                    "library_top": [["matmul(Tensor, Tensor)", 180.0]]}}
+    text = render_bench(as_result(result))
+    assert "kernel time" not in text and "  timed: GPU, the landing clock per call" in text
+    assert "  library: torch's compute functions 90% of the timed calls' GPU time (matmul)" in text

@@ -5,6 +5,7 @@ Every speed figure names its GPU, dtype, shapes and baseline kind, so a pasted l
 
 from __future__ import annotations
 
+from typing import Any
 
 from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
@@ -42,11 +43,14 @@ def render_bench(result: BenchResult, problem=None, file: str = "") -> str:
         if timing.get("label") == CPU_TIMING_LABEL:
             lines.append(f"  time: {fmt_us(timing['median_us'])} ({CPU_TIMING_LABEL}); no speedup computed")
         else:
+            kernel = f"; kernel time {fmt_us(timing['kernel_us'])}" if timing.get("kernel_us") is not None else ""
             lines.append(
                 f"  candidate: median {fmt_us(timing['median_us'])} (p20 {fmt_us(timing['p20_us'])}, "
-                f"p80 {fmt_us(timing['p80_us'])}, n={timing['n']}, rse {timing['rse']:.2%}); "
-                f"kernel time {fmt_us(timing.get('kernel_us'))}"
+                f"p80 {fmt_us(timing['p80_us'])}, n={timing['n']}, rse {timing['rse']:.2%}){kernel}"
             )
+            if timing.get("label"):
+                lines.append(f"  timed: {timing['label']}")
+            lines += _library_line(timing.get("kernels"))
             for kind, base in (result.baselines or {}).items():
                 source = "given" if base.get("given") else ("cached" if base.get("cached") else "measured")
                 speed = (result.speedup or {}).get(kind)
@@ -59,6 +63,16 @@ def render_bench(result: BenchResult, problem=None, file: str = "") -> str:
     if result.log:
         lines.append(f"  log: {result.log}")
     return "\n".join(lines)
+
+
+def _library_line(split: Any) -> list[str]:
+    """The torch functions' share of the timed calls' GPU time, as the bench's recorder weighed it (a library
+    reached around torch is weighed on kernel records: `trialtui profile`, and at finalize)."""
+    if not isinstance(split, dict) or split.get("own_share") is None:
+        return []
+    top = ", ".join(str(name).split("(")[0][:40] for name, _ in (split.get("library_top") or [])[:3])
+    return [f"  library: torch's compute functions {1 - split['own_share']:.0%} of the timed calls' GPU time"
+            + (f" ({top})" if top else "") + "; kernel records weigh it in `trialtui profile` and at finalize"]
 
 
 def _header(result: BenchResult) -> str:

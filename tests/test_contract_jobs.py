@@ -297,7 +297,7 @@ def test_profile_candidate_answers_a_typed_report_whose_json_is_the_dicts(tmp_pa
     report = ProfileReport(state="correct", env={"device": "cuda", "gpu": "NVIDIA H200"}, label="Nsight Compute counters",
                            profile=body, sol=0.5, median_us=12.0, gpu="NVIDIA H200", phases_s={"bench": 1.0})
     assert list(report.to_json()) == ["state", "analytic", "label", "profile", "verdicts", "sol", "roofline", "median_us",
-                                      "env", "gpu", "reused_from", "phases_s"]
+                                      "env", "gpu", "reused_from", "phases_s", "library"]
     assert report.to_json()["profile"] == body.to_json()
     text = render_verdicts(report)
     assert text.startswith("NVIDIA H200: median 12.00 µs, 50% of speed-of-light; verdicts from Nsight Compute counters")

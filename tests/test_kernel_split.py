@@ -159,3 +159,27 @@ def test_a_best_whose_profile_shows_library_work_is_flagged_and_loses_best(tmp_p
     assert len(flags) == 1 and "library kernels did 97%" in flags[0]["message"] and NVJET in flags[0]["message"]
     assert tree.best([trial], "eager") is None and disqualifications(trial.result, None)
     assert any(isinstance(e, ev.Notice) and "t1 flagged fallback" in e.message for e in seen)
+
+
+def test_trialtui_profile_shows_the_split_of_its_records_and_says_fallback(tmp_path, monkeypatch):
+    """`trialtui profile FILE`: the records it took weigh the candidate's own kernels (the @triton.jit ones its text
+    declares) against the rest, and the text says where libraries did most of the work."""
+    from trialtui.core.analysis_result import AnalysisResult
+    from trialtui.engine import profile as profile_module
+    from trialtui.render import render_verdicts
+
+    root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
+    records = [{"name": "bias_relu", "duration_ns": 3000.0}, {"name": NVJET, "duration_ns": 97000.0}]
+    monkeypatch.setattr(profile_module, "detect_device", lambda: "cuda")
+    monkeypatch.setattr(profile_module, "analyze", lambda problem, **kw: AnalysisResult.failure("not here"))
+    monkeypatch.setattr(profile_module, "bench_file", lambda problem, path, **kw: gpu_result(problem, path))
+    monkeypatch.setattr(profile_module, "profile_file", lambda problem, path, **kw: as_profile(
+        {"source": "activity", "label": "CUPTI kernel records", "available": True, "kernels": records}))
+    out = profile_module.profile_candidate(load_problem(root), root / "kernel.py")
+    assert out.library["own_share"] == pytest.approx(0.03) and out.to_json()["library"] == out.library
+    text = render_verdicts(out)
+    assert "library: own kernels 3% of the GPU time (3.0 µs a call), libraries 97% (97.0 µs: " + NVJET in text
+    assert "under half its own: `fallback`" in text
+    records[1]["duration_ns"] = 1000.0
+    text = render_verdicts(profile_module.profile_candidate(load_problem(root), root / "kernel.py"))
+    assert "own kernels 75%" in text and "fallback" not in text

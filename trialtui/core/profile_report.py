@@ -27,6 +27,7 @@ class ProfileReport:
     gpu: str | None = None  # the GPU whose ceilings the verdicts used (the one it ran on, or --gpu)
     reused_from: str | None = None  # the stored trial whose correct result stood in for a second benchmark
     phases_s: dict[str, float] = field(default_factory=dict)  # seconds per step of the command
+    library: dict[str, Any] | None = None  # its own kernels' share of the GPU time from the records (KernelSplit)
 
     @property
     def correct(self) -> bool:
@@ -39,4 +40,4 @@ class ProfileReport:
         return {"state": self.state, "analytic": self.analytic, "label": self.label,
                 "profile": self.profile.to_json() if self.profile is not None else None, "verdicts": [v.to_dict() for v in self.verdicts],
                 "sol": self.sol, "roofline": self.roofline, "median_us": self.median_us, "env": self.env,
-                "gpu": self.gpu, "reused_from": self.reused_from, "phases_s": self.phases_s}
+                "gpu": self.gpu, "reused_from": self.reused_from, "phases_s": self.phases_s, "library": self.library}

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from trialtui.core import job_kinds
+from trialtui.core import job_kinds, kernel_split
 from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.baselines import reference_hash
 from trialtui.core.calibration_result import CalibrationResult
@@ -172,9 +172,11 @@ def profile_candidate(problem: Problem, path: Path, *, gpu: str = "NVIDIA H200")
         target = gpu
     verdicts, sol, roof = trial_verdicts(problem, trial, analysis, body, gpu=target)
     analytic = source_of(body) == ANALYTIC or not body.available
+    weighed = kernel_split.of_profile(body, kernel_split.own_kernels(trial.validation, path.read_text(errors="replace")))
     return ProfileReport(state="correct", analytic=analytic, label=label, profile=body.without("log_tail"),
                          verdicts=verdicts, sol=sol, roofline=roof, median_us=trial.median_us, env=env, gpu=target,
-                         reused_from=reused.id if reused else None, phases_s=phases)
+                         reused_from=reused.id if reused else None, phases_s=phases,
+                         library=weighed.to_dict() if weighed is not None else None)
 
 
 def established(problem: Problem, path: Path) -> Trial | None:

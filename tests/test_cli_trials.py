@@ -217,6 +217,7 @@ def test_finalize_rebenchmarks_the_best_without_cache_and_writes_final(problem, 
     assert report["sol"] == 0.71 and report["bound"] == "bandwidth"
     text = (problem / "final" / "REPORT.md").read_text()
     assert "NVIDIA H200" in text and "**2.38× faster than eager**" in text and "71% of the ceiling" in text
+    assert "n=200, kernel time 39.80 µs" in text
     (cases,) = bench.heldout  # held out at the bench sizes of the clean run's GPU
     assert cases[0]["sizes"] == {"batch_size": 8, "dim": 32} and {"dim": 37} in [c["changed"] for c in cases]
     line = f"generalizes: {len(cases)} of {len(cases)} held-out cases"
@@ -268,6 +269,7 @@ def test_finalize_a_named_trial_on_a_cpu_run_says_so_and_claims_no_speedup(probl
     assert data["bound"] == "unknown" and data["sol"] is None
     text = (problem / "final" / "REPORT.md").read_text()
     assert CPU_TIMING_LABEL in text and "×" not in text and "No speedup" in text
+    assert "n=3\n" in text and "kernel time" not in text  # none taken: no dash standing for it
 
 
 def test_a_cpu_report_drops_the_gpu_speed_of_light_but_keeps_the_profiles_bound(problem, bench):

@@ -208,7 +208,7 @@ def render_markdown(card: ReportCard) -> str:
     correctness = card.correctness or {}
     lines += [
         "",
-        f"- Spread (p20–p80): {spread}; n={time['n']}, kernel time {_us(time['kernel_us'])}",
+        f"- Spread (p20–p80): {spread}; n={time['n']}" + (f", kernel time {_us(time['kernel_us'])}" if time.get("kernel_us") else ""),
         f"- Speed-of-light: {sol}",
         f"- Where the win comes from: {bound}",
         *([f"- Library work: {_library(card.library)}"] if on_gpu else []),

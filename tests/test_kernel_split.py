@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 
@@ -183,3 +184,29 @@ def test_trialtui_profile_shows_the_split_of_its_records_and_says_fallback(tmp_p
     records[1]["duration_ns"] = 1000.0
     text = render_verdicts(profile_module.profile_candidate(load_problem(root), root / "kernel.py"))
     assert "own kernels 75%" in text and "fallback" not in text
+
+
+def test_a_one_off_bench_with_weigh_flags_a_library_doing_the_work_on_its_records(tmp_path, monkeypatch):
+    """`trialtui bench FILE --weigh`: a correct GPU bench, then kernel records; libraries doing most of the GPU time
+    flag it `fallback` as finalize would refuse it. Without --weigh no profile runs (the bench stays a bench)."""
+    from click.testing import CliRunner
+
+    from trialtui.cli import cli
+
+    root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
+    profiled = []
+    records = [{"name": "bias_relu", "duration_ns": 3000.0}, {"name": NVJET, "duration_ns": 97000.0}]
+    timed = {"median_us": 100.0, "p20_us": 99.0, "p80_us": 101.0, "n": 40, "rse": 0.001, "label": "GPU, CUDA events"}
+    monkeypatch.setattr("trialtui.engine.bench.bench_file", lambda problem, path, **kw: dataclasses.replace(
+        gpu_result(problem, path), timing=timed))
+    monkeypatch.setattr("trialtui.engine.profile.profile_file", lambda problem, path, **kw: profiled.append(kw["name"])
+                        or as_profile({"source": "activity", "label": "CUPTI kernel records", "available": True,
+                                       "kernels": records}))
+    out = CliRunner().invoke(cli, ["bench", str(root / "kernel.py"), "--device", "cuda", "--weigh"])
+    assert out.exit_code == 0, out.output
+    assert profiled == ["bench-kernel"] and "! fallback: CUPTI kernel records (torch.profiler, no hardware counters): " \
+        "library kernels did 97%" in out.output
+    assert "  records: own kernels 3% of GPU time (3.0 µs a call), library 97% (97.0 µs), from CUPTI kernel records" \
+        in out.output
+    out = CliRunner().invoke(cli, ["bench", str(root / "kernel.py"), "--device", "cuda"])
+    assert profiled == ["bench-kernel"] and "fallback" not in out.output and "records:" not in out.output

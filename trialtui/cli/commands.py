@@ -100,9 +100,11 @@ def validate(file: Path, as_json: bool, arch: str | None, no_compile: bool, exec
 @click.option("--sandbox", is_flag=True, help="Run the job under bubblewrap: read-only files, no network (docs/SECURITY.md).")
 @click.option("--generalize", is_flag=True, help="Check held-out sizes, layouts and fresh seeds instead, untimed "
               "(finalize's check; its card then says these cases were not held out for this source).")
+@click.option("--weigh", is_flag=True, help="Also weigh library work on kernel records (a profile job after a correct "
+              "GPU bench, a few seconds): libraries doing most of the work flag it `fallback`, as finalize does.")
 @executor_option
 def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_graph, all_gpus, sandbox,
-          generalize, executor_url) -> None:
+          generalize, weigh, executor_url) -> None:
     """Check FILE against the reference on several seeds and, only if correct, time it.
 
     \b
@@ -112,7 +114,9 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    from trialtui.core import kernel_split
     from trialtui.core.bench_result import BenchResult
+    from trialtui.core.kernel_split import KernelSplit
     from trialtui.engine.bench import bench_file
     from trialtui.engine.executors.local import LocalExecutor
     from trialtui.engine.jobs import cancel_on_interrupt, use_sandbox
@@ -126,12 +130,21 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
     here = isinstance(executor, LocalExecutor)
     run = bench_file if here else executor.bench
 
+    weighed: dict[str | None, KernelSplit] = {}
+
     def one(gpu: str | None) -> BenchResult:
-        return run(
+        env = {"CUDA_VISIBLE_DEVICES": gpu} if gpu else None
+        result = run(
             problem, file.resolve(), device=device if here else device or executor.device, seeds=seeds,
-            baseline_us=baseline_us, use_cache=not no_cache, cuda_graph=cuda_graph,
-            env={"CUDA_VISIBLE_DEVICES": gpu} if gpu else None,
+            baseline_us=baseline_us, use_cache=not no_cache, cuda_graph=cuda_graph, env=env,
         )
+        if not weigh or result.state != "correct" or (result.env or {}).get("device") != "cuda":
+            return result
+        profile = executor.profile(problem, file.resolve(), name=f"bench-{file.stem}", env=env)
+        found = kernel_split.of_profile(profile, kernel_split.own_kernels(None, file.read_text(errors="replace")))
+        if found is not None:
+            weighed[gpu] = found
+        return kernel_split.flagged(result, found) or result
 
     if generalize:
         from trialtui.engine.generalize import check_file
@@ -155,6 +168,9 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
     else:
         for gpu, result in results.items():
             click.echo((f"== GPU {gpu} ==\n" if all_gpus else "") + render_bench(result, problem, file.name))
+            if weigh and result.state == "correct":
+                click.echo(f"  records: {weighed[gpu].line()}" if gpu in weighed else
+                           "  records: none weighed (no GPU timing, no kernel records, or no kernel of its own found)")
         click.echo(f"  (a one-off check, kept in no tree: `trialtui {problem.root}` records every save as a trial)")
     sys.exit(max(BENCH_EXIT.get(r.state, BENCH_EXIT_OTHER) for r in results.values()))
 

@@ -8,8 +8,8 @@ and keeps the GPU lanes idle meanwhile.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from trialtui.core import kernel_split, provenance

@@ -233,6 +233,8 @@ def test_finalize_weighs_library_work_from_kernel_records_whatever_profile_when_
     (problem / "trialtui.toml").write_text(CONFIG + '[profile]\nwhen = "never"\n')
     data = json.loads(run("finalize", "t1", "--json", "--dir", str(problem)).output)
     assert bench.profiled == ["finalize-t1"]
+    with Store.open(problem, writer=False) as store:
+        assert store.get("t1").profile["kernels"] == bench.kernels  # kept with the trial, as the loop's would be
     assert data["library"]["own_share"] == 1.0 and data["library"]["source"] == "Nsight Compute counters"
     text = (problem / "final" / "REPORT.md").read_text()
     assert "- Library work: own kernels 100% of the GPU time (40.0 µs a call)" in text
@@ -245,6 +247,11 @@ def test_finalize_refuses_a_kernel_whose_records_show_a_library_doing_the_work(p
     out = run("finalize", "t1", "--dir", str(problem), ok=False).output
     assert "t1 is not finalized" in out and "library kernels did 97%" in out and NVJET in out
     assert list((problem / "final").iterdir()) == []
+    with Store.open(problem, writer=False) as store:  # flagged and its records kept: never best, not profiled again
+        t1 = store.get("t1")
+    assert [f["code"] for f in t1.result.flags].count("fallback") == 1 and t1.profile["kernels"]
+    run("finalize", "t1", "--dir", str(problem), ok=False)
+    assert bench.profiled == ["finalize-t1"]
 
 
 def test_finalize_reuses_a_stored_profile_s_records_and_takes_none_off_a_gpu(problem, bench):

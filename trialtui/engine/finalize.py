@@ -59,6 +59,9 @@ def finalize(
     fallback = weighed.fallback() if weighed is not None else None
     if fallback is not None:
         kernel.unlink(missing_ok=True)
+        flagged = kernel_split.flagged(trial.result, weighed) if trial.result is not None else None
+        if flagged is not None and store.writer:  # never best again, as a profile in the loop would have left it
+            store.update(trial.id, result=flagged)
         raise FinalizeError(f"{trial.id} is not finalized: {fallback['message']}")
     # where the re-benchmark ran; a replayed one ran nowhere, so this machine's device, whose sizes it can run
     ran_on = (result.env or {}).get("device") if provenance.measured_here(result) else None
@@ -78,10 +81,14 @@ def library_weighed(problem: Problem, store: Store, trial: Trial, kernel: Path, 
                     profile: Callable[..., ProfileResult] | None, env: dict[str, str] | None) -> KernelSplit | None:
     """The final kernel's own share of the GPU time, from kernel records its process has no part in: the trial's
     stored profile's, else a profile taken now, whatever `[profile] when` says (the bench's recorder sees only torch's
-    functions, and a library reached around them would otherwise pass for the candidate's own in the final number).
-    None off a GPU, for a number not measured here, or where no profiler could read records."""
+    functions, and a library reached around them would otherwise pass for the candidate's own in the final number),
+    kept with a trial that had none. None off a GPU, for a number not measured here, or where no profiler could
+    read records."""
     found = kernel_split.of_trial(trial, store)
     if found is not None or (result.env or {}).get("device") != "cuda" or not provenance.measured_here(result):
         return found
     taken = (profile or engine_profile.profile_file)(problem, kernel, name=f"finalize-{trial.id}", env=env)
-    return kernel_split.of_profile(taken, kernel_split.own_kernels(trial.validation, kernel.read_text(errors="replace")))
+    found = kernel_split.of_profile(taken, kernel_split.own_kernels(trial.validation, kernel.read_text(errors="replace")))
+    if found is not None and store.writer and (trial.profile is None or not trial.profile.available):
+        store.update(trial.id, profile=taken.without("log_tail", "command"))  # kept, as the loop's own profile is
+    return found

@@ -302,8 +302,8 @@ def test_a_tilted_reply_clock_buys_a_long_call_nothing_on_the_landing_clock(monk
 
 
 def test_batches_that_do_not_land_are_read_whole_not_by_a_slope(monkeypatch):
-    """A process that takes no pad (or lands no hash) has no claim confirmed, and its figure is each large batch's
-    whole wall over its calls less the harness's: its request and reply are in it, and no hold tilts it."""
+    """A process that takes no pad (or lands no hash) has no claim confirmed, and its figure is the large batches'
+    fastest whole wall over their calls less the harness's: its request and reply are in it, and no hold tilts it."""
     monkeypatch.setattr(timed_phase.TimedPhase, "_yardstick", lambda self, setup, pair_us: False)
     test = phase(HARNESS_US)
     test.spec = SimpleNamespace(cuda_graph=False)
@@ -313,6 +313,11 @@ def test_batches_that_do_not_land_are_read_whole_not_by_a_slope(monkeypatch):
     test._settle_band(timed, tilted(HARNESS_US + 11.2), SimpleNamespace(batches=(25, 100)), 1.3)
     cand = test._candidate(timing.summarize([3.0] * 40), tilted(HARNESS_US + 11.2), {}, 1.3, 25.0)
     assert cand["confirmed"] is False and cand["median_us"] == pytest.approx(11.2 + 500.0 / 100)
+    assert "its fastest large batch" in cand["label"] and cand["batches_median_us"] >= cand["median_us"]
+    held = [(wall + (900.0 * i if n == 100 else 0.0), n, s) for i, (wall, n, s) in enumerate(tilted(HARNESS_US + 11.2))]
+    figures = timing.untilted_stats({"median_us": 3.0}, held, HARNESS_US)  # large batches held back, one more than another
+    assert figures["median_us"] == pytest.approx(11.2 + 500.0 / 100 + 9.0)  # the fastest: i = 1, held 900 µs
+    assert figures["median_us"] < figures["batches_median_us"]
     assert timing.checker_per_call_us(tilted(HARNESS_US + 11.2)) - HARNESS_US < 0.0  # the slope it would have had
 
 

@@ -237,7 +237,7 @@ def test_finalize_weighs_library_work_from_kernel_records_whatever_profile_when_
         assert store.get("t1").profile["kernels"] == bench.kernels  # kept with the trial, as the loop's would be
     assert data["library"]["own_share"] == 1.0 and data["library"]["source"] == "Nsight Compute counters"
     text = (problem / "final" / "REPORT.md").read_text()
-    assert "- Library work: own kernels 100% of the GPU time (40.0 µs a call)" in text
+    assert "- Library work: own kernels 100% of GPU time (40.0 µs a call), library 0% (0.0 µs), from Nsight" in text
 
 
 def test_finalize_refuses_a_kernel_whose_records_show_a_library_doing_the_work(problem, bench):

@@ -178,8 +178,10 @@ def test_trialtui_profile_shows_the_split_of_its_records_and_says_fallback(tmp_p
         {"source": "activity", "label": "CUPTI kernel records", "available": True, "kernels": records}))
     out = profile_module.profile_candidate(load_problem(root), root / "kernel.py")
     assert out.library["own_share"] == pytest.approx(0.03) and out.to_json()["library"] == out.library
+    assert kernel_split.KernelSplit.from_dict(out.library).to_dict() == out.library  # as a card reads it back
     text = render_verdicts(out)
-    assert "library: own kernels 3% of the GPU time (3.0 µs a call), libraries 97% (97.0 µs: " + NVJET in text
+    assert "library: own kernels 3% of GPU time (3.0 µs a call), library 97% (97.0 µs), from CUPTI kernel records " \
+        "(torch.profiler, no hardware counters); largest: " + NVJET in text
     assert "under half its own: `fallback`" in text
     records[1]["duration_ns"] = 1000.0
     text = render_verdicts(profile_module.profile_candidate(load_problem(root), root / "kernel.py"))

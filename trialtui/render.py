@@ -11,7 +11,7 @@ from trialtui.core.analysis_result import AnalysisResult
 from trialtui.core.bench_result import BenchResult
 from trialtui.core.calibration_result import CalibrationResult
 from trialtui.core.gpus import datasheet
-from trialtui.core.kernel_split import LIBRARY_SHARE, short_name
+from trialtui.core.kernel_split import KernelSplit, short_name
 from trialtui.core.model import NEEDS_RUNNER
 from trialtui.core.profile_report import ProfileReport
 from trialtui.core.result import CPU_TIMING_LABEL
@@ -171,11 +171,10 @@ def render_verdicts(out: ProfileReport) -> str:
     if profile is not None and profile.report:
         lines.append(f"  report: {profile.report}")
     if out.library:
-        split = out.library
-        top = ", ".join(short_name(name)[:60] for name, _ in (split.get("library_top") or [])[:3])
-        lines.append(f"  library: own kernels {split['own_share']:.0%} of the GPU time ({split['own_us']:.1f} µs a call), "
-                     f"libraries {1 - split['own_share']:.0%} ({split['library_us']:.1f} µs{': ' + top if top else ''})"
-                     + ("; under half its own: `fallback`, never best or finalized" if split["own_share"] < LIBRARY_SHARE else ""))
+        split = KernelSplit.from_dict(out.library)
+        top = ", ".join(short_name(name)[:60] for name, _ in split.library_top[:3])
+        lines.append(f"  library: {split.line()}" + (f"; largest: {top}" if top else "")
+                     + ("; under half its own: `fallback`, never best or finalized" if split.fallback() else ""))
     for v in out.verdicts:
         lines.append(f"  [{v.severity}] {v.title} — {v.evidence}")
         lines.append(f"      → {v.hint}")

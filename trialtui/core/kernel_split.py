@@ -57,6 +57,12 @@ class KernelSplit:
                                 f"profiled call ({names}); the candidate's own kernels {self.own_share:.0%}: the "
                                 "number is mostly not its kernel's")
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> KernelSplit:
+        """A split as `to_dict` kept it (a report card's, a profile report's)."""
+        return cls(data["own_us"], data["library_us"], tuple((n, us) for n, us in data.get("library_top") or ()),
+                   data.get("source") or "")
+
     def to_dict(self) -> dict[str, Any]:
         """The split as a report card keeps it."""
         return {"own_share": round(self.own_share, 4), "own_us": round(self.own_us, 3), "library_us": round(self.library_us, 3),

@@ -132,8 +132,7 @@ def _library(split: dict[str, Any] | None) -> str:
     """The card's line on whose kernels did the GPU work."""
     if not split:
         return "not weighed: no kernel records here, or no kernel of its own to weigh them against (`trialtui profile`)"
-    return (f"own kernels {split['own_share']:.0%} of the GPU time ({split['own_us']:.1f} µs a call), libraries "
-            f"{1 - split['own_share']:.0%} ({split['library_us']:.1f} µs), from {split['source']}")
+    return KernelSplit.from_dict(split).line()
 
 
 def _us(value: float | None) -> str:

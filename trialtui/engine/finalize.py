@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,7 @@ def library_weighed(problem: Problem, store: Store, trial: Trial, kernel: Path, 
     if found is not None or (result.env or {}).get("device") != "cuda" or not provenance.measured_here(result):
         return found
     taken = (profile or engine_profile.profile_file)(problem, kernel, name=f"finalize-{trial.id}", env=env)
-    found = kernel_split.of_profile(taken, kernel_split.own_kernels(trial.validation, kernel.read_text(errors="replace")))
+    found = kernel_split.of_trial(replace(trial, profile=taken), store)  # as the loop weighs a profile it took
     if found is not None and store.writer and (trial.profile is None or not trial.profile.available):
         store.update(trial.id, profile=taken.without("log_tail", "command"))  # kept, as the loop's own profile is
     return found

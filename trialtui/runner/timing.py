@@ -361,30 +361,32 @@ def unconfirmed_stats(claimed: dict[str, Any], walls: list[tuple[float, int, lis
 
 def untilted_stats(claimed: dict[str, Any], walls: list[tuple[float, int, list[float]]],
                    overhead_us: float) -> dict[str, Any]:
-    """The checker's per-call figures where the candidate's batches did not land (runner/landing.py): each of the
-    largest batches' whole wall time over its calls, less the harness's. Its request and reply stay in it: a slope
-    over two sizes would take them out, but the candidate's process, which knows each batch's size, can tilt it."""
-    large = max((n for _, n, _ in walls), default=0)
-    seen = [max(0.0, wall / n - overhead_us) for wall, n, _ in walls if n and n == large]
-    return {**summarize(seen), "confirmed": False, "claimed": claimed}
+    """`clock_stats` of each batch's whole wall where none landed (runner/landing.py): its request and reply stay in
+    it, as no slope over two sizes (which the candidate's process, knowing each batch's size, can tilt) is taken."""
+    return clock_stats(claimed, [(wall, n) for wall, n, _ in walls], overhead_us)
+
+
+def clock_stats(claimed: dict[str, Any], batches: list[tuple[float, int]], harness_us: float) -> dict[str, Any]:
+    """The checker's own figures, per batch of the largest size over its calls less the harness's: the headline their
+    fastest (each did its calls' whole work; a way in, a held reply, the host descheduled only add), their median
+    kept as `batches_median_us`, the candidate's under `claimed`."""
+    large = max((n for _, n in batches), default=0)
+    figures = summarize([max(0.0, us / n - harness_us) for us, n in batches if n and n == large])
+    return {**figures, "median_us": figures["min_us"], "batches_median_us": figures["median_us"], "confirmed": False,
+            "claimed": claimed}
 
 
 def landed_stats(claimed: dict[str, Any], landings: list[tuple[float, int]], harness_us: float,
                  band: Band = LANDED) -> dict[str, Any]:
     """`confirmed_stats` on the landing clock (runner/landing.py), whose figure is the largest batches' fastest
-    per call less the harness's (every batch does the whole work of its calls, and what lengthens one only adds;
-    from the request, an ungated batch of 25 carries its way in over a quarter of the calls). The candidate's
-    figures where it confirms them, raised to the clock's where they lie under it (the band is the clock's
-    scatter, not the candidate's to spend: a claim at its edge gains nothing); else the clock's, the spread over
-    those batches kept (`batches_median_us` their median)."""
+    per call less the harness's (from the request, an ungated batch of 25 carries its way in over a quarter of the
+    calls). The candidate's figures where it confirms them, raised to the clock's where they lie under it (the band
+    is the clock's scatter, not the candidate's to spend: a claim at its edge gains nothing); else `clock_stats`."""
     per_call = landing_per_call_us(landings)
     _, confirmed = confirm(claimed["median_us"], per_call, harness_us, band)
     if confirmed:
         return {**raised(claimed, per_call - harness_us), "confirmed": True}
-    large = max((n for _, n in landings), default=0)
-    figures = summarize([max(0.0, us / n - harness_us) for us, n in landings if n and n == large])
-    return {**figures, "median_us": figures["min_us"], "batches_median_us": figures["median_us"], "confirmed": False,
-            "claimed": claimed}
+    return clock_stats(claimed, landings, harness_us)
 
 
 def raised(stats: dict[str, Any], floor_us: float) -> dict[str, Any]:

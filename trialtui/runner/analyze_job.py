@@ -23,7 +23,7 @@ from trialtui.core.job_spec import AnalyzeSpec
 from trialtui.core.result import RESULT_VERSION
 from trialtui.core.roofline import roofline
 from trialtui.runner.loader import Reference
-from trialtui.runner.tensors import map_tensors
+from trialtui.runner.tensors import distinct_bytes, map_tensors
 from trialtui.runner.child import serve
 
 CPU_BYTES_LIMIT = 512 * 1024**2
@@ -143,10 +143,10 @@ def trace(reference: Reference, case: dict[str, Any], device: str) -> dict[str, 
         model = ref_call.model
         weights = list(model.parameters()) + list(model.buffers()) if model is not None else []
         call = lambda: ref_call.fn(inputs)  # noqa: E731
-    input_bytes = _nbytes(_tensors(inputs)) + _nbytes(weights)
     with torch.no_grad(), FlopCounterMode(display=False) as counter, OpRecorder(counter) as recorder:
         output = call()
-    output_bytes = _nbytes(_tensors(output))
+    output_bytes = distinct_bytes(output)  # each byte once (runner/tensors.py): an output in an input's buffer is written, not read
+    input_bytes = distinct_bytes(inputs, weights, output) - output_bytes
     ops = recorder.ops
     return {
         "device": device,
@@ -165,7 +165,7 @@ def trace(reference: Reference, case: dict[str, Any], device: str) -> dict[str, 
 def _input_bytes_on_meta(reference: Reference, case: dict[str, Any]) -> int | None:
     try:
         with torch.device("meta"):
-            return _nbytes(_tensors(reference.make_inputs(case, 0)))
+            return distinct_bytes(reference.make_inputs(case, 0))
     except Exception:  # noqa: BLE001 - any failure just means "size unknown"
         return None
 

@@ -9,6 +9,7 @@ and handed back), each call's own copy of the inputs they lie in."""
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -120,3 +121,29 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
 
 def _meet(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] < b[1] and b[0] < a[1]
+
+
+def distinct_bytes(*values: Any) -> int:
+    """Bytes of memory the tensors in `values` span, each byte once: a tensor handed in twice, views of one
+    buffer, an expanded (stride-0) dimension, and an output written into an input's buffer (GPU MODE's) are
+    counted once, so that the least traffic a kernel must make is never counted above what it is."""
+    spans: dict[int, list[tuple[int, int, int]]] = {}
+    for t in itertools.chain.from_iterable(tensors_of(v) for v in values):
+        if t.numel() == 0:
+            continue
+        size = t.element_size()
+        start = t.storage_offset() * size
+        reach = sum((n - 1) * s for n, s in zip(t.shape, t.stride()) if s > 0)
+        own = size * math.prod(n for n, s in zip(t.shape, t.stride()) if s != 0)
+        spans.setdefault(t.untyped_storage()._cdata, []).append((start, start + (reach + 1) * size, own))
+    return sum(min(_union(ranges), sum(own for _, _, own in ranges)) for ranges in spans.values())
+
+
+def _union(ranges: list[tuple[int, int, int]]) -> int:
+    total, reached = 0, None
+    for start, end, _ in sorted(ranges):
+        if reached is None or start >= reached:
+            total, reached = total + end - start, end
+        elif end > reached:
+            total, reached = total + end - reached, end
+    return total

@@ -1,0 +1,81 @@
+"""The least traffic a kernel must make (the physical floor's bytes, analyze's minimum bytes) counts each byte of
+memory once: a buffer counted twice would put the floor above an honest kernel and flag it `impossible`."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import write_problem
+from test_analyze import analyze
+
+from trialtui.runner.tensors import distinct_bytes
+from trialtui.runner.timed_work import output_and_bytes
+
+# GPU MODE's form: the output buffer is generated with the inputs, written by the kernel and handed back.
+VECTORADD = '''
+import torch
+
+
+def generate_input(size, seed):
+    g = torch.Generator(device=torch.get_default_device()).manual_seed(seed)
+    a = torch.randn(size, size, generator=g, dtype=torch.float16, device=torch.get_default_device())
+    b = torch.randn(size, size, generator=g, dtype=torch.float16, device=torch.get_default_device())
+    return a, b, torch.empty(size, size, dtype=torch.float16, device=torch.get_default_device())
+
+
+def ref_kernel(data):
+    a, b, out = data
+    out[...] = a + b
+    return out
+
+
+def check_implementation(data, output):
+    a, b, _ = data
+    ok = torch.allclose(output, a + b)
+    return ok, "" if ok else "mismatch"
+'''
+TASK = "tests:\n  - {size: 8, seed: 1}\nbenchmarks:\n  - {size: 512, seed: 2}\n"
+
+
+def shapes():
+    a = torch.randn(64, 32)
+    return {
+        "one tensor": ((a,), a.nbytes),
+        "handed in twice": ((a, a), a.nbytes),
+        "a view of it beside it": ((a, a[3:9]), a.nbytes),
+        "every other column": ((a[:, ::2],), a.nbytes // 2),
+        "transposed": ((a.t(),), a.nbytes),
+        "a row expanded over 4096 rows": ((a[:1].expand(4096, 32),), 32 * 4),
+        "two buffers": ((a, torch.randn(64, 32)), 2 * a.nbytes),
+        "empty": ((torch.empty(0, 5),), 0),
+        "nested": (({"x": [a, (a[0],)]},), a.nbytes),
+    }
+
+
+@pytest.mark.parametrize("name", list(shapes()))
+def test_each_byte_of_memory_is_counted_once(name):
+    values, expected = shapes()[name]
+    assert distinct_bytes(*values) == expected
+
+
+def test_on_the_meta_device_each_buffer_is_its_own():
+    with torch.device("meta"):
+        a, b = torch.empty(100), torch.empty(100)
+    assert distinct_bytes(a, b) == 800 and distinct_bytes(a, a[10:]) == 400
+
+
+def test_an_output_written_into_an_input_buffer_is_counted_once_by_the_timed_work():
+    a, b = torch.randn(256), torch.randn(256)
+    out = torch.empty(256)
+    _, work = output_and_bytes(type("Call", (), {"model": None, "fn": staticmethod(lambda d: d[2].copy_(d[0] + d[1]))}),
+                               (a, b, out))
+    assert work["min_bytes"] == 3 * 256 * 4
+
+
+def test_gpumode_output_buffer_is_written_not_read_in_the_analysis(tmp_path):
+    root = write_problem(tmp_path / "gm", reference=VECTORADD)
+    (root / "task.yml").write_text(TASK)
+    r = analyze(root, gpu="NVIDIA H200")
+    assert r["state"] == "ok", r
+    n = 512 * 512 * 2
+    assert (r["input_bytes"], r["output_bytes"], r["min_bytes"]) == (2 * n, n, 3 * n)

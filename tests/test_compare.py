@@ -1,6 +1,7 @@
 import pytest
 """Correctness rules of the output comparison, each with a passing and a failing case."""
 
+import pytest
 import torch
 
 from conftest import as_result
@@ -71,6 +72,22 @@ def test_nested_structures_compared_leaf_by_leaf():
     assert compare(a, {"y": (torch.ones(2), [torch.zeros(3)])}, 1e-4, 1e-4).passed
     bad = compare(a, {"y": (torch.ones(2), [torch.ones(3)])}, 1e-4, 1e-4)
     assert not bad.passed and "output['y'][1][0]" in bad.message
+
+
+def test_a_list_where_the_reference_returns_a_tuple_holds_the_same_outputs():
+    a, b = torch.randn(3), torch.randn(2)
+    assert compare((a, b), [a.clone(), b.clone()], 1e-4, 1e-4).passed
+    assert not compare((a, b), [b.clone(), a.clone()], 1e-4, 1e-4).passed
+
+
+@pytest.mark.parametrize("own_check", [False, True])
+def test_another_floating_dtype_is_left_to_the_problems_own_check_only(own_check):
+    """GPU MODE's prefix sum returns float64 from float32 data and its evaluator takes a float32 answer."""
+    ref = torch.randn(5, dtype=torch.float64)
+    assert compare(ref, ref.float(), None, None, own_check).passed is own_check
+    assert compare(ref, ref.float(), 1e-4, 1e-4, own_check).passed is own_check
+    r = compare(torch.arange(5), torch.arange(5).double(), None, None, own_check)  # integers stay integers
+    assert not r.passed and "dtype" in r.message
 
 
 def test_structure_mismatch_fails():

@@ -20,7 +20,7 @@ from trialtui.core.problem_dir import load_problem
 from conftest import write_problem
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpumode" / "problems" / "pmpp_v2"
-PROBLEMS = ["vectoradd_py", "matmul_py", "grayscale_py", "histogram_py"]
+PROBLEMS = ["vectoradd_py", "matmul_py", "grayscale_py", "histogram_py", "prefixsum_py"]
 
 
 def upstream_copy(tmp_path: Path, name: str, config: str = "seeds = 1\n") -> Path:
@@ -181,6 +181,7 @@ SMALL = {  # small test sizes in the copy's trialtui.toml: the upstream ones tak
     "matmul_py": "[[test_sizes]]\nm = 32\nn = 48\nk = 64\nseed = 53124\n",
     "grayscale_py": "[[test_sizes]]\nsize = 64\nseed = 1001\n",
     "histogram_py": "[[test_sizes]]\nsize = 5120\nseed = 9991\ncontention = 90\n",
+    "prefixsum_py": "[[test_sizes]]\nsize = 1025\nseed = 1001\n",
 }
 
 
@@ -192,6 +193,9 @@ SMALL = {  # small test sizes in the copy's trialtui.toml: the upstream ones tak
     ("histogram_py", "submission.py", "correct"),
     ("grayscale_py", "solutions/wrong/empty.py", "incorrect"),
     ("matmul_py", "solutions/wrong/low-precision.py", "incorrect"),
+    # its reference returns float64 from float32 data, its submission float32: GPU MODE's check takes it
+    ("prefixsum_py", "submission.py", "correct"),
+    ("prefixsum_py", "solutions/wrong/empty.py", "incorrect"),
 ])
 def test_upstream_candidates_score_on_the_cpu(tmp_path, name, candidate, state):
     from trialtui.engine.bench import bench_file

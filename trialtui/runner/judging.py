@@ -45,7 +45,7 @@ def judge(spec: BenchSpec, reference, expected, output, inputs, truth, floor_not
     from trialtui.runner.tensors import clone
 
     atol, rtol = tolerance(spec, reference.kind)
-    result = compare(expected, output, atol, rtol)
+    result = compare(expected, output, atol, rtol, reference.kind.judges_values)
     if not result.passed and atol is not None and truth is not None and within_rounding_floor(expected, output, truth, atol, rtol):
         if floor_notes is not None:  # every value off eager is no farther from the truth than eager is, plus a step
             floor_notes.append(f"{where}: {result.message}")

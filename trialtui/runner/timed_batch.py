@@ -1,5 +1,4 @@
-"""The contract of one batch of timed calls: every call's output is kept and sent back, and the checker
-judges every one of them.
+"""The contract of one batch of timed calls: every call's output is kept and sent back, and the checker judges each.
 
 The candidate's process writes each timed call's output into a slot of one device buffer (the ring): where
 its calls are CUDA graphs, after the batch's last call (`Captured`), else right after each call's end event;
@@ -8,9 +7,9 @@ committed before the checker looks at any, work deferred past the call is inside
 unchecked: one that skips or shortens the work of any timed call hands back a wrong answer for that call's
 input (runner/fresh_inputs.py makes every input new, from the previous call's output): `incorrect`.
 
-The slots' layout comes from the reference's output at the timed size (its tensors' dtypes and
-shapes, in order); an output that does not fit it is a mismatch the candidate's process reports.
-"""
+The slots' layout is the reference's output at the timed size (its tensors' dtypes and shapes, in order): an
+output that does not fit is a mismatch the candidate's process reports (where the problem's own check judges
+values, GPU MODE's, a floating tensor of another floating dtype goes in cast, as that check takes it)."""
 
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ import torch
 from trialtui.runner.batch_clock import checker_per_call_us
 from trialtui.runner.landing import Pad, land, landing_per_call_us, release, slots_of
 from trialtui.runner.loop_rhythm import Rhythm, disturbance, ran_clear, rhythm_us, starts_us
-from trialtui.runner.tensors import PrivateInputs, clone, map_tensors, private_inputs, shares_memory, tensors_of
+from trialtui.runner.tensors import DTYPES, PrivateInputs, clone, map_tensors, private_inputs, shares_memory, tensors_of
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
 LARGE_BATCH = 100  # the most calls a batch holds: the checker's clock bounds a tilted slope by FIXED_CAP_US over this many
@@ -50,18 +49,19 @@ class Layout:
 
     leaves: tuple[Leaf, ...]
     slot_bytes: int
+    casts: bool = False  # a floating tensor of another floating dtype goes in cast (the problem's own check judges values)
 
     @classmethod
-    def of_output(cls, expected: Any) -> Layout:
+    def of_output(cls, expected: Any, casts: bool = False) -> Layout:
         leaves, offset = [], 0
         for t in tensors_of(expected):
             nbytes = t.numel() * t.element_size()
             leaves.append(Leaf(str(t.dtype).removeprefix("torch."), tuple(t.shape), offset, nbytes))
             offset += -(-max(1, nbytes) // ALIGN) * ALIGN
-        return cls(tuple(leaves), max(ALIGN, offset))
+        return cls(tuple(leaves), max(ALIGN, offset), casts)
 
     def to_wire(self) -> dict[str, Any]:
-        return {"slot_bytes": self.slot_bytes,
+        return {"slot_bytes": self.slot_bytes, "casts": self.casts,
                 "leaves": [[leaf.dtype, list(leaf.shape), leaf.offset, leaf.nbytes] for leaf in self.leaves]}
 
     @classmethod
@@ -71,7 +71,7 @@ class Layout:
         slot = int(data["slot_bytes"])
         if any(leaf.offset < 0 or leaf.offset + leaf.nbytes > slot for leaf in leaves):
             raise ValueError("a leaf lies outside its slot")
-        return cls(leaves, slot)
+        return cls(leaves, slot, data.get("casts") is True)
 
     def batch_sizes(self, budget: int = KEEP_BYTES) -> tuple[int, int]:
         """(small, large): the large batch's kept outputs fit in `budget`; at least 2 calls, at most 100.
@@ -80,7 +80,6 @@ class Layout:
         large = max(2, min(LARGE_BATCH, budget // self.slot_bytes))
         return max(1, large // SMALL_PER_LARGE), large
 
-    # -- the candidate's process -----------------------------------------------------------------
     def misfit(self, output: Any, device: torch.device) -> str | None:
         """Why one call's output does not fit the layout (its tensors' count, dtypes, shapes, device), or None."""
         found = tensors_of(output)
@@ -88,7 +87,7 @@ class Layout:
             return f"{len(found)} tensors where the reference returns {len(self.leaves)}"
         for i, (t, leaf) in enumerate(zip(found, self.leaves)):
             got = str(t.dtype).removeprefix("torch.")
-            if got != leaf.dtype or tuple(t.shape) != leaf.shape or t.device != device:
+            if (got != leaf.dtype and not self._cast(t, leaf)) or tuple(t.shape) != leaf.shape or t.device != device:
                 return (f"output {i}: {got} {tuple(t.shape)} on {t.device.type} where the reference returns "
                         f"{leaf.dtype} {leaf.shape}")
         return None
@@ -104,6 +103,7 @@ class Layout:
         """hashes[call] from the output's own tensors, as `hash_into` takes it from the slot they are copied
         into (the same bytes, the same words): the loop that defers the copies past the batch's landings."""
         for t, leaf in zip(tensors_of(output), self.leaves):
+            t = t.to(DTYPES[leaf.dtype]) if self._cast(t, leaf) else t  # the bytes its slot will hold
             if leaf.nbytes >= 4:
                 words = t.detach().contiguous().view(-1).view(torch.uint8)[:leaf.nbytes // 4 * 4]
                 digest(words if words.storage_offset() % 4 == 0 else words.clone(), hashes, call)
@@ -117,7 +117,6 @@ class Layout:
             if leaf.nbytes >= 4:
                 digest(slot[leaf.offset:leaf.offset + leaf.nbytes // 4 * 4], hashes, call)
 
-    # -- the checker -------------------------------------------------------------------------------
     def unpack(self, ring: torch.Tensor, call: int, expected: Any) -> Any:
         """Call `call`'s output, in the structure of the reference's (`expected`): views of the ring."""
         slot = ring[call * self.slot_bytes:(call + 1) * self.slot_bytes]
@@ -132,10 +131,10 @@ class Layout:
 
     @staticmethod
     def _view(slot: torch.Tensor, leaf: Leaf) -> torch.Tensor:
-        from trialtui.runner.tensors import DTYPES
+        return slot[leaf.offset:leaf.offset + leaf.nbytes].view(DTYPES[leaf.dtype]).view(leaf.shape)
 
-        raw = slot[leaf.offset:leaf.offset + leaf.nbytes]
-        return raw.view(DTYPES[leaf.dtype]).view(leaf.shape)
+    def _cast(self, t: torch.Tensor, leaf: Leaf) -> bool:
+        return self.casts and t.is_floating_point() and DTYPES[leaf.dtype].is_floating_point and t.dtype != DTYPES[leaf.dtype]
 
 
 def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,

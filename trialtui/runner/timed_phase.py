@@ -200,7 +200,7 @@ class TimedSetup:
             sets.append(reference.make_inputs(case, 1))  # rotate when inputs fit in L2
         ref_call = reference.call(case, 0)
         output, work = timed_work.output_and_bytes(ref_call, clone(sets[0]))  # the sets are one case: one output structure, one amount of work
-        layout = Layout.of_output(output)
+        layout = Layout.of_output(output, casts=reference.kind.judges_values)  # GPU MODE's check judges any float dtype
         return cls(sets, ref_call, layout, work, layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16)))
 
 
@@ -221,8 +221,7 @@ class TimedPhase:
     method and inputs, at one case; the candidate's number checked against this process's clocks, the physical floor
     and the library's share of the work. `own_kernels`: the correctness runs launched kernels of the candidate's own,
     so the timed calls must too. `warm_baselines`: baselines a prepared checker compiled and ran at this case
-    (runner/prepared.py), `bencher` the timing state it made, `overhead_us` the harness's cost it measured.
-    """
+    (runner/prepared.py), `bencher` the timing state it made, `overhead_us` the harness's cost it measured."""
 
     spec: BenchSpec
     reference: Any  # runner/loader.Reference

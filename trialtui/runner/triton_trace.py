@@ -273,7 +273,7 @@ def preview(spec: TraceSpec, reference, case: dict[str, Any], expected: Any, out
     from trialtui.runner.compare import compare
     from trialtui.runner.tensors import clone
 
-    result = compare(expected, output, spec.atol, spec.rtol)
+    result = compare(expected, output, spec.atol, spec.rtol, reference.kind.judges_values)
     own = reference.check(clone(inputs), output) if result.passed else None
     if own is not None and not own[0]:
         result.fail(f"check_implementation: {own[1]}")

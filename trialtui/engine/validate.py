@@ -200,6 +200,8 @@ def compile_stage(problem: Problem, path: Path, archs: list[str], timeout_s: flo
         findings.append(finding(WARNING, "preview-incorrect",
                                 f"on the CPU (Triton interpreter, case {preview.get('case') or 'defaults'}): "
                                 f"{preview['message']}", None,
+                                "nothing to fix in the kernel: reference.py must give one output per input"
+                                if preview.get("reference_random") else
                                 "the interpreter runs your kernel as written: a mismatch here is usually a real bug"))
     return findings, kernels, preview, str(log)
 

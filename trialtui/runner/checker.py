@@ -16,7 +16,7 @@ from trialtui.core.result import flag
 from trialtui.runner.candidate_errors import describe
 from trialtui.runner.candidate_requests import CandidateLink, Deadline
 from trialtui.runner.job_progress import Splits
-from trialtui.runner.judging import higher_precision, judge, tolerance
+from trialtui.runner.judging import RandomReference, higher_precision, judge, random_reference, tolerance
 from trialtui.runner.tensors import nbytes
 
 
@@ -70,6 +70,13 @@ class Checker:
         checker made for timing stays)."""
         if self.prepared is not None:
             self.prepared.cases.clear()
+
+    def deterministic(self, case: Any, seed: int) -> None:
+        """Raises `RandomReference` where the reference gives two outputs for one input (judging.random_reference)."""
+        call = self.reference.call(case, seed)
+        why = random_reference(call.fn, call.model, self.reference.make_inputs(case, seed), self.spec.atol, self.spec.rtol)
+        if why:
+            raise RandomReference(why)
 
     def correctness(self, cases: list[Any], seeds: list[int]) -> dict[str, Any]:
         """Every case under every seed: inputs made here, the candidate's outputs received as data and judged here.

@@ -31,6 +31,33 @@ def higher_precision(reference, ref_model, inputs):
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = was
 
 
+class RandomReference(Exception):
+    """reference.py gives different outputs for one input: the problem's failure, not a candidate's."""
+
+
+def random_reference(fn: Callable[[Any], Any], model: Any, inputs: Any, atol: float | None, rtol: float | None) -> str | None:
+    """Why the reference is random, or None: two calls on one input, no reseeding between them, that differ beyond
+    the tolerance. Its untimed calls, each seeded as a candidate's is, could agree by luck of the draw (nn.Dropout in
+    a KernelBench model in training mode), and its timed calls then differ from a candidate's for no fault of it."""
+    import torch
+
+    from trialtui.runner.compare import compare
+    from trialtui.runner.tensors import clone
+
+    with torch.no_grad():
+        first, second = fn(clone(inputs)), fn(clone(inputs))
+    again = compare(first, second, 1e-5 if atol is None else atol, 1e-5 if rtol is None else rtol)
+    if again.passed:
+        return None
+    dropouts = [name for name, m in (model.named_modules() if model is not None else ())
+                if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.training and m.p > 0]
+    cause = f"its {', '.join(dropouts)} (nn.Dropout in training mode)" if dropouts else "a random op in its forward"
+    return (f"reference.py is random: two calls on the same input differ ({again.message}); {cause} draws from the "
+            "random number generator, so no kernel can match it call for call. Make it deterministic: a dropout "
+            "probability of 0 (in trialtui.toml's sizes where it is one), self.eval() in Model.__init__, or no "
+            "random op in forward")
+
+
 def tolerance(spec: BenchSpec, kind) -> tuple[float | None, float | None]:
     """Where the problem's own check judges values (GPU MODE), trialtui's dtype defaults do not apply."""
     if kind.judges_values and not spec.explicit_tolerance:

@@ -298,6 +298,7 @@ def run(spec: TraceSpec) -> dict[str, Any]:
     progress = Progress(spec.progress)
     import torch
 
+    from trialtui.runner.judging import random_reference
     from trialtui.runner.loader import Candidate, Reference, build_pair
     from trialtui.runner.tensors import clone
 
@@ -332,6 +333,9 @@ def run(spec: TraceSpec) -> dict[str, Any]:
         with torch.no_grad():
             expected = ref_fn(clone(inputs))
         result["preview"] = preview(spec, reference, case, expected, output, inputs)
+        random = None if result["preview"]["correct"] else random_reference(ref_fn, None, inputs, spec.atol, spec.rtol)
+        if random:  # the reference's fault, not the candidate's: said as the bench will say it
+            result["preview"].update(message=random, reference_random=True)
         result["state"] = "ok"
         progress(job="trace", phase="done")
     except BaseException as exc:  # noqa: BLE001 - the candidate may raise anything, SystemExit included

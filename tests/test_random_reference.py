@@ -1,0 +1,61 @@
+"""A reference that gives two outputs for one input (nn.Dropout in a KernelBench model left in training mode) is
+the problem's failure: said as such, once, before any candidate is judged, never a candidate's `incorrect` nor a
+timed call blamed on its streams."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import KB_REFERENCE, write_problem
+from test_bench_job import FAST
+
+from trialtui.core.problem_dir import load_problem
+from trialtui.engine.bench import bench_file
+from trialtui.engine.validate import validate_file
+from trialtui.runner.judging import random_reference
+
+DROPOUT = KB_REFERENCE.replace(
+    "        self.bias = nn.Parameter(torch.randn(dim))",
+    "        self.bias = nn.Parameter(torch.randn(dim))\n        self.dropout = nn.Dropout(0.2)",
+).replace("return torch.relu(x + self.bias)", "return self.dropout(torch.relu(x + self.bias))")
+NOISE = KB_REFERENCE.replace("return torch.relu(x + self.bias)", "return torch.relu(x + self.bias) + 1e-3 * torch.rand_like(x)")
+SAME_OPS = '''
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(dim))
+        self.dropout = nn.Dropout(0.2)
+
+    def forward(self, x):
+        return self.dropout(torch.relu(x + self.bias))
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reference, cause", [(DROPOUT, "its dropout (nn.Dropout in training mode)"),
+                                              (NOISE, "a random op in its forward")])
+def test_a_random_reference_is_the_problems_failure_not_the_candidates(tmp_path, reference, cause):
+    root = write_problem(tmp_path / "p", reference, files={"cand.py": SAME_OPS}, config=FAST)
+    result = bench_file(load_problem(root), root / "cand.py", device="cpu")
+    assert result.state == "error" and result.reference_failed, result.message
+    assert "reference.py is random: two calls on the same input differ" in result.message and cause in result.message
+    assert "stream" not in result.message  # reference_failed: decide says fix_reference (tests/test_decide.py)
+
+
+@pytest.mark.slow
+def test_validate_says_the_preview_failed_for_the_references_randomness(tmp_path):
+    root = write_problem(tmp_path / "p", DROPOUT, files={"cand.py": SAME_OPS}, config=FAST)
+    preview = validate_file(root, root / "cand.py")["preview"]
+    assert preview["correct"] is False and preview["reference_random"] is True
+    assert preview["message"].startswith("reference.py is random")
+
+
+def test_a_deterministic_reference_is_not_random_however_its_output_is_made():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5)).eval()
+    assert random_reference(model, model, torch.randn(4, 8), 1e-5, 1e-5) is None
+    model.train()
+    assert "its 1 (nn.Dropout in training mode)" in random_reference(model, model, torch.randn(4, 8), 1e-5, 1e-5)

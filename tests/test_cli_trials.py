@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import as_profile, as_result
+from conftest import as_profile, as_result, write_problem
 
 from trialtui.cli.trials import trials
 from trialtui.core.problem_dir import load_problem
@@ -125,8 +125,7 @@ def test_best_prints_trial_managers_fields_and_exits_1_without_a_correct_trial(p
     out = run("best", "--dir", str(problem)).output
     assert "best_trial: t3" in out and "speedup: 2.4" in out and "strategy: tile 64" in out
     assert json.loads(run("best", "--json", "--dir", str(problem)).output)["baseline_us"] == 98.1
-    empty = tmp_path / "empty"
-    empty.mkdir()
+    empty = write_problem(tmp_path / "empty")
     assert "No best: no correct trial yet." in run("best", "--dir", str(empty), ok=False).output
 
 
@@ -359,8 +358,7 @@ def test_hf_export_then_import_round_trips_the_tree(problem, tmp_path):
     assert state["trials"]["t2"]["status"] == "failed" and state["trials"]["t3"]["status"] == "completed"
     assert state["trials"]["t3"]["strategy"] == "the keeper" and (kernel_dir / "t3.py").exists()
 
-    other = tmp_path / "other"
-    other.mkdir()
+    other = write_problem(tmp_path / "other")  # a problem directory: `trials` refuses any other
     data = json.loads(run("import", "--format", "hf", str(kernel_dir), "--json", "--dir", str(other)).output)
     assert data["imported"] == {"t1": "t1", "t2": "t2", "t3": "t3", "t4": "t4"}
     with Store.open(problem, writer=False) as a, Store.open(other, writer=False) as b:
@@ -392,8 +390,7 @@ def test_import_reads_a_state_json_written_by_trial_manager_itself(tmp_path):
     (kernel_dir / "state.json").write_text(json.dumps(
         {"kernel_name": "softmax", "pytorch_file": "softmax.py", "trials": records, "best_trial": "t0", "next_id": 4,
          "baseline_us": [50.0]}))
-    problem = tmp_path / "prob"
-    problem.mkdir()
+    problem = write_problem(tmp_path / "prob")
     out = run("import", "--format", "hf", str(tmp_path / "trials"), "--dir", str(problem), ok=False).output
     assert str(kernel_dir) in out  # the parent folder is not it, but it names the kernel folder to pass
     run("import", "--format", "hf", str(kernel_dir), "--dir", str(problem))

@@ -573,6 +573,9 @@ def test_a_cpu_correct_trial_is_its_own_category_not_a_bare_wait() -> None:
     assert "trialtui bench softmax.py --device cuda" in decision.reason
     assert "budget 0/30 GPU trials, unchanged by CPU runs" in decision.evidence
     assert_one_sentence(decision.reason)
+    spaced = replace(cpu, file="my kernel.py")  # a command to copy, quoted as a shell takes it
+    said = decide([first, spaced], spaced, [], Config(max_trials=30))
+    assert "trialtui bench 'my kernel.py' --device cuda" in said.reason + " ".join(said.hints)
 
 
 def test_a_stored_decision_names_the_current_best_that_b_goes_to():

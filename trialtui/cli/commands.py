@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
 import click
 
 from trialtui import __version__
-from trialtui.cli.refusal import executor_option, fail, opened_executor, problem_for
+from trialtui.cli.refusal import JsonGroup, executor_option, fail, opened_executor, problem_for
 from trialtui.core.problem import ProblemError
 from trialtui.core.problem_dir import load_problem
 
@@ -19,7 +20,7 @@ BENCH_EXIT = {"correct": 0, "incorrect": 1}
 BENCH_EXIT_OTHER = 2  # error, timeout, invalid, or a refusal
 
 
-class _Group(click.Group):
+class _Group(JsonGroup):
     """`trialtui DIR` and plain `trialtui` mean `trialtui open DIR`: the TUI is the default command."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -92,8 +93,9 @@ def validate(file: Path, as_json: bool, arch: str | None, no_compile: bool, exec
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None, help="Default: cuda when present.")
-@click.option("--seeds", type=int, default=None, help="Correctness seeds (default: config, 5).")
-@click.option("--baseline-us", type=float, default=None, help="Use this primary-baseline time instead of measuring.")
+@click.option("--seeds", type=click.IntRange(min=1), default=None, help="Correctness seeds (default: config, 5).")
+@click.option("--baseline-us", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Use this primary-baseline time instead of measuring.")
 @click.option("--no-cache", is_flag=True, help="Measure baselines even when cached.")
 @click.option("--cuda-graph", is_flag=True, help="Time CUDA-graph replays (for kernels of a few µs).")
 @click.option("--all-gpus", is_flag=True, help="Benchmark on every visible GPU at once, one job per GPU, to compare them.")
@@ -171,7 +173,8 @@ def bench(file: Path, as_json: bool, device, seeds, baseline_us, no_cache, cuda_
             if weigh and result.state == "correct":
                 click.echo(f"  records: {weighed[gpu].line()}" if gpu in weighed else
                            "  records: none weighed (no GPU timing, no kernel records, or no kernel of its own found)")
-        click.echo(f"  (a one-off check, kept in no tree: `trialtui {problem.root}` records every save as a trial)")
+        click.echo(f"  (a one-off check, kept in no tree: `trialtui {shlex.quote(str(problem.root))}` records "
+                   "every save as a trial)")
     sys.exit(max(BENCH_EXIT.get(r.state, BENCH_EXIT_OTHER) for r in results.values()))
 
 
@@ -183,6 +186,8 @@ def init(directory: Path, from_file: Path | None) -> None:
     """Scaffold a problem directory: reference, one candidate and a commented trialtui.toml."""
     from trialtui.core.scaffold import ScaffoldError, scaffold
 
+    if from_file is not None:
+        refuse_a_form_init_cannot_wrap(from_file)
     try:
         written = scaffold(directory, from_file)
     except ScaffoldError as exc:
@@ -192,7 +197,31 @@ def init(directory: Path, from_file: Path | None) -> None:
     if from_file is None:  # a name like "softmax" is only the directory's: say what the example is
         click.echo("the reference is an example (bias + GELU, KernelBench form): put your problem in reference.py, "
                    "or start again with `trialtui init DIR --from your_problem.py`")
-    click.echo(f"next: cd {directory} && trialtui")
+    click.echo(f"next: cd {shlex.quote(str(directory))} && trialtui")
+
+
+def refuse_a_form_init_cannot_wrap(from_file: Path) -> None:
+    """A problem file of a form `init --from` cannot wrap (GPU MODE) is used where it is: its task folder,
+    the reference beside task.yml, is a problem directory already, so the refusal says what to run there."""
+    from trialtui.core.forms import detect
+
+    try:
+        form = detect(from_file)
+    except ProblemError:
+        return  # scaffold names what is wrong with the file
+    if form.scaffold_candidate(from_file.read_text()) is not None:
+        return
+    folder = from_file.resolve().parent
+    said = f"{from_file} is a {form.label} problem file, which `init --from` cannot wrap"
+    try:
+        candidates = load_problem(folder).candidates()
+    except ProblemError as exc:
+        fail(f"{said}; it is used in its own folder, which is not a problem directory yet: {exc}")
+    first = min(candidates, key=lambda p: p.name != "submission.py", default=None)  # GPU MODE's name for it
+    once = (f", `trialtui bench {shlex.quote(str(first))}` checks one once" if first
+            else f" (one that defines {form.entry_point})")
+    fail(f"{said}; its folder is a problem directory already: `trialtui {shlex.quote(str(folder))}` scores every "
+         f"save of a candidate there{once}")
 
 
 @cli.command()

@@ -7,6 +7,7 @@ Registered in cli/commands.py with `cli.add_command(demo)`; also runs alone: `py
 from __future__ import annotations
 
 import asyncio
+import shlex
 import sys
 from pathlib import Path
 
@@ -146,7 +147,8 @@ def _headless(d, plans, mode, parent_dir: Path, *, speed, finalize, record_dir, 
         click.echo(f"recordings: {record_dir} (summary.json; copy <problem>/v*.json into "
                    f"sample_kernels/<problem>/recorded/)")
     click.echo(f"played in {_shown(parent_dir)} in {time.monotonic() - started:.0f} s")
-    for line in dp.next_steps([plan.root for plan in plans], played_all=len(plans) > 1, shown=_shown):
+    for line in dp.next_steps([plan.root for plan in plans], played_all=len(plans) > 1,
+                              shown=lambda path: shlex.quote(_shown(path))):
         click.echo(line)
     return 1 if any(run.error for run in runs) else 0
 
@@ -174,7 +176,7 @@ def _agent(d, plan, mode) -> int:
 
     click.echo(f"trialtui demo --agent: {plan.story.problem} in {_shown(plan.root)}")
     click.echo(f"  {d.describe_mode(mode)}")
-    click.echo(f"  watch it live from another terminal: trialtui {_shown(plan.root)}")
+    click.echo(f"  watch it live from another terminal: trialtui {shlex.quote(_shown(plan.root))}")
     return asyncio.run(play(plan.story, plan.root, recordings=plan.recordings))
 
 

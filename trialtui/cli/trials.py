@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from trialtui.cli.refusal import Refusal, executor_option, opened_executor
+from trialtui.cli.refusal import JsonGroup, Refusal, executor_option, opened_executor
 from trialtui.cli.trials_access import (ask_engine, dir_argument, dir_option, echo_json, held, json_option, opened_store,
                                          problem_of, sent_via)
 from trialtui.cli.trials_interchange import export, import_
@@ -26,7 +26,7 @@ from trialtui.core.problem import Problem
 from trialtui.core.store import Store
 
 
-@click.group("trials")
+@click.group("trials", cls=JsonGroup)
 def trials() -> None:
     """The trial tree of a problem: status, best, branch back, finalize, export and import."""
 

@@ -1,5 +1,6 @@
-"""How a `trialtui trials` command reaches its problem: the directory and --json options, the store
-opened (or a refusal), and the running engine that holds the store, asked through its control channel."""
+"""How a `trialtui trials` command reaches its problem: the directory (one that is no problem refused as
+`watch` and `bench` refuse it) and --json options, the store opened (or a refusal), and the running
+engine that holds the store, asked through its control channel."""
 
 from __future__ import annotations
 
@@ -12,22 +13,31 @@ from typing import Any
 
 import click
 
-from trialtui.cli.refusal import Refusal
+from trialtui.cli.refusal import Refusal, problem_for
 from trialtui.core.config import Config, ConfigError, load_config
-from trialtui.core.problem import Problem, ProblemError
+from trialtui.core.problem import REFERENCE_NAME, Problem, ProblemError
 from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import STATE_DIR, Store, StoreError, StoreLocked, UnknownTrial, lock_holder
 from trialtui.engine import control
 
 
 def dir_option(func: Any) -> Any:
+    """--dir; a directory with neither a reference.py nor a store of trials is refused (exit 2), not shown as an
+    empty tree. A problem whose reference is gone or no longer loads still shows (and `doctor` repairs) its trials."""
+
+    @functools.wraps(func)
+    def wrapped(*args: Any, root: Path, **kwargs: Any) -> Any:
+        if not (root / REFERENCE_NAME).exists() and not (root / STATE_DIR).is_dir():
+            problem_for(root)  # raises the refusal of watch, bench and the TUI: no reference.py, what makes one
+        return func(*args, root=root, **kwargs)
+
     return click.option(
         "--dir",
         "root",
         type=click.Path(exists=True, file_okay=False, path_type=Path),
         default=".",
         help="The problem directory (default: the current one).",
-    )(func)
+    )(wrapped)
 
 
 def dir_argument(func: Any) -> Any:

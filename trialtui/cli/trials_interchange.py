@@ -4,11 +4,12 @@ layout, and trial_manager's trials in (refused while a running engine holds the 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import click
 
-from trialtui.cli.refusal import Refusal
+from trialtui.cli.refusal import JsonCommand, Refusal
 from trialtui.cli.trials_access import config_of, dir_option, echo_json, json_option, opened_store
 from trialtui.core.interchange import HF_STATE, InterchangeError, hf_state, import_hf, markdown_table, trials_jsonl
 from trialtui.core.problem import REFERENCE_NAME
@@ -50,7 +51,7 @@ def export(fmt: str, out: Path | None, root: Path) -> None:
         atomic_write(out, text.encode())
 
 
-@click.command(name="import")
+@click.command(name="import", cls=JsonCommand)
 @click.option("--format", "fmt", type=click.Choice(["hf"]), required=True)
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @dir_option
@@ -63,7 +64,7 @@ def import_(fmt: str, directory: Path, root: Path, as_json: bool) -> None:
     state_path = directory / HF_STATE
     if not state_path.exists():
         kernels = sorted(p.parent.name for p in directory.glob(f"*/{HF_STATE}"))
-        hint = f"; pass one of: {', '.join(str(directory / k) for k in kernels)}" if kernels else ""
+        hint = f"; pass one of: {', '.join(shlex.quote(str(directory / k)) for k in kernels)}" if kernels else ""
         raise Refusal(f"no {HF_STATE} in {directory}{hint}", 1)
     try:
         state = json.loads(state_path.read_text(encoding="utf-8"))

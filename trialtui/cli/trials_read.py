@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from trialtui.cli.refusal import JsonCommand
 from trialtui.cli.trials_access import config_of, dir_argument, dir_option, echo_json, json_option, opened_store
 from trialtui.core import provenance, tree
 from trialtui.core.model import Trial
@@ -48,7 +49,7 @@ def _row(trial: Trial, baseline: str, heads: dict[str, str], best_id: str | None
     }
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @dir_argument
 @dir_option
 @json_option
@@ -93,7 +94,7 @@ def status(root: Path, as_json: bool) -> None:
         click.echo(f"\n  Next ({latest.id}): {decision.action}{key} — {decision.reason}")
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @dir_argument
 @dir_option
 @json_option
@@ -129,7 +130,7 @@ def best(ctx: click.Context, root: Path, as_json: bool) -> None:
         click.echo(f"{key}: {value if value is not None else ('root' if key == 'parent' else '—')}")
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.argument("trial_id")
 @dir_option
 @json_option

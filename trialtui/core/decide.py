@@ -8,6 +8,7 @@ action, are in docs/decide.md.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import replace
 
 from trialtui.core import bottleneck
@@ -138,10 +139,10 @@ def _cpu_only(trial: Trial, best: Trial | None, used: int, config: Config) -> De
                  else "; best and finalize need a GPU timing")
     reason = (f"Correct on CPU, not timed: {trial.id} passes{passed} at the test sizes through Triton's interpreter"
               f"{best_text}, so continue on this branch here and time it on a GPU machine "
-              f"(trialtui bench {trial.file} --device cuda).")
+              f"(trialtui bench {shlex.quote(trial.file)} --device cuda).")
     evidence = [f"{trial.id}: correct on CPU, not timed",
                 f"budget {used}/{config.max_trials} GPU trials, unchanged by CPU runs"]
-    hints = [f"on a GPU machine: trialtui bench {trial.file} --device cuda, or run trialtui there to time every "
+    hints = [f"on a GPU machine: trialtui bench {shlex.quote(trial.file)} --device cuda, or run trialtui there to time every "
              "correct trial"]
     return Decision(Action.CONTINUE.value, reason, evidence, hints, "")
 
@@ -177,9 +178,9 @@ def _needs_gpu(trial: Trial, best: Trial | None, used: int, config: Config) -> D
     """A candidate only a GPU can run (CUDA C++) on a machine without one: not a failure to fix."""
     best_text = f"; best stays {best.id}" if best is not None else ""
     reason = (f"Needs a GPU: {trial.id} was validated and compiled here but only a GPU can run it{best_text}; "
-              f"time it on a GPU machine (trialtui bench {trial.file} --device cuda).")
+              f"time it on a GPU machine (trialtui bench {shlex.quote(trial.file)} --device cuda).")
     evidence = [f"{trial.id}: not run on the CPU", f"budget {used}/{config.max_trials} GPU trials, unchanged"]
-    hints = [f"on a GPU machine: trialtui bench {trial.file} --device cuda, or run trialtui there"]
+    hints = [f"on a GPU machine: trialtui bench {shlex.quote(trial.file)} --device cuda, or run trialtui there"]
     return Decision(Action.CONTINUE.value, reason, evidence, hints, "")
 
 

@@ -57,7 +57,7 @@ def markdown_table(name: str, found: list[Trial], baseline: str) -> str:
         ident = f"**{trial.id}**" if top and trial.id == top.id else trial.id
         origin = provenance.short(trial.result) if speedup is not None else ""
         lines.append(
-            f"| {ident} | {trial.parent or '—'} | {trial.file} | {trial.state} | "
+            f"| {ident} | {trial.parent or '—'} | {trial.file} | {trial.state}{' on CPU, not timed' if tree.correct_on_cpu(trial) else ''} | "
             f"{f'{speedup:.2f}×' if speedup is not None else '—'}{f' ({origin})' if origin else ''} | "
             f"{f'{trial.median_us:.2f} µs' if trial.median_us is not None else '—'} | "
             f"{tree.label(trial).replace('|', chr(92) + '|') or '—'} |"

@@ -72,8 +72,11 @@ def _task_files(task: dict[str, Any], root: Path, imported: set[str] = frozenset
         if path.suffix == ".py" and path.name != REFERENCE_NAME and path.is_file():
             support.append(path)
         elif path.suffix == ".py" and path.stem in imported:
+            beside = (f"; the {path.name} beside {REFERENCE_NAME} is not that path" if (root / path.name).is_file()
+                      else "")
             raise ProblemError(f"{TASK_NAME} lists {source} (the reference imports it as {path.stem}), "
-                               f"but there is no {path}: copy it beside the task as GPU MODE lays it out")
+                               f"but there is no {path}: copy {path.name} to {path}, where {TASK_NAME}'s "
+                               f"files: names it ({source}){beside}")
     for source in templates.values():
         if isinstance(source, str) and (root / source).resolve().parent == root:
             not_candidates.add(Path(source).name)

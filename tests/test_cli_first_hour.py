@@ -1,0 +1,197 @@
+"""A new user's first hour with the CLI (an audit's findings): counts below their minimum refused, --json
+that stays JSON when a path is wrong, GPU MODE folders used where they are, hints that survive a copy
+into a shell, and `trials` that refuses a directory that is no problem."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from conftest import KB_GOOD, as_result, write_problem
+
+from trialtui.cli import cli
+from trialtui.cli.demo import demo
+from trialtui.cli.mcp import mcp
+from trialtui.cli.refusal import JsonCommand
+from trialtui.cli.serve import serve
+from trialtui.cli.trials import trials
+from trialtui.core.store import Store
+
+PMPP = Path(__file__).parent / "fixtures" / "gpumode" / "problems" / "pmpp_v2"
+CPU_CORRECT = {"version": 1, "state": "correct", "correctness": {"passed": True, "seeds": 1},
+               "timing": {"median_us": 900.0, "label": "CPU, interpreted — not a GPU timing"},
+               "speedup": None, "flags": [], "env": {"device": "cpu"}}
+
+for command in (trials, demo, serve, mcp):  # as main() registers them
+    cli.add_command(command)
+
+
+def every_command(group: click.Group = cli, path: tuple[str, ...] = ()):
+    for name, command in group.commands.items():
+        yield (*path, name), command
+        if isinstance(command, click.Group):
+            yield from every_command(command, (*path, name))
+
+
+def one_json(output: str) -> dict:
+    value = json.loads(output)
+    assert isinstance(value, dict)
+    return value
+
+
+@pytest.fixture
+def no_bench(monkeypatch):
+    """A bench that must not run: a value the command refuses never reaches it."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("bench ran")
+    monkeypatch.setattr("trialtui.engine.bench.bench_file", refuse)
+
+
+def test_every_number_option_has_a_lower_bound():
+    """`--seeds -3` passed over no seeds and `--seeds 0` ran the default 5: a count has a minimum."""
+    unbounded = [(path, p.name) for path, command in every_command() for p in command.params
+                 if p.type in (click.INT, click.FLOAT)]
+    assert unbounded == []
+
+
+@pytest.mark.parametrize("option, value", [("--seeds", "-3"), ("--seeds", "0"), ("--baseline-us", "0"),
+                                           ("--baseline-us", "-1.5")])
+def test_bench_refuses_a_count_below_its_minimum(tmp_path, no_bench, option, value):
+    root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
+    out = CliRunner().invoke(cli, ["bench", str(root / "kernel.py"), option, value])
+    assert out.exit_code == 2 and f"Invalid value for '{option}'" in out.output and "not in the range" in out.output
+    under_json = CliRunner().invoke(cli, ["bench", str(root / "kernel.py"), option, value, "--json"])
+    assert under_json.exit_code == 2 and "not in the range" in one_json(under_json.output)["message"]
+
+
+@pytest.mark.parametrize("args", [["bench", "nonexist.py"], ["validate", "nonexist.py"], ["profile", "nonexist.py"],
+                                  ["analyze", "nonexist"], ["bench"], ["trials", "status", "--dir", "nonexist"],
+                                  ["trials", "show", "t1", "--dir", "nonexist"], ["trials", "import", "--format", "hf",
+                                                                                  "nonexist"]])
+def test_a_missing_path_under_json_is_one_json_object_with_exit_2(tmp_path, monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(cli, [*args, "--json"])
+    body = one_json(out.output)
+    assert out.exit_code == 2 and body["state"] == "refused" and body["exit_code"] == 2
+    assert "does not exist" in body["message"] or "Missing argument" in body["message"]
+    plain = CliRunner().invoke(cli, args)  # without --json, click's usage error as before
+    assert plain.exit_code == 2 and "Usage: " in plain.output
+
+
+def test_every_command_with_json_keeps_usage_errors_json():
+    loose = [path for path, command in every_command() if any(p.name == "as_json" for p in command.params)
+             and not isinstance(command, JsonCommand)]
+    assert loose == []
+
+
+def gpumode_task(tmp_path: Path, name: str = "vectoradd_py") -> Path:
+    """A GPU MODE task folder beside the utils.py its task.yml names (`../utils.py`)."""
+    shutil.copyfile(PMPP / "utils.py", tmp_path / "utils.py")
+    return Path(shutil.copytree(PMPP / name, tmp_path / name, ignore=shutil.ignore_patterns("solutions")))
+
+
+def test_init_from_a_gpumode_reference_says_its_folder_is_the_problem(tmp_path):
+    (tmp_path / "my tasks").mkdir()
+    task = gpumode_task(tmp_path / "my tasks")
+    out = CliRunner().invoke(cli, ["init", str(tmp_path / "new"), "--from", str(task / "reference.py")])
+    assert out.exit_code == 2
+    assert "is a GPU MODE problem file, which `init --from` cannot wrap" in out.output
+    assert f"its folder is a problem directory already: `trialtui {shlex.quote(str(task))}`" in out.output
+    assert f"`trialtui bench {shlex.quote(str(task / 'submission.py'))}` checks one once" in out.output
+    assert not (tmp_path / "new").exists()
+
+
+def test_init_from_a_gpumode_reference_whose_folder_is_incomplete_says_what_it_lacks(tmp_path):
+    task = Path(shutil.copytree(PMPP / "vectoradd_py", tmp_path / "vectoradd_py"))
+    out = CliRunner().invoke(cli, ["init", str(tmp_path / "new"), "--from", str(task / "reference.py")])
+    assert out.exit_code == 2 and "which is not a problem directory yet: task.yml lists ../utils.py" in out.output
+
+
+def test_utils_beside_the_reference_is_refused_with_the_path_task_yml_names(tmp_path):
+    task = Path(shutil.copytree(PMPP / "vectoradd_py", tmp_path / "vectoradd_py"))
+    shutil.copyfile(PMPP / "utils.py", task / "utils.py")  # beside the reference, not at ../utils.py
+    out = CliRunner().invoke(cli, ["bench", str(task / "submission.py")])
+    assert out.exit_code == 2
+    assert (f"copy utils.py to {tmp_path.resolve() / 'utils.py'}, where task.yml's files: names it (../utils.py); "
+            "the utils.py beside reference.py is not that path") in out.output
+
+
+def test_printed_commands_quote_paths_with_spaces(tmp_path, monkeypatch):
+    root = write_problem(tmp_path / "with space" / "my prob", files={"ok kernel.py": KB_GOOD})
+    monkeypatch.setattr("trialtui.engine.bench.bench_file", lambda *a, **k: as_result({"state": "correct"}))
+    bench = CliRunner().invoke(cli, ["bench", str(root / "ok kernel.py")])
+    assert bench.exit_code == 0 and f"`trialtui {shlex.quote(str(root))}` records every save" in bench.output
+    made = tmp_path / "with space" / "my relu"
+    init = CliRunner().invoke(cli, ["init", str(made)])
+    assert init.exit_code == 0 and f"next: cd {shlex.quote(str(made))} && trialtui" in init.output
+    kernels = tmp_path / "hf out"
+    (kernels / "my kernel").mkdir(parents=True)
+    (kernels / "my kernel" / "state.json").write_text("{}")
+    imported = CliRunner().invoke(cli, ["trials", "import", "--format", "hf", str(kernels), "--dir", str(root)])
+    assert f"pass one of: {shlex.quote(str(kernels / 'my kernel'))}" in imported.output
+
+
+def test_the_demos_next_commands_quote_paths_with_spaces(tmp_path, monkeypatch, capsys):
+    from trialtui.cli import demo as cli_demo
+
+    async def played(*args, **kwargs):
+        return []
+
+    async def agent(*args, **kwargs):
+        return 0
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("trialtui.agent.script.play", agent)
+    plan = SimpleNamespace(root=tmp_path / "demo dir" / "relu", story=SimpleNamespace(problem="relu"), recordings=None)
+    fake = SimpleNamespace(describe_mode=lambda mode: mode, play_all=played)
+    cli_demo._headless(fake, [plan], "replay", tmp_path / "demo dir", speed=0, finalize=False, record_dir=None,
+                       jobs=1, gpus=["0"], progress=False)
+    cli_demo._agent(fake, plan, "replay")
+    said = capsys.readouterr().out
+    assert "next: trialtui trials status --dir 'demo dir/relu'" in said and "      trialtui 'demo dir/relu'" in said
+    assert "watch it live from another terminal: trialtui 'demo dir/relu'" in said
+
+
+@pytest.mark.parametrize("args", [["status"], ["best"], ["show", "t1"], ["diff", "t1"], ["export", "--format", "md"],
+                                  ["note", "t1", "x"], ["branch", "t1"], ["rerun", "t1"], ["finalize"], ["doctor"],
+                                  ["import", "--format", "hf", "."]])
+def test_trials_refuses_a_directory_that_is_no_problem_as_watch_does(tmp_path, args):
+    stray = tmp_path / "main"
+    stray.mkdir()
+    out = CliRunner().invoke(cli, ["trials", *args, "--dir", str(stray)])
+    assert out.exit_code == 2, out.output
+    assert f"trialtui: no reference.py in {stray}" in out.output and "Trial tree" not in out.output
+    assert not (stray / ".trialtui").exists()
+    (stray / "k.py").write_text("x = 1\n")
+    bench = CliRunner().invoke(cli, ["bench", str(stray / "k.py")])  # the refusal of bench, watch and the TUI
+    assert out.output == bench.output
+
+
+def test_trials_status_under_json_refuses_a_directory_that_is_no_problem(tmp_path):
+    out = CliRunner().invoke(cli, ["trials", "status", str(tmp_path), "--json"])
+    assert out.exit_code == 2 and one_json(out.output)["message"].startswith(f"no reference.py in {tmp_path}")
+
+
+def test_trials_status_still_reads_a_problem_whose_reference_no_longer_loads(tmp_path):
+    root = write_problem(tmp_path / "prob", reference="def broken(:\n", files={"kernel.py": KB_GOOD})
+    out = CliRunner().invoke(cli, ["trials", "status", "--dir", str(root)])
+    assert out.exit_code == 0 and "Trial tree: prob" in out.output
+
+
+def test_export_md_says_a_cpu_only_trial_was_not_timed(tmp_path):
+    root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
+    with Store.open(root, writer=True) as store:
+        for i in range(2):
+            store.record("kernel.py", f"# v{i}\n")
+            store.update(f"t{i + 1}", state="correct", result=as_result(CPU_CORRECT))
+    out = CliRunner().invoke(cli, ["trials", "export", "--format", "md", "--dir", str(root)])
+    assert out.exit_code == 0
+    rows = [line for line in out.output.splitlines() if line.startswith(("| t1 ", "| t2 "))]
+    assert len(rows) == 2 and all("| correct on CPU, not timed |" in row for row in rows)

@@ -100,6 +100,18 @@ def test_gpumode_reference_with_a_generator_analyzes_on_cpu(tmp_path):
     assert r["min_bytes"] == 2 * 4096 * 4096 * 4 and [op["kind"] for op in r["ops"]] == ["reduction"]
 
 
+def test_gpumode_inputs_name_the_dtype_of_the_analysis_and_its_roofline(tmp_path):
+    """GPU MODE's inputs keep the dtype generate_input gives them (nothing casts them to trialtui.toml's)."""
+    from test_least_bytes import TASK, VECTORADD
+
+    root = write_problem(tmp_path / "gm", reference=VECTORADD)
+    (root / "task.yml").write_text(TASK)
+    r = analyze(root, gpu="NVIDIA H200")
+    assert r["dtype"] == "float16" and r["roofline"]["compute_dtype"] == "float16"
+    kb = analyze(write_problem(tmp_path / "kb", config='dtype = "bfloat16"\n'), gpu="NVIDIA H200")
+    assert kb["dtype"] == "bfloat16"
+
+
 def test_a_reference_that_raises_gives_an_error_result(tmp_path):
     broken = KB_REFERENCE.replace("return torch.relu(x + self.bias)", "raise ValueError('nope')")
     r = analyze(write_problem(tmp_path / "p", broken))

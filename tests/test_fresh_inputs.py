@@ -104,20 +104,21 @@ def test_the_layout_packs_every_tensor_of_an_output_and_names_an_output_that_doe
     assert "1 tensors" in layout.pack(torch.randn(3, 5), ring[:layout.slot_bytes])
 
 
-@pytest.mark.parametrize("casts", [False, True])
-def test_a_layout_casts_another_floating_dtype_only_where_the_problems_own_check_judges(casts):
+@pytest.mark.parametrize("handed", [False, True])
+def test_a_layout_takes_the_output_buffers_dtype_only_where_the_problems_own_check_judges(handed):
     """Where it casts, what is hashed from the output itself is what is hashed from its slot (the loop that
     copies after the landings draws the next input from the one, the checker from the other)."""
     expected = torch.randn(6, 7, dtype=torch.float64)
-    layout = Layout.from_wire(Layout.of_output(expected, casts=casts).to_wire())
+    buffer = torch.empty(6, 7)
+    layout = Layout.from_wire(Layout.of_output(expected, (torch.randn(6), buffer) if handed else None).to_wire())
     ring = torch.zeros(layout.slot_bytes, dtype=torch.uint8)
     output = torch.randn(6, 7)
     wrong = layout.pack(output, ring)
-    if not casts:
+    if not handed:
         assert "float32 (6, 7)" in wrong and layout.misfit(output.double(), ring.device) is None
         return
     assert wrong is None and torch.equal(layout.unpack(ring, 0, expected), output.double())
-    assert "int64" in layout.pack(torch.zeros(6, 7, dtype=torch.int64), ring)
+    assert "float16" in layout.pack(output.half(), ring) and "int64" in layout.pack(torch.zeros(6, 7, dtype=torch.int64), ring)
     from_slot, from_output = torch.zeros(1, 2, dtype=torch.int32), torch.zeros(1, 2, dtype=torch.int32)
     layout.pack(output, ring)
     layout.hash_into(ring, from_slot, 0, fresh_inputs.digest)

@@ -185,6 +185,10 @@ SMALL = {  # small test sizes in the copy's trialtui.toml: the upstream ones tak
 }
 
 
+INPUT_DTYPE = {"vectoradd_py": "float16", "matmul_py": "float16", "grayscale_py": "float32", "histogram_py": "float32",
+               "prefixsum_py": "float32"}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name, candidate, state", [
     ("vectoradd_py", "solutions/correct/submission_triton.py", "correct"),
@@ -206,6 +210,7 @@ def test_upstream_candidates_score_on_the_cpu(tmp_path, name, candidate, state):
         path = shutil.copyfile(path, root / f"example_{path.parent.name}.py")
     result = bench_file(load_problem(root), path, device="cpu", use_cache=False).to_json()
     assert result["state"] == state, result["message"]
+    assert result["dtype"] == INPUT_DTYPE[name]  # as generate_input makes them, not trialtui.toml's float32
     if state == "incorrect":
         assert "mismatch" in result["message"] or "values" in result["message"]
 

@@ -1,12 +1,13 @@
-"""A reference that gives two outputs for one input (nn.Dropout in a KernelBench model left in training mode) is
-the problem's failure: said as such, once, before any candidate is judged, never a candidate's `incorrect` nor a
-timed call blamed on its streams."""
+"""A reference that fails at a case, or gives two outputs for one input (nn.Dropout in a KernelBench model left in
+training mode), is the problem's failure: said as such, once, before any candidate is judged, never a candidate's
+`incorrect` or `error` nor a timed call blamed on its streams. A reference that puts its inputs on "cuda" runs
+on a machine without CUDA, as GPU MODE's do."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from conftest import KB_REFERENCE, write_problem
+from conftest import KB_GOOD, KB_REFERENCE, write_problem
 from test_bench_job import FAST
 
 from trialtui.core.problem_dir import load_problem
@@ -59,3 +60,24 @@ def test_a_deterministic_reference_is_not_random_however_its_output_is_made():
     assert random_reference(model, model, torch.randn(4, 8), 1e-5, 1e-5) is None
     model.train()
     assert "its 1 (nn.Dropout in training mode)" in random_reference(model, model, torch.randn(4, 8), 1e-5, 1e-5)
+
+
+CUDA_INPUTS = KB_REFERENCE.replace("return [torch.randn(batch_size, dim)]",
+                                   "return [torch.randn(batch_size, dim).cuda()]")
+RAISES = KB_REFERENCE.replace("return [torch.randn(batch_size, dim)]", "raise KeyError('no such size')")
+
+
+@pytest.mark.slow
+def test_a_reference_that_raises_making_inputs_is_the_problems_failure(tmp_path):
+    root = write_problem(tmp_path / "p", RAISES, files={"cand.py": KB_GOOD}, config=FAST)
+    result = bench_file(load_problem(root), root / "cand.py", device="cpu")
+    assert result.state == "error" and result.reference_failed
+    assert "reference.py fails at" in result.message and "KeyError" in result.message
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.is_available(), reason="where CUDA is, .cuda() is CUDA")
+def test_a_kernelbench_reference_that_asks_for_cuda_runs_without_it(tmp_path):
+    root = write_problem(tmp_path / "p", CUDA_INPUTS, files={"cand.py": KB_GOOD}, config=FAST)
+    result = bench_file(load_problem(root), root / "cand.py", device="cpu")
+    assert result.state == "correct", result.message

@@ -150,6 +150,7 @@ def trace(reference: Reference, case: dict[str, Any], device: str) -> dict[str, 
     ops = recorder.ops
     return {
         "device": device,
+        "dtype": reference.kind.dtype_of(reference, inputs),  # GPU MODE's inputs keep their own
         "flops": counter.get_total_flops(),
         "input_bytes": input_bytes,
         "output_bytes": output_bytes,
@@ -210,9 +211,9 @@ def run(spec: AnalyzeSpec) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - the reference may raise anything
         traceback.print_exc()
         return {"version": RESULT_VERSION, "state": "error", "message": f"{type(exc).__name__}: {exc}"}
-    result.update(version=RESULT_VERSION, state="ok", dtype=spec.dtype)
+    result.update(version=RESULT_VERSION, state="ok")
     ceilings = ceilings_for(spec.gpu, spec.driver) if spec.gpu else None
-    result["roofline"] = (roofline(result["flops"], result["min_bytes"], spec.dtype, ceilings,
+    result["roofline"] = (roofline(result["flops"], result["min_bytes"], result["dtype"], ceilings,
                                    spec.allow_tf32).to_dict() if ceilings else None)
     return result
 

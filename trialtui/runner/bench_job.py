@@ -30,7 +30,7 @@ from trialtui.runner.checker import Checker
 from trialtui.runner.child import serve
 from trialtui.runner.environment import environment
 from trialtui.runner.job_progress import Progress, Splits
-from trialtui.runner.judging import RandomReference, higher_precision
+from trialtui.runner.judging import ReferenceFailed, higher_precision
 from trialtui.runner.prepared import Prepared, prepare, problem_key
 from trialtui.runner.tensors import nbytes
 from trialtui.runner.cpu_timing import cpu_timing
@@ -118,7 +118,8 @@ def run(spec: BenchSpec) -> dict[str, Any]:
         phase("load")
         stage = "checking correctness"
         checker.splits.started = time.perf_counter()
-        checker.deterministic(cases[0] if cases else {}, seeds[0] if seeds else 0)
+        if cases and not spec.heldout:  # held-out cases follow a bench that looked already
+            result["dtype"] = checker.first_look(cases[0], seeds[0] if seeds else 0)
         if spec.heldout:  # cases derived at finalize or on demand (runner/heldout.py), each on its own
             correctness = heldout.check_each(checker)
         else:
@@ -171,8 +172,8 @@ def run(spec: BenchSpec) -> dict[str, Any]:
             raise
         result["state"] = "error"
         result["speedup"] = None
-        result["message"] = f"{stage}: {exc if isinstance(exc, RandomReference) else describe(exc)}"
-        if stage == "loading the reference" or isinstance(exc, RandomReference):  # the problem's failure, not the candidate's
+        result["message"] = f"{stage}: {exc if isinstance(exc, ReferenceFailed) else describe(exc)}"
+        if stage == "loading the reference" or isinstance(exc, ReferenceFailed):  # the problem's failure, not the candidate's
             result[REFERENCE_FAILED] = True
         result["traceback"] = traceback.format_exc()[-4000:]
         print(result["traceback"], file=sys.stderr)

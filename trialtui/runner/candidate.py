@@ -227,7 +227,7 @@ class Session:
         steps.mark("input_check")
         self.runs += 1
         # the reference-imported scan walks every object (0.1 s): on a GPU the kernel-time step makes it
-        reply = {"launches": self.counter.count - before, "input_changed": changed,
+        reply = {"launches": self.counter.count - before, "input_changed": changed, "unshared": getattr(fn, "unshared", None),
                  **self.facts(scan=self.runs == 1 and self.device.type != "cuda")}
         steps.mark("facts")
         return {**reply, "steps_s": steps.seconds}, output

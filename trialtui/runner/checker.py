@@ -16,7 +16,7 @@ from trialtui.core.result import flag
 from trialtui.runner.candidate_errors import describe
 from trialtui.runner.candidate_requests import CandidateLink, Deadline
 from trialtui.runner.job_progress import Splits
-from trialtui.runner.judging import RandomReference, higher_precision, judge, random_reference, tolerance
+from trialtui.runner.judging import ReferenceFailed, higher_precision, judge, random_reference, tolerance
 from trialtui.runner.tensors import nbytes
 
 
@@ -71,12 +71,17 @@ class Checker:
         if self.prepared is not None:
             self.prepared.cases.clear()
 
-    def deterministic(self, case: Any, seed: int) -> None:
-        """Raises `RandomReference` where the reference gives two outputs for one input (judging.random_reference)."""
-        call = self.reference.call(case, seed)
-        why = random_reference(call.fn, call.model, self.reference.make_inputs(case, seed), self.spec.atol, self.spec.rtol)
+    def first_look(self, case: Any, seed: int) -> str:
+        """The reference at one case before any candidate is judged: raises `ReferenceFailed` where it raises or
+        gives two outputs for one input (judging.random_reference); else the problem's dtype as its inputs name it."""
+        try:
+            call, inputs = self.reference.call(case, seed), self.reference.make_inputs(case, seed)
+            why = random_reference(call.fn, call.model, inputs, self.spec.atol, self.spec.rtol)
+        except Exception as exc:  # noqa: BLE001 - reference.py may raise anything
+            raise ReferenceFailed(f"reference.py fails at {case or 'its defaults'}: {describe(exc)}") from exc
         if why:
-            raise RandomReference(why)
+            raise ReferenceFailed(why)
+        return self.reference.kind.dtype_of(self.reference, inputs)
 
     def correctness(self, cases: list[Any], seeds: list[int]) -> dict[str, Any]:
         """Every case under every seed: inputs made here, the candidate's outputs received as data and judged here.
@@ -112,7 +117,7 @@ class Checker:
         import torch
 
         from trialtui.runner.compare import is_trivial, looks_like_tf32, normwise
-        from trialtui.runner.loader import DTYPES
+        from trialtui.runner.loader import DTYPES, unshared_note
         from trialtui.runner.tensors import clone
 
         spec, reference, splits = self.spec, self.reference, self.splits
@@ -174,7 +179,7 @@ class Checker:
         del inputs, expected, output, truth
         if result.passed:
             return None, constant
-        message = f"{where}: {result.message}"
+        message = f"{where}: {result.message}{unshared_note(reply.get('unshared'))}"
         if tf32:
             message += (f" (relative error {result.max_rel_err:.1e} looks like TF32 rounding: "
                         "set allow_tf32 = true in trialtui.toml if TF32 is acceptable)")

@@ -73,6 +73,16 @@ def _flatten(value: Any, path: str = "output") -> list[tuple[str, Any]]:
     return [(path, value)]
 
 
+def handed_dtype(output: torch.Tensor, handed: Any) -> str:
+    """The floating dtype, other than `output`'s, of an input of its shape (GPU MODE's output buffer, handed in): what
+    a candidate that writes that buffer returns, and the problem's own check judges; '' where there is none."""
+    if handed is None or not output.is_floating_point():
+        return ""
+    found = (t.dtype for _, t in _flatten(handed) if isinstance(t, torch.Tensor) and t.shape == output.shape
+             and t.is_floating_point() and t.dtype != output.dtype)
+    return str(next(found, "")).removeprefix("torch.")
+
+
 def _structure(value: Any) -> Any:
     if isinstance(value, (tuple, list)):  # a list where the reference returns a tuple holds the same tensors, in order
         return ("sequence", [_structure(v) for v in value])
@@ -81,13 +91,14 @@ def _structure(value: Any) -> Any:
     return "tensor" if isinstance(value, torch.Tensor) else type(value).__name__
 
 
-def compare(ref: Any, out: Any, atol: float | None, rtol: float | None, own_check: bool = False) -> Comparison:
+def compare(ref: Any, out: Any, atol: float | None, rtol: float | None, handed: Any = None) -> Comparison:
     """Compare nested outputs; the first failing leaf sets the message.
 
     With atol/rtol None only the structure is checked: shapes, dtypes, devices, and NaN or Inf where
     the reference is finite (GPU MODE problems, whose own check_implementation judges the values).
-    `own_check`: the problem's own check judges the values, so a floating output of another floating dtype is
-    its to judge (GPU MODE's prefix sum returns float64 from a float32 input; its evaluator takes float32).
+    `handed`: the inputs, where the problem's own check judges the values: a floating output of the dtype of an input
+    of its shape, its output buffer, is that check's to judge (GPU MODE's prefix sum: its reference returns float64,
+    its own submission the float32 buffer generate_input hands it).
     """
     result = Comparison()
     if _structure(ref) != _structure(out):
@@ -101,7 +112,7 @@ def compare(ref: Any, out: Any, atol: float | None, rtol: float | None, own_chec
         if r.shape != o.shape:
             result.fail(f"{path}: shape expected {tuple(r.shape)}, got {tuple(o.shape)}")
             continue
-        if r.dtype != o.dtype and not (own_check and r.is_floating_point() and o.is_floating_point()):
+        if r.dtype != o.dtype and not (r.is_floating_point() and handed_dtype(r, handed) == str(o.dtype).removeprefix("torch.")):
             result.fail(f"{path}: dtype {o.dtype}, expected {r.dtype}")
             continue
         sent_from = getattr(o, "sent_from_device", o.device.type)  # set by runner/wire.py on arrival

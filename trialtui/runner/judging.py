@@ -31,8 +31,8 @@ def higher_precision(reference, ref_model, inputs):
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = was
 
 
-class RandomReference(Exception):
-    """reference.py gives different outputs for one input: the problem's failure, not a candidate's."""
+class ReferenceFailed(Exception):
+    """reference.py fails at a case, or gives two outputs for one input: the problem's failure, not a candidate's."""
 
 
 def random_reference(fn: Callable[[Any], Any], model: Any, inputs: Any, atol: float | None, rtol: float | None) -> str | None:
@@ -72,7 +72,7 @@ def judge(spec: BenchSpec, reference, expected, output, inputs, truth, floor_not
     from trialtui.runner.tensors import clone
 
     atol, rtol = tolerance(spec, reference.kind)
-    result = compare(expected, output, atol, rtol, reference.kind.judges_values)
+    result = compare(expected, output, atol, rtol, inputs if reference.kind.judges_values else None)
     if not result.passed and atol is not None and truth is not None and within_rounding_floor(expected, output, truth, atol, rtol):
         if floor_notes is not None:  # every value off eager is no farther from the truth than eager is, plus a step
             floor_notes.append(f"{where}: {result.message}")

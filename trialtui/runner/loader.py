@@ -161,14 +161,24 @@ class Candidate:
                                             ref.device, ref.dtype)
 
 
-def load_matching_weights(target: torch.nn.Module, source: torch.nn.Module | dict[str, torch.Tensor]) -> int:
-    """Copy parameters and buffers whose names and shapes match; returns how many were copied."""
+def load_matching_weights(target: torch.nn.Module, source: torch.nn.Module | dict[str, torch.Tensor]) -> list[str]:
+    """Copy parameters and buffers whose names and shapes match; returns the names of the source's not copied
+    (the candidate keeps its own initial values there: said where it is then wrong, `unshared_note`)."""
     theirs = source if isinstance(source, dict) else source.state_dict()
     ours = target.state_dict()
     matched = {k: v for k, v in theirs.items() if k in ours and ours[k].shape == v.shape}
     if matched:
         target.load_state_dict(matched, strict=False)
-    return len(matched)
+    return [k for k in theirs if k not in matched]
+
+
+def unshared_note(names: Any) -> str:
+    """A wrong output's word on the reference's weights the candidate's module has no match for, else ''."""
+    if not names or not isinstance(names, list):
+        return ""
+    listed = ", ".join(str(n) for n in names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return (f" (the reference's {listed} were not copied into the candidate's module: it has no parameter or buffer "
+            "of that name and shape, so it kept its own initial values; name them as the reference does)")
 
 
 def build_pair(reference: Reference, candidate: Candidate, case: dict[str, Any], seed: int):

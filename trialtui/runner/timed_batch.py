@@ -9,7 +9,7 @@ input (runner/fresh_inputs.py makes every input new, from the previous call's ou
 
 The slots' layout is the reference's output at the timed size (its tensors' dtypes and shapes, in order): an
 output that does not fit is a mismatch the candidate's process reports (where the problem's own check judges
-values, GPU MODE's, a floating tensor of another floating dtype goes in cast, as that check takes it)."""
+values, GPU MODE's, a floating output of its output buffer's dtype goes in cast, as that check takes it)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ import torch
 from trialtui.runner.batch_clock import checker_per_call_us
 from trialtui.runner.landing import Pad, land, landing_per_call_us, release, slots_of
 from trialtui.runner.loop_rhythm import Rhythm, disturbance, ran_clear, rhythm_us, starts_us
+from trialtui.runner.compare import handed_dtype
 from trialtui.runner.tensors import DTYPES, PrivateInputs, clone, map_tensors, private_inputs, shares_memory, tensors_of
 
 KEEP_BYTES = 8 * 2**30  # kept outputs per batch, on each side, at most (a sixteenth of the GPU's memory where less): the large batch shrinks to fit, at least 2 calls
@@ -41,6 +42,7 @@ class Leaf:
     shape: tuple[int, ...]
     offset: int  # bytes into the slot
     nbytes: int
+    also: str = ""  # a floating dtype it may come in as, cast to `dtype`: its output buffer's (`Layout.of_output`)
 
 
 @dataclass(frozen=True)
@@ -49,29 +51,29 @@ class Layout:
 
     leaves: tuple[Leaf, ...]
     slot_bytes: int
-    casts: bool = False  # a floating tensor of another floating dtype goes in cast (the problem's own check judges values)
 
     @classmethod
-    def of_output(cls, expected: Any, casts: bool = False) -> Layout:
+    def of_output(cls, expected: Any, handed: Any = None) -> Layout:
+        """`handed`: the inputs where the problem's own check judges values (Leaf.also; compare.compare's rule)."""
         leaves, offset = [], 0
         for t in tensors_of(expected):
-            nbytes = t.numel() * t.element_size()
-            leaves.append(Leaf(str(t.dtype).removeprefix("torch."), tuple(t.shape), offset, nbytes))
+            nbytes, also = t.numel() * t.element_size(), handed_dtype(t, handed)
+            leaves.append(Leaf(str(t.dtype).removeprefix("torch."), tuple(t.shape), offset, nbytes, also))
             offset += -(-max(1, nbytes) // ALIGN) * ALIGN
-        return cls(tuple(leaves), max(ALIGN, offset), casts)
+        return cls(tuple(leaves), max(ALIGN, offset))
 
     def to_wire(self) -> dict[str, Any]:
-        return {"slot_bytes": self.slot_bytes, "casts": self.casts,
-                "leaves": [[leaf.dtype, list(leaf.shape), leaf.offset, leaf.nbytes] for leaf in self.leaves]}
+        return {"slot_bytes": self.slot_bytes,
+                "leaves": [[leaf.dtype, list(leaf.shape), leaf.offset, leaf.nbytes, leaf.also] for leaf in self.leaves]}
 
     @classmethod
     def from_wire(cls, data: Any) -> Layout:
         """Checked as it arrives (the candidate's process takes it from the checker, but checks cost nothing)."""
-        leaves = tuple(Leaf(str(d), tuple(int(x) for x in shape), int(off), int(nb)) for d, shape, off, nb in data["leaves"])
+        leaves = tuple(Leaf(str(d), tuple(int(x) for x in shape), int(off), int(nb), str(also)) for d, shape, off, nb, also in data["leaves"])
         slot = int(data["slot_bytes"])
         if any(leaf.offset < 0 or leaf.offset + leaf.nbytes > slot for leaf in leaves):
             raise ValueError("a leaf lies outside its slot")
-        return cls(leaves, slot, data.get("casts") is True)
+        return cls(leaves, slot)
 
     def batch_sizes(self, budget: int = KEEP_BYTES) -> tuple[int, int]:
         """(small, large): the large batch's kept outputs fit in `budget`; at least 2 calls, at most 100.
@@ -87,7 +89,7 @@ class Layout:
             return f"{len(found)} tensors where the reference returns {len(self.leaves)}"
         for i, (t, leaf) in enumerate(zip(found, self.leaves)):
             got = str(t.dtype).removeprefix("torch.")
-            if (got != leaf.dtype and not self._cast(t, leaf)) or tuple(t.shape) != leaf.shape or t.device != device:
+            if got not in (leaf.dtype, leaf.also) or tuple(t.shape) != leaf.shape or t.device != device:
                 return (f"output {i}: {got} {tuple(t.shape)} on {t.device.type} where the reference returns "
                         f"{leaf.dtype} {leaf.shape}")
         return None
@@ -103,7 +105,7 @@ class Layout:
         """hashes[call] from the output's own tensors, as `hash_into` takes it from the slot they are copied
         into (the same bytes, the same words): the loop that defers the copies past the batch's landings."""
         for t, leaf in zip(tensors_of(output), self.leaves):
-            t = t.to(DTYPES[leaf.dtype]) if self._cast(t, leaf) else t  # the bytes its slot will hold
+            t = t.to(DTYPES[leaf.dtype]) if str(t.dtype).removeprefix("torch.") == leaf.also else t  # the bytes its slot holds
             if leaf.nbytes >= 4:
                 words = t.detach().contiguous().view(-1).view(torch.uint8)[:leaf.nbytes // 4 * 4]
                 digest(words if words.storage_offset() % 4 == 0 else words.clone(), hashes, call)
@@ -132,9 +134,6 @@ class Layout:
     @staticmethod
     def _view(slot: torch.Tensor, leaf: Leaf) -> torch.Tensor:
         return slot[leaf.offset:leaf.offset + leaf.nbytes].view(DTYPES[leaf.dtype]).view(leaf.shape)
-
-    def _cast(self, t: torch.Tensor, leaf: Leaf) -> bool:
-        return self.casts and t.is_floating_point() and DTYPES[leaf.dtype].is_floating_point and t.dtype != DTYPES[leaf.dtype]
 
 
 def run_batch(calls: list[Callable[[], Any]], refresher: Any, bencher: Any, layout: Layout, ring: torch.Tensor,

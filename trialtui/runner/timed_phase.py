@@ -27,6 +27,7 @@ from trialtui.core.job_spec import BenchSpec
 from trialtui.core.json_types import number
 from trialtui.core.kernel_split import LIBRARY_SHARE  # the one threshold, the bench's split and the profile's
 from trialtui.core.result import flag
+from trialtui.core.roofline import impossible_message, physical_floor
 from trialtui.runner import batch_clock, cuda_ipc, fresh_inputs, landing, library_split, timed_work
 from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink, Deadline
 from trialtui.runner.job_progress import Splits
@@ -192,6 +193,7 @@ class TimedSetup:
     layout: Layout  # the output's structure: the ring's slots
     work: dict[str, float]  # the least traffic (and, asked later, FLOPs) any kernel must do
     batches: tuple[int, int]  # the candidate's two batch sizes
+    dtype: str  # the problem's, as its form names it from the inputs (runner/forms: GPU MODE's are its own)
 
     @classmethod
     def of(cls, reference, case, props) -> TimedSetup:
@@ -200,8 +202,9 @@ class TimedSetup:
             sets.append(reference.make_inputs(case, 1))  # rotate when inputs fit in L2
         ref_call = reference.call(case, 0)
         output, work = timed_work.output_and_bytes(ref_call, clone(sets[0]))  # the sets are one case: one output structure, one amount of work
-        layout = Layout.of_output(output, casts=reference.kind.judges_values)  # GPU MODE's check judges any float dtype
-        return cls(sets, ref_call, layout, work, layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16)))
+        layout = Layout.of_output(output, sets[0] if reference.kind.judges_values else None)  # its own check judges
+        return cls(sets, ref_call, layout, work, layout.batch_sizes(min(KEEP_BYTES, props.total_memory // 16)),
+                   reference.kind.dtype_of(reference, sets[0]))
 
 
 def overhead_at(reference, case, bencher: Any) -> HarnessCost:
@@ -482,13 +485,11 @@ class TimedPhase:
 
     def _weigh(self, cand: dict[str, Any], setup: TimedSetup, props: Any, baselines: list[dict[str, Any]]) -> None:
         """The candidate's headline against the physical floor: below it, `impossible`."""
-        from trialtui.core.roofline import impossible_message, physical_floor
-
         work = setup.work
         fastest = min((b["median_us"] for b in baselines if b.get("median_us")), default=None)
         if fastest is not None and cand["median_us"] < fastest:  # no floor lies above a baseline that ran the work
             work["flops"] = timed_work.flops(setup.ref_call, setup.sets[0])
-        floor = physical_floor(work["flops"], work["min_bytes"], self.spec.dtype, props.name, self.spec.allow_tf32)
+        floor = physical_floor(work["flops"], work["min_bytes"], setup.dtype, props.name, self.spec.allow_tf32)
         cand["work"] = {**work, "floor_us": floor.floor_us if floor else None, "floor_gpu": floor.gpu if floor else None}
         impossible = impossible_message(floor, cand["median_us"]) if floor else None
         if impossible:

@@ -273,7 +273,7 @@ def preview(spec: TraceSpec, reference, case: dict[str, Any], expected: Any, out
     from trialtui.runner.compare import compare
     from trialtui.runner.tensors import clone
 
-    result = compare(expected, output, spec.atol, spec.rtol, reference.kind.judges_values)
+    result = compare(expected, output, spec.atol, spec.rtol, inputs if reference.kind.judges_values else None)
     own = reference.check(clone(inputs), output) if result.passed else None
     if own is not None and not own[0]:
         result.fail(f"check_implementation: {own[1]}")
@@ -299,7 +299,7 @@ def run(spec: TraceSpec) -> dict[str, Any]:
     import torch
 
     from trialtui.runner.judging import random_reference
-    from trialtui.runner.loader import Candidate, Reference, build_pair
+    from trialtui.runner.loader import Candidate, Reference, build_pair, unshared_note
     from trialtui.runner.tensors import clone
 
     recorder = LaunchRecorder()
@@ -336,6 +336,8 @@ def run(spec: TraceSpec) -> dict[str, Any]:
         random = None if result["preview"]["correct"] else random_reference(ref_fn, None, inputs, spec.atol, spec.rtol)
         if random:  # the reference's fault, not the candidate's: said as the bench will say it
             result["preview"].update(message=random, reference_random=True)
+        elif not result["preview"]["correct"]:
+            result["preview"]["message"] += unshared_note(getattr(cand_fn, "unshared", None))
         result["state"] = "ok"
         progress(job="trace", phase="done")
     except BaseException as exc:  # noqa: BLE001 - the candidate may raise anything, SystemExit included

@@ -71,6 +71,11 @@ class RunnerForm(ABC):
         """The problem's own verdict on an output, or None when the form has none."""
         return None
 
+    def dtype_of(self, ref: LoadedReference, inputs: Any) -> str:
+        """The problem's dtype as its labels, roofline and floor name it: the configured one, which the form
+        casts every floating input to."""
+        return ref.spec["dtype"]
+
     def build_candidate(self, entry: Any, payload: dict[str, Any], device: Any, dtype: Any) -> Callable[[Any], Any]:
         """The candidate's callable from its entry point, in the candidate's process, from the
         reference call's payload (plus the seed)."""

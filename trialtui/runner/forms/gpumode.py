@@ -11,7 +11,7 @@ import torch
 from trialtui.runner.device_map import mapped
 from trialtui.runner.forms import ReferenceCall, RunnerForm
 from trialtui.runner.loader import combine_seed, seed_all
-from trialtui.runner.tensors import map_tensors
+from trialtui.runner.tensors import map_tensors, tensors_of
 
 OWN_NAMES = ("generate_input", "ref_kernel", "check_implementation")
 
@@ -36,6 +36,15 @@ class GpuMode(RunnerForm):
         if ref.emulated:
             return map_tensors(data, lambda t: t.float() if t.dtype == torch.bfloat16 else t)
         return map_tensors(data, lambda t: t.to(ref.device))
+
+    def dtype_of(self, ref, inputs: Any) -> str:
+        """The inputs' own, as generate_input makes them (nothing is cast): the narrowest floating dtype among them
+        (an fp8 GEMM's, not its fp32 scales'), whose math is the fastest the floor must allow; the configured one
+        where none is floating, or where bf16 runs emulated as fp32 on the CPU."""
+        found = [t.dtype for t in tensors_of(inputs) if t.is_floating_point()]
+        if ref.emulated or not found:
+            return ref.spec["dtype"]
+        return str(min(found, key=lambda d: (torch.finfo(d).bits, str(d)))).removeprefix("torch.")
 
     def reference_call(self, ref, case: dict[str, Any], seed: int) -> ReferenceCall:
         return ReferenceCall(ref.module.ref_kernel)

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import torch
 
 from trialtui.runner import constants
+from trialtui.runner.device_map import mapped
 from trialtui.runner.forms import ReferenceCall, RunnerForm
 from trialtui.runner.loader import load_matching_weights, seed_all
 from trialtui.runner.tensors import map_tensors
@@ -16,6 +17,10 @@ from trialtui.runner.tensors import map_tensors
 class KernelBench(RunnerForm):
     def setup(self, ref) -> None:
         ref.constants = constants.constant_block(ref.spec["reference"], ref.spec.get("reference_source"))
+        if ref.cuda_target is not None:  # `.cuda()` in get_inputs, as GPU MODE's references (runner/device_map.py)
+            for name in ("get_inputs", "get_init_inputs"):  # not Model: its own super(Model, self) must find the class
+                if callable(getattr(ref.module, name, None)):
+                    setattr(ref.module, name, mapped(getattr(ref.module, name), ref.cuda_target))
 
     def make_inputs(self, ref, case: dict[str, Any], seed: int) -> Any:
         with ref.sizes(case), torch.device(ref.device):
@@ -26,7 +31,8 @@ class KernelBench(RunnerForm):
     def reference_call(self, ref, case: dict[str, Any], seed: int) -> ReferenceCall:
         model = ref.model(case, seed)
         payload = {"init_inputs": ref.init_inputs(case), "weights": dict(model.state_dict())}
-        return ReferenceCall(lambda inputs: model(*inputs), payload, model)
+        forward = mapped(model, ref.cuda_target) if ref.cuda_target is not None else model
+        return ReferenceCall(lambda inputs: forward(*inputs), payload, model)
 
     def build_candidate(self, entry: Any, payload: dict[str, Any], device: Any, dtype: Any) -> Callable[[Any], Any]:
         seed_all(int(payload["seed"]))
@@ -35,9 +41,9 @@ class KernelBench(RunnerForm):
             raise TypeError(f"{getattr(entry, '__name__', 'the entry point')}(...) returned {type(model).__name__}, not an nn.Module")
         model = model.to(device=device, dtype=dtype)
         weights = payload.get("weights") or {}
-        if weights:
-            load_matching_weights(model, weights)
-        return lambda inputs: model(*inputs)
+        call = lambda inputs: model(*inputs)  # noqa: E731
+        call.unshared = load_matching_weights(model, weights) if weights else []  # for a wrong output's message
+        return call
 
 
 FORM = KernelBench()

@@ -109,10 +109,11 @@ def _ancestry():
 """
 
 
-@pytest.mark.parametrize("command", ["bench", "watch"])
-def test_ctrl_c_ends_the_cli_and_every_job_process(command, tmp_path):
-    """Ctrl-C while a benchmark job spins in a forward that ignores SIGINT and SIGTERM: the CLI ends and
-    so does every process of the job. The signal is sent once the job's forward has started (the
+@pytest.mark.parametrize("command, stop", [("bench", "SIGINT"), ("watch", "SIGINT"), ("watch", "SIGTERM")])
+def test_ctrl_c_ends_the_cli_and_every_job_process(command, stop, tmp_path):
+    """Ctrl-C (or a SIGTERM to `watch`) while a benchmark job spins in a forward that ignores SIGINT and SIGTERM:
+    the CLI ends and so does every process of the job, and a watch leaves its trial `interrupted` in the store,
+    not benchmarking (the next engine runs it again). The signal is sent once the job's forward has started (the
     candidate writes a file then), and the job's own timeout is set far beyond the wait, so only the
     Ctrl-C can have ended it. The CLI starts with SIGINT ignored and blocked, as whatever ran before in
     that terminal (or in the same test worker) may leave it: a person's Ctrl-C must end it all the same.
@@ -157,9 +158,14 @@ def test_ctrl_c_ends_the_cli_and_every_job_process(command, tmp_path):
         wait_for(lambda: cli.poll() is not None or any("bench_job" in f.read_text() for f in spin.iterdir()),
                  "the benchmark job to start spinning in forward")
         assert cli.poll() is None, f"the CLI ended before it was interrupted: {(tmp_path / 'stderr').read_text()[-2000:]}"
-        cli.send_signal(signal.SIGINT)
+        cli.send_signal(getattr(signal, stop))
         cli.wait(timeout=120)
         wait_for(lambda: not corpus.leftovers(marker), "every process of the job to end after Ctrl-C", timeout_s=120)
+        if command == "watch":
+            from trialtui.core.store import Store
+
+            with Store.open(root, writer=False) as store:
+                assert [t.state for t in store.trials()] == ["interrupted"]
     finally:
         if cli.poll() is None:
             cli.kill()

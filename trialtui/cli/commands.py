@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from trialtui import __version__
+from trialtui.cli.interrupt import CtrlC, terminate_as_ctrl_c
 from trialtui.cli.refusal import JsonGroup, executor_option, fail, opened_executor, problem_for
 from trialtui.core.problem import ProblemError
 from trialtui.core.problem_dir import load_problem
@@ -302,6 +303,7 @@ def watch(directory, headless, as_json, once, device, gpus, progress, sandbox, e
 
     if not as_json:
         click.echo(f"{time.strftime('%H:%M:%S')} {opening(root, problems, once)}")
+    terminate_as_ctrl_c()
     try:
         asyncio.run(run_all())
     except KeyboardInterrupt:
@@ -387,7 +389,6 @@ def detect() -> str:
 
 def main() -> None:
     from trialtui.cli.demo import demo
-    from trialtui.cli.interrupt import CtrlC
     from trialtui.cli.mcp import mcp
     from trialtui.cli.serve import serve
     from trialtui.cli.trials import trials

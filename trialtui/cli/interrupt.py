@@ -55,3 +55,11 @@ class CtrlC:
             pass
         print(f"trialtui: {why}; leaving now", file=sys.stderr, flush=True)
         os._exit(EXIT_CODE)
+
+
+def terminate_as_ctrl_c() -> None:
+    """SIGTERM handled as the CLI's Ctrl-C (where that handler is in place): a `watch` a service manager or `kill`
+    stops closes its engines and store as at Ctrl-C, its trials in flight left interrupted, not queued."""
+    handler = signal.getsignal(signal.SIGINT)
+    if isinstance(handler, CtrlC):
+        signal.signal(signal.SIGTERM, handler)

@@ -244,25 +244,32 @@ class Store:
             return
         for leftover in [*self.state_dir.glob(f".*{TMP_SUFFIX}"), *self.state_dir.glob(f"*/.*{TMP_SUFFIX}")]:
             leftover.unlink()  # a write that a crash interrupted before its rename
-        self._trials.update({"state": TrialState.CORRECT.value}, cond=_profile_cut_off)  # its number stands
+        self.recovered = self._settle_in_flight()
+        self._cache.checkpoint()
+
+    def _settle_in_flight(self) -> list[str]:
+        """Trials no job of this store's writer runs any more (it died, or it is closing): a cut-off profile's
+        correct again (its number stands), the others interrupted, run again by the next engine. Their ids."""
+        self._trials.update({"state": TrialState.CORRECT.value}, cond=_profile_cut_off)
         in_flight = self._trials.update(
             {"state": TrialState.INTERRUPTED.value},
             cond=lambda doc: not TrialState(doc["state"]).is_final,
         )
-        self.recovered = [f"t{n}" for n in sorted(in_flight)]
-        self._cache.checkpoint()
+        return [f"t{n}" for n in sorted(in_flight)]
 
     @property
     def writer(self) -> bool:
         return self._lock_fd is not None
 
     def close(self) -> None:
-        """Fold the journal into trials.json and give up the lock; safe to call twice, and after the problem
-        directory was removed (there is nothing left to fold into)."""
+        """Settle the trials still in flight (no job of this writer's runs them now), fold the journal into
+        trials.json and give up the lock; safe to call twice, and after the problem directory was removed."""
         with self._mutex:
             if self._lock_fd is None:
                 return
             try:
+                if self.state_dir.is_dir():  # a watch stopped by Ctrl-C leaves no trial queued or benchmarking
+                    self._settle_in_flight()
                 if self._disk.pending and self.state_dir.is_dir():
                     self._cache.checkpoint()
             finally:

@@ -81,3 +81,22 @@ def test_a_kernelbench_reference_that_asks_for_cuda_runs_without_it(tmp_path):
     root = write_problem(tmp_path / "p", CUDA_INPUTS, files={"cand.py": KB_GOOD}, config=FAST)
     result = bench_file(load_problem(root), root / "cand.py", device="cpu")
     assert result.state == "correct", result.message
+
+
+FP16_INPUTS = KB_REFERENCE.replace("return [torch.randn(batch_size, dim)]",
+                                   "return [torch.randn(batch_size, dim, dtype=torch.float16)]")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reference, config, said", [
+    (FP16_INPUTS, "", True),  # the problem chose fp16; trialtui.toml's default float32 casts it away
+    (FP16_INPUTS, 'dtype = "float16"\n', False),
+    (KB_REFERENCE, 'dtype = "bfloat16"\n', False),  # KernelBench's fp32 run in bf16 on purpose: nothing to say
+])
+def test_an_input_dtype_the_problem_chose_and_the_config_casts_away_is_said(tmp_path, reference, config, said):
+    root = write_problem(tmp_path / "p", reference, files={"cand.py": KB_GOOD}, config=FAST + config)
+    result = bench_file(load_problem(root), root / "cand.py", device="cpu")
+    codes = [f["code"] for f in result.flags]
+    assert ("inputs-cast" in codes) is said, result.flags
+    if said:
+        assert "get_inputs makes float16 tensors" in next(f["message"] for f in result.flags if f["code"] == "inputs-cast")

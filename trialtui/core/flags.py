@@ -37,6 +37,7 @@ KINDS: dict[str, FlagKind] = {
         FlagKind("events-unconfirmed", False, "the candidate's events were far below the checker's clock, whose figure is the number"),
         FlagKind("tie", False, "inside the noise band of a baseline"),
         FlagKind("bf16-emulated", False, "bf16 is emulated on this device"),
+        FlagKind("inputs-cast", False, "trialtui.toml's dtype replaced a floating dtype the problem's get_inputs chose"),
         FlagKind("trivial-reference", False, "the reference's output barely depends on its inputs"),
     )
 }

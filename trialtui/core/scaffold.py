@@ -81,6 +81,8 @@ allow_tf32 = false
 arch = "sm_90"             # compile target(s) for validation, e.g. "sm_90,sm_80"
 baselines = ["eager"]      # add "compile" to time torch.compile too; the first is primary
 max_trials = 30            # trials that reach the GPU; invalid saves are free
+# validate_timeout_s = 60  # the CPU check of a save (compile, interpreter run); longer is a `timeout` finding
+# bench_timeout_s = 120    # one benchmark job; a candidate that hangs is a `timeout` trial after this long
 target_speedup = 1.5       # a decisive win, together with sol_target
 sol_target = 0.8           # fraction of speed-of-light
 {sizes}

@@ -120,6 +120,10 @@ def run(spec: BenchSpec) -> dict[str, Any]:
         checker.splits.started = time.perf_counter()
         if cases and not spec.heldout:  # held-out cases follow a bench that looked already
             result["dtype"] = checker.first_look(cases[0], seeds[0] if seeds else 0)
+        if reference.cast_from:
+            result["flags"].append(flag("inputs-cast", f"get_inputs makes {', '.join(reference.cast_from)} tensors, which "
+                                        f"trialtui.toml's dtype = \"{spec.dtype}\" casts for every run: set dtype there to "
+                                        "keep the problem's own"))
         if spec.heldout:  # cases derived at finalize or on demand (runner/heldout.py), each on its own
             correctness = heldout.check_each(checker)
         else:

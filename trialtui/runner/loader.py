@@ -89,6 +89,7 @@ class Reference:
         # have changed or removed the file (engine/guard.py puts it back, but not before this reads it)
         self.module = load_module(spec["reference"], "trialtui_reference", source=spec.get("reference_source"))
         self.constants: list = []  # module-level size constants a case may override (KernelBench)
+        self.cast_from: list[str] = []  # floating dtypes of get_inputs' the configured dtype replaced (KernelBench)
         self.cuda_target = self.device if self.device.type != "cuda" and not torch.cuda.is_available() else None
         self.kind.setup(self)
 

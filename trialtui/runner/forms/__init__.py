@@ -29,6 +29,7 @@ class LoadedReference(Protocol):
     emulated: bool  # bfloat16 run as float32 under Triton's interpreter
     cuda_target: torch.device | None  # the device a reference's "cuda" means when there is no CUDA
     constants: list  # module-level size constants a case may override (KernelBench)
+    cast_from: list[str]  # floating dtypes of the problem's own inputs the configured dtype replaced (KernelBench)
 
     def cast(self, tensor: torch.Tensor) -> torch.Tensor: ...
 

@@ -191,3 +191,14 @@ def test_modified_input_is_named():
     after = [torch.ones(3), torch.tensor([1.0, 0.0, 1.0])]
     assert inputs_changed(before, after) == "input[1]"
     assert inputs_changed(before, [t.clone() for t in before]) is None
+
+
+def test_a_cpu_result_names_the_interpreter_only_where_a_kernel_of_its_own_ran():
+    from trialtui.core.text import label
+
+    def on_cpu(launches):
+        return as_result({"state": "correct", "env": {"device": "cpu"}, "dtype": "float32", "sizes": [{"n": 8}],
+                          "correctness": {"passed": True, "launches": launches}})
+
+    assert label(on_cpu(2)).startswith("CPU (Triton interpreter) · float32")
+    assert label(on_cpu(0)).startswith("CPU · float32")  # pure PyTorch: nothing was interpreted

@@ -45,7 +45,9 @@ def label(result: BenchResult) -> str:
     env = result.env or {}
     origin = of_result(result)
     here = origin is None or origin.measured_here
-    where = env.get("gpu") or ("CPU (Triton interpreter)" if here or env.get("device") == "cpu" else "device unknown")
+    launched = (result.correctness or {}).get("launches") != 0  # a pure-PyTorch candidate ran no interpreter
+    cpu = "CPU (Triton interpreter)" if launched else "CPU"
+    where = env.get("gpu") or (cpu if here or env.get("device") == "cpu" else "device unknown")
     when = f" · {result.measured_at}" if result.measured_at and here else ""
     elsewhere = f" · {origin.label()}" if origin is not None and not here else ""
     return f"{where} · {result.dtype or '?'} · {sizes_label(result.sizes)}{when}{elsewhere}"

@@ -41,11 +41,13 @@ def test_correct_candidate_passes_with_cpu_label_and_no_speedup(tmp_path):
     phases = r["phases_s"]  # where the seconds went, step by step, the candidate's own clock apart
     assert {"load", "correctness", "correctness.compare", "candidate.run", "candidate.load", "exchange.mb"} <= set(phases)
     assert phases["exchange.mb"] > 0
+    assert Path(r["log"]).read_text().endswith("trialtui: correct\n")  # the log it names never reads empty
 
 
 def test_wrong_values_are_incorrect_with_numbers(tmp_path):
     r = bench(tmp_path, variant("tl.maximum(x + b, 0.0)", "tl.maximum(x + b, 0.0) * 1.01"))
     assert r["state"] == "incorrect"
+    assert Path(r["log"]).read_text().splitlines()[-1] == f"trialtui: incorrect: {r['message']}"
     c = r["correctness"]
     assert not c["passed"] and c["max_abs_err"] > 0 and c["mismatch_frac"] > 0
     assert c["first_mismatch"] is not None

@@ -93,7 +93,18 @@ def bench_file(
     )
     if result.state == "correct" and result.baselines and device == "cuda":
         cache.record(key, env, result.baselines)
+    _end_log(log_path, result)
     return result
+
+
+def _end_log(path: Path, result: BenchResult) -> None:
+    """The job's log ends with its verdict: the file a result names never reads empty (a job that timed out, or
+    passed, may have printed nothing)."""
+    try:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"trialtui: {result.state}{f': {result.message}' if result.message else ''}\n")
+    except OSError:  # the problem directory went away meanwhile: the result stands without it
+        pass
 
 
 def _read(data: dict[str, Any]) -> BenchResult:

@@ -213,7 +213,7 @@ class Session:
 
         steps = Steps()
         fn = self._build(payload)
-        given = arrange(payload.get("layout"), payload["inputs"])  # a held-out case's layout (runner/heldout.py)
+        given = arrange(payload.get("layout"), payload["inputs"])  # a held-out case's layout (runner/heldout.py), else fenced
         pristine = map_tensors(given, self._keeper(given)) if msg.get("check_inputs") else None
         steps.mark("pristine")
         before = self.counter.count

@@ -189,7 +189,8 @@ def _compare_tensor(path: str, r: torch.Tensor, o: torch.Tensor, atol: float | N
         kind = "NaN" if saw_nan else "Inf"
         result.fail(
             f"{path}: {kind} where the reference is finite ({nonfinite} values)"
-            + ("; unwritten output? fresh allocations are filled with NaN" if kind == "NaN" else "")
+            + ("; unwritten output, or a read past an input's end? fresh allocations, and the memory after each "
+               "input up to 64 MB, are NaN" if kind == "NaN" else "")
         )
         _first(first_nan, r.shape, result)
     if not floating and mismatched:

@@ -299,6 +299,7 @@ def run(spec: TraceSpec) -> dict[str, Any]:
     import torch
 
     from trialtui.runner.judging import random_reference
+    from trialtui.runner.layouts import arrange
     from trialtui.runner.loader import Candidate, Reference, build_pair, unshared_note
     from trialtui.runner.tensors import clone
 
@@ -324,7 +325,7 @@ def run(spec: TraceSpec) -> dict[str, Any]:
         stage = "run"
         progress(job="trace", phase="run")
         with torch.no_grad(), poisoned_allocations():
-            output = cand_fn(clone(inputs))
+            output = cand_fn(arrange(None, clone(inputs)))  # fenced: a read past an input's end reads NaN
         result["launches"] = list(recorder.launches.values())
         publish(spec.launches, result["launches"], recorder.skipped)
         published = True

@@ -252,8 +252,9 @@ def test_warm_child_runs_the_job_with_imports_done_and_keeps_its_log(tmp_path):
     try:
         warm.prime(BENCH_MODULE, child_env("cpu"))
         waiting = warm_job_waiting(warm, BENCH_MODULE)  # the imports are done while "the user edits"
-        good = bench_file(problem, root / "cand.py", device="cpu", warm=warm).to_json()
+        good = bench_file(problem, root / "cand.py", device="cpu", warm=warm, log_path=tmp_path / "good.log").to_json()
         assert good["state"] == "correct", good.get("message")
+        assert (tmp_path / "good.log").read_text() == "trialtui: correct\n"  # no warning of runpy's that its module is imported
         wait_for(lambda: not alive(waiting), "the warm process to end with the job it took")
         waiting = warm_job_waiting(warm, BENCH_MODULE)  # run_child primed the next one
         bad = bench_file(problem, root / "bad.py", device="cpu", warm=warm, log_path=tmp_path / "bad.log").to_json()

@@ -67,6 +67,7 @@ def fork_job(module: str, args: list[str], env: dict[str, str], cwd: str, in_chi
              pass_fds: tuple[int, int]) -> int:
     """What `subprocess.Popen([python, -P, -m, module, *args], ...)` would start, as a fork: the imports are done."""
     import runpy
+    import warnings
 
     spec_r, out_w = io
     pid = os.fork()
@@ -90,6 +91,9 @@ def fork_job(module: str, args: list[str], env: dict[str, str], cwd: str, in_chi
         os.environ.update(env)
         in_child()
         sys.argv = ["-m", *args]
+        # the fork server imported the job's module on purpose (its imports are the point): runpy's warning that it
+        # finds it imported would head every trial's log
+        warnings.filterwarnings("ignore", r".* found in sys\.modules after import of package", RuntimeWarning)
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as exc:  # as the interpreter would exit

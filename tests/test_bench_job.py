@@ -34,7 +34,7 @@ def test_correct_candidate_passes_with_cpu_label_and_no_speedup(tmp_path):
     r = bench(tmp_path, KB_GOOD)
     assert r["state"] == "correct", r["message"]
     assert r["correctness"]["passed"] and r["correctness"]["seeds"] == 2
-    assert r["correctness"]["launches"] > 0
+    assert r["correctness"]["launches"] > 0 and "judged_by" not in r["correctness"]
     assert r["timing"]["label"] == CPU_TIMING_LABEL
     assert r["speedup"] is None
     assert not [f for f in r["flags"] if f["code"] == "no-custom-kernel"]
@@ -230,6 +230,7 @@ def test_gpumode_candidate_passes(tmp_path):
     r = gm_problem(tmp_path, GM_GOOD)
     assert r["state"] == "correct", r["message"]
     assert r["sizes"] == [{"rows": 4, "cols": 33, "seed": 1}]
+    assert r["correctness"]["judged_by"] == "check_implementation"  # no tolerance of trialtui's was used
 
 
 def test_gpumode_wrong_candidate_fails(tmp_path):

@@ -62,11 +62,12 @@ def problem_view(problem: Problem, trials: list[Trial], device: str, machine: di
         "name": problem.name,
         "form": form.label,
         "reference": problem.reference.read_text(encoding="utf-8"),
-        "dtype": cfg.dtype,
+        "dtype": _dtype(problem, trials),
         "seeds": cfg.seeds,
         "test_sizes": problem.test_cases,
         "bench_sizes": problem.bench_cases,
-        "tolerances": {"atol": atol, "rtol": rtol},
+        "tolerances": ({"judged_by": f"reference.py's {form.judge}"} if form.judge and cfg.atol is None and cfg.rtol is None
+                       else {"atol": atol, "rtol": rtol}),
         "baselines": cfg.baselines,
         "targets": {"speedup": cfg.target_speedup, "speed_of_light": cfg.sol_target},
         "budget": budget(problem, trials),
@@ -77,6 +78,15 @@ def problem_view(problem: Problem, trials: list[Trial], device: str, machine: di
         "machine": machine,
         "rules": list(RULES),
     }
+
+
+def _dtype(problem: Problem, trials: list[Trial]) -> str:
+    """trialtui.toml's, which the form casts inputs to; where its inputs keep their own (GPU MODE), the dtype a result
+    named them by, else what makes them."""
+    if not get_form(problem.form).keeps_input_dtypes:
+        return problem.config.dtype
+    named = next((t.result.dtype for t in reversed(trials) if t.result and t.result.dtype), None)
+    return named or "as generate_input makes the inputs"
 
 
 def _flags(result: BenchResult | None) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from trialtui.core.forms import get_form
 from trialtui.core.job_spec import BenchSpec
 from trialtui.core.json_types import number
 from trialtui.core.model import REFERENCE_FAILED
@@ -30,7 +31,7 @@ from trialtui.runner.checker import Checker
 from trialtui.runner.child import serve
 from trialtui.runner.environment import environment
 from trialtui.runner.job_progress import Progress, Splits
-from trialtui.runner.judging import ReferenceFailed, higher_precision
+from trialtui.runner.judging import ReferenceFailed, higher_precision, tolerance
 from trialtui.runner.prepared import Prepared, prepare, problem_key
 from trialtui.runner.tensors import nbytes
 from trialtui.runner.cpu_timing import cpu_timing
@@ -131,6 +132,8 @@ def run(spec: BenchSpec) -> dict[str, Any]:
         checker.release_cases()
         phase("correctness")
         result["correctness"] = correctness
+        if tolerance(spec, reference.kind)[0] is None:  # views say who judged the values, not tolerances unused
+            correctness["judged_by"] = get_form(reference.form).judge
         for warning in correctness.pop("warnings", []):
             code = "trivial-reference" if "constant" in warning else "normwise-skipped"
             result["flags"].append(flag(code, warning))

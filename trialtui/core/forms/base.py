@@ -26,6 +26,8 @@ class ProblemForm(ABC):
     reference_names: tuple[str, ...]  # top-level names of reference.py that mark this form
     problem_modules: frozenset[str] = frozenset()  # problem files a candidate may import (GPU MODE's task.py)
     runner: str  # "module:attribute" of the child-process half, a `trialtui.runner.forms.RunnerForm`
+    judge: str | None = None  # the problem's own check of values (GPU MODE's), where trialtui.toml sets no tolerance
+    keeps_input_dtypes: bool = False  # inputs keep the dtypes the problem makes them in (else: trialtui.toml's dtype)
 
     @property
     def describe_reference(self) -> str:

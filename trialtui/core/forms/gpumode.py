@@ -92,6 +92,8 @@ class GpuMode(ProblemForm):
     reference_names = ("ref_kernel", "generate_input", "check_implementation")
     problem_modules = frozenset({"task"})  # task.py holds the input_t/output_t types submissions import
     runner = "trialtui.runner.forms.gpumode:FORM"
+    judge = "check_implementation"
+    keeps_input_dtypes = True
 
     @property
     def describe_reference(self) -> str:

@@ -166,8 +166,9 @@ class MetricsGrid:
         head = Text()
         head.append("pass" if passed else "FAIL", self.color("success" if passed else "trial-failure", bold=True))
         head.append(f" over {corr.get('seeds', '?')} seeds × {corr.get('cases', 1)} case(s)")
-        tol = self.config.tolerance
-        head.append(f" (atol {tol[0]:g}, rtol {tol[1]:g})", self.color("trial-muted"))
+        tol, judge = self.config.tolerance, corr.get("judged_by")
+        head.append(f" (judged by reference.py's {judge})" if judge else f" (atol {tol[0]:g}, rtol {tol[1]:g})",
+                    self.color("trial-muted"))
         grid.add_row("correctness", head)
         errs = []
         for key, name in (("max_abs_err", "max abs err"), ("max_rel_err", "max rel err")):

@@ -195,3 +195,17 @@ def test_export_md_says_a_cpu_only_trial_was_not_timed(tmp_path):
     assert out.exit_code == 0
     rows = [line for line in out.output.splitlines() if line.startswith(("| t1 ", "| t2 "))]
     assert len(rows) == 2 and all("| correct on CPU, not timed |" in row for row in rows)
+
+
+def test_the_demo_says_a_finalized_kernel_that_fails_held_out_cases_is_no_clean_win(tmp_path):
+    import json
+
+    from trialtui.cli.demo import unclean
+
+    report = tmp_path / "final" / "REPORT.md"
+    report.parent.mkdir()
+    line = "generalizes: 4 of 10 held-out cases; fails at in_features=211"
+    (report.parent / "report.json").write_text(json.dumps({"generalizes": line, "generalization": {"passed": False}}))
+    assert unclean(report) == line
+    (report.parent / "report.json").write_text(json.dumps({"generalizes": "generalizes: 8 of 8", "generalization": {"passed": True}}))
+    assert unclean(report) is None and unclean(tmp_path / "nowhere" / "REPORT.md") is None

@@ -7,6 +7,7 @@ Registered in cli/commands.py with `cli.add_command(demo)`; also runs alone: `py
 from __future__ import annotations
 
 import asyncio
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -138,6 +139,9 @@ def _headless(d, plans, mode, parent_dir: Path, *, speed, finalize, record_dir, 
     for run in runs:
         if run.report:
             click.echo(f"report card ({run.problem}): {run.report}")
+            held_out = unclean(run.report)
+            if held_out:
+                click.echo(f"  {held_out}: not a clean win, as its report card says")
         elif run.report_note:
             click.echo(f"no report card ({run.problem}): {run.report_note}")
     for run in runs:
@@ -151,6 +155,16 @@ def _headless(d, plans, mode, parent_dir: Path, *, speed, finalize, record_dir, 
                               shown=lambda path: shlex.quote(_shown(path))):
         click.echo(line)
     return 1 if any(run.error for run in runs) else 0
+
+
+def unclean(report: Path) -> str | None:
+    """The held-out check's line where the finalized kernel failed it (report.json beside REPORT.md), else None:
+    the story's table shows speed only, and a kernel that fails off its sizes is no clean win."""
+    try:
+        card = json.loads((report.parent / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return card.get("generalizes") if (card.get("generalization") or {}).get("passed") is False else None
 
 
 def mismatch_text(o) -> str:

@@ -180,3 +180,26 @@ def test_bench_sandbox_keeps_the_problem_read_only(tmp_path):
     assert result["state"] == "error"
     assert "Read-only file system" in result["message"]
     assert aftermath(root, before, marker) == []
+
+
+def test_a_save_that_hangs_the_cpu_run_is_a_timeout_without_a_benchmark_on_a_cpu_lane(tmp_path):
+    """The benchmark on a CPU lane runs the same interpreter, a run per seed and case, so once the validation's
+    single run hung, its own limit can only be reached too: the trial is `timeout` at once, and says why."""
+    import subprocess
+    import sys
+
+    from trialtui.core.store import Store
+
+    root = tmp_path / "hang"
+    root.mkdir()
+    for name in ("reference.py", "loop_forward.py"):
+        (root / name).write_bytes((CORPUS / "hang" / name).read_bytes())
+    config = (CORPUS / "hang" / "trialtui.toml").read_text()
+    (root / "trialtui.toml").write_text(re.sub(r"(?m)^bench_timeout_s = .*$", "bench_timeout_s = 6", config))
+    out = subprocess.run([sys.executable, "-m", "trialtui", "watch", str(root), "--once", "--headless", "--device", "cpu"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode in (0, 1), out.stderr[-2000:]
+    with Store.open(root, writer=False) as store:
+        (trial,) = store.trials()
+    assert trial.state == "timeout" and "not benchmarked: on this CPU the benchmark runs the same interpreter" in (
+        trial.result.message if trial.result else "")

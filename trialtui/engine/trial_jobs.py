@@ -74,6 +74,9 @@ class TrialJobs:
             if trial is None:
                 return
             compile_future = None
+            if lane.gpu is None and await self._hung_here(trial):
+                self._track(self._conclude(trial.id, lane), trial.id)
+                return
         handle = ChildHandle()
         self._handles[trial.id] = handle
         try:
@@ -87,6 +90,24 @@ class TrialJobs:
             self._handles.pop(trial.id, None)
         self._track(self._conclude(trial.id, lane), trial.id)  # analysis, verdicts, decision: off the lane
         self._prepare_soon(lane)
+
+    async def _hung_here(self, trial: Trial) -> bool:
+        """A candidate whose CPU run hung in validation is `timeout` at once on a CPU lane, whose benchmark would
+        run the same interpreter, a run per seed and case, to its own limit (a save that loops forever held the
+        queue 3 minutes). Not where that limit leaves room for the runs the validation's could not finish."""
+        cfg = self.problem.config
+        if cfg.validate_timeout_s * cfg.seeds * max(1, len(self.problem.test_cases)) < cfg.bench_timeout_s:
+            return False
+        hung = next((f for f in (trial.validation.errors if trial.validation else []) if f.get("code") == "timeout"
+                     and f.get("runtime")), None)
+        if hung is None:
+            return False
+        message = (f"validation: timed out after {cfg.validate_timeout_s:g} s (validate_timeout_s in trialtui.toml); "
+                   f"{hung['message']} — not benchmarked: on this CPU the benchmark runs the same interpreter")
+        log_rel = f"logs/{trial.id}.log"
+        await asyncio.to_thread((self.store.state_dir / log_rel).write_text, f"trialtui: timeout: {message}\n")
+        await self._finish(trial, BenchResult.failure("timeout", message, env={"device": "cpu"}), log_rel)
+        return True
 
     def _waiting(self, trial_id: str) -> Wait:
         """What a queued trial says while another process holds its GPU (told from the waiting thread, about

@@ -73,8 +73,6 @@ def test_an_agent_submits_fails_fixes_and_branches_back_through_mcp(tmp_path):
             # no GPU: the budget never moves, so the answer itself says this is where to stop
             assert info["machine"]["gpu"] is False and first["machine"] == info["machine"]
             assert first["stop"] is True and "correct on CPU" in first["machine"]["stop_when"]
-            assert first["next_action"]["action"] == "stop"  # one instruction: never continue beside stop
-            assert first["next_action"]["reason"].startswith("Stop and report: a candidate is correct on CPU")
             assert first["budget"]["used"] == 0 and (await call(s, "best"))["machine"]["gpu"] is False
 
             sent = await call(s, "submit", name="add.py", source=wrong, strategy="subtract by mistake")

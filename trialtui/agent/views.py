@@ -144,7 +144,6 @@ def result_view(problem: Problem, trial: Trial, trials: list[Trial], machine: di
     baseline = problem.config.primary_baseline
     decision = trial.decision
     message = what_happened(trial)
-    stop = done and stop_now(trial, machine)
     return {
         "trial_id": trial.id,
         "file": trial.file,
@@ -160,21 +159,13 @@ def result_view(problem: Problem, trial: Trial, trials: list[Trial], machine: di
         "verdicts": [v.to_dict() for v in trial.verdicts],
         "validation_errors": [{k: e.get(k) for k in ("code", "message", "line", "hint")}
                               for e in (trial.validation.errors if trial.validation else [])],
-        "next_action": (_stop_action(machine, decision) if stop else
-                        {"action": decision.action, "reason": decision.reason, "evidence": decision.evidence,
-                         "hints": decision.hints} if decision is not None else None),
+        "next_action": ({"action": decision.action, "reason": decision.reason,
+                         "evidence": decision.evidence, "hints": decision.hints}
+                        if decision is not None else None),
         "budget": budget(problem, trials),
         "machine": machine,
-        "stop": stop,
+        "stop": done and stop_now(trial, machine),
     }
-
-
-def _stop_action(machine: dict[str, Any], decision: Any) -> dict[str, Any]:
-    """Where the machine alone says stop, the one instruction an agent reads is that (the decision's own advice,
-    a person's at a CPU, stays in its evidence): never `continue` beside `stop: true`."""
-    return {"action": "stop", "reason": f"Stop and report: {machine['stop_when']}",
-            "evidence": [*(decision.evidence if decision else []), *([decision.reason] if decision else [])],
-            "hints": decision.hints if decision else []}
 
 
 def row(trial: Trial, baseline: str) -> dict[str, Any]:

@@ -310,8 +310,8 @@ def _fix(tree: Tree, trial: Trial, best: Trial | None, used: int, config: Config
             evidence = numbers
             err, atol = correctness.get("max_abs_err"), config.tolerance[0]
             if err is not None and atol < err <= 10 * atol:
-                hints.append(f"max_abs_err {err:.2e} is within ten times atol {atol:.0e}: accumulate in fp32 "
-                             "and check the reduction order")
+                hints.append(f"max_abs_err {err:.2e} is within ten times atol {atol:.0e}, a rounding-sized error: "
+                             "keep intermediates and sums in fp32 and check the order of operations (and of a reduction's)")
         else:
             check = first_line(message) or "no message was recorded (see the trial's log)"
             word = "crashed" if state is TrialState.ERROR else "did not finish"

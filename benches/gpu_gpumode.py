@@ -4,7 +4,7 @@ Run from the repository root on the H200 (no internet needed, about a minute):
 
     OUT=/tmp/out python benches/gpu_gpumode.py
 
-1. The four pmpp_v2 problems of tests/fixtures/gpumode, unmodified (reference imports `task` and
+1. The five pmpp_v2 problems of tests/fixtures/gpumode, unmodified (reference imports `task` and
    `../utils.py`, inputs from `torch.Generator(device="cuda")`), at their own task.yml sizes:
    their submission.py and upstream's Triton vectoradd must be correct, upstream's wrong examples
    (an unwritten output, a bf16 matmul) incorrect.
@@ -41,6 +41,7 @@ UPSTREAM_JOBS = [  # problem, candidate (relative to the problem), expected stat
     ("grayscale_py", "submission.py", "correct"),
     ("grayscale_py", "solutions/wrong/empty.py", "incorrect"),
     ("histogram_py", "submission.py", "correct"),
+    ("prefixsum_py", "submission.py", "correct"),  # its reference in float64, its output in the float32 buffer
 ]
 
 STYLES = {
@@ -132,6 +133,8 @@ def main() -> int:
         peak = result.get("peak_mem_bytes")
         rows.append({"job": label, "state": result.get("state"), "expected": expected, "ok": ok,
                      "peak_mem_gib": round(peak / 2**30, 2) if peak else None, "wall_s": result.get("wall_s"),
+                     "dtype": result.get("dtype"), "median_us": (result.get("timing") or {}).get("median_us"),
+                     "floor_us": ((result.get("timing") or {}).get("work") or {}).get("floor_us"),
                      "message": (result.get("message") or "").replace("\n", " ")[:160]})
     (out / "gpu_gpumode.json").write_text(json.dumps({"rows": rows, "results": results}, indent=1, default=str))
     print(f"{'job':52s} {'state':10s} {'ok':3s} {'peak GiB':>8s} {'wall s':>6s}  message")

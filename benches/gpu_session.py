@@ -9,6 +9,7 @@ packs every output into $OUT/session.tar.gz (the device tool returns at most eig
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tarfile
@@ -33,12 +34,17 @@ def main(argv: list[str]) -> int:
         log = folder / "log.txt"
         started = time.monotonic()
         with open(log, "w") as fh:
+            # a session of its own: a script stopped at its limit takes its children (a `trialtui bench` holding
+            # the GPU's lock) with it, so the next script finds the GPU free
+            proc = subprocess.Popen([sys.executable, str(ROOT / "benches" / f"{name}.py"),
+                                     *(args.split() if " " in args else filter(None, args.split(",")))],
+                                    cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
+                                    env={**os.environ, "OUT": str(folder), "PYTHONUNBUFFERED": "1"})
             try:
-                done = subprocess.run([sys.executable, str(ROOT / "benches" / f"{name}.py"), *(args.split() if " " in args else filter(None, args.split(",")))], cwd=ROOT, stdout=fh,
-                                      stderr=subprocess.STDOUT, env={**os.environ, "OUT": str(folder), "PYTHONUNBUFFERED": "1"},
-                                      timeout=limit_s)
-                code = done.returncode
+                code = proc.wait(timeout=limit_s)
             except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
                 code = 124
         took = time.monotonic() - started
         worst = max(worst, code)

@@ -47,6 +47,74 @@ def test_a_random_reference_is_the_problems_failure_not_the_candidates(tmp_path,
     assert "stream" not in result.message  # reference_failed: decide says fix_reference (tests/test_decide.py)
 
 
+COUNTED = KB_REFERENCE.replace("    def forward(self, x):\n", """    def forward(self, x):
+        with open(__file__ + ".calls", "a") as fh:
+            fh.write("x")
+""")
+
+
+@pytest.mark.slow
+def test_a_warm_checker_looks_once_per_problem_and_its_jobs_do_not_look_again(tmp_path):
+    """The warm checker looks at the reference while the user edits (runner/prepared.py): what it runs ahead and what
+    its job then runs add up to what a cold job runs, so the look's two calls are not made again on the save →
+    number path; and a random reference it saw is the job's reference_failed."""
+    from trialtui.engine.bench import BENCH_MODULE, child_env, problem_spec
+    from trialtui.engine.jobs import WarmChildren
+
+    root = write_problem(tmp_path / "p", COUNTED, files={"good.py": KB_GOOD}, config=FAST)
+    calls, problem = root / "reference.py.calls", load_problem(root)
+
+    def counted() -> int:
+        n = len(calls.read_text()) if calls.exists() else 0
+        calls.unlink(missing_ok=True)
+        return n
+
+    assert bench_file(problem, root / "good.py", device="cpu").state == "correct"
+    cold = counted()
+    warm = WarmChildren()
+    try:
+        warm.prime(BENCH_MODULE, child_env("cpu"))
+        assert warm.prepare(BENCH_MODULE, child_env("cpu"), problem_spec(problem, "cpu"), 120) is not None
+        ahead = counted()
+        assert bench_file(problem, root / "good.py", device="cpu", warm=warm).state == "correct"
+        job = counted()
+        # a cold job: the look's 2 calls, per seed (2) the output and its float64 truth, 1 in the timed phase;
+        # the warm checker made all but the last ahead, and its job made that one only
+        assert (cold, ahead, job) == (7, 6, 1)
+        (root / "reference.py").write_text(DROPOUT)
+        warm.prime(BENCH_MODULE, child_env("cpu"))
+        assert warm.prepare(BENCH_MODULE, child_env("cpu"), problem_spec(load_problem(root), "cpu"), 120) is not None
+        result = bench_file(load_problem(root), root / "good.py", device="cpu", warm=warm)
+    finally:
+        warm.close()
+    assert result.state == "error" and result.reference_failed and "reference.py is random" in result.message
+
+
+def test_a_checker_takes_the_prepared_look_without_running_the_reference():
+    from trialtui.runner.checker import Checker
+    from trialtui.runner.judging import ReferenceFailed
+    from trialtui.runner.prepared import Prepared
+
+    def checker(looked):
+        return Checker(spec=None, reference=None, link=None, deadline=None,
+                       prepared=Prepared("k", reference=None, first_look=looked))
+
+    assert checker(("float16", "")).first_look({}, 0) == "float16"
+    with pytest.raises(ReferenceFailed, match="^reference.py is random"):
+        checker(("", "reference.py is random: ...")).first_look({}, 0)
+
+
+def test_preparing_keeps_the_looks_outcome_and_what_it_raised():
+    from trialtui.runner.judging import ReferenceFailed
+    from trialtui.runner.prepared import _looked
+
+    def fails(*_):
+        raise ReferenceFailed("reference.py fails at {'n': 3}: ValueError")
+
+    assert _looked(lambda *_: "bfloat16", None, None, {}, 0) == ("bfloat16", "")
+    assert _looked(fails, None, None, {}, 0) == ("", "reference.py fails at {'n': 3}: ValueError")
+
+
 @pytest.mark.slow
 def test_validate_says_the_preview_failed_for_the_references_randomness(tmp_path):
     root = write_problem(tmp_path / "p", DROPOUT, files={"cand.py": SAME_OPS}, config=FAST)

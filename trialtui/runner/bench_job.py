@@ -31,7 +31,7 @@ from trialtui.runner.checker import Checker
 from trialtui.runner.child import serve
 from trialtui.runner.environment import environment
 from trialtui.runner.job_progress import Progress, Splits
-from trialtui.runner.judging import ReferenceFailed, higher_precision, tolerance
+from trialtui.runner.judging import ReferenceFailed, first_look, higher_precision, tolerance
 from trialtui.runner.prepared import Prepared, prepare, problem_key
 from trialtui.runner.tensors import nbytes
 from trialtui.runner.cpu_timing import cpu_timing
@@ -278,7 +278,7 @@ def prepare_problem(message: dict[str, Any]) -> None:
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = spec.allow_tf32
         done = prepare(spec, _case_list(spec, on_gpu), list(range(spec.seeds)), higher_precision, nbytes, _READY[0] if _READY else None,
                        idle=lambda: not select.select([sys.stdin], [], [], 0)[0],  # no spec waits yet
-                       overhead=overhead_at)
+                       overhead=overhead_at, look=first_look)
     _PREPARED[:] = [done] if done is not None else []
     if _READY and _READY[0].process.poll() is not None:  # the candidate's process died making its context
         _READY.pop().close()  # the job starts a fresh one

@@ -16,7 +16,7 @@ from trialtui.core.result import flag
 from trialtui.runner.candidate_errors import describe
 from trialtui.runner.candidate_requests import CandidateLink, Deadline
 from trialtui.runner.job_progress import Splits
-from trialtui.runner.judging import ReferenceFailed, higher_precision, judge, random_reference, tolerance
+from trialtui.runner.judging import ReferenceFailed, first_look, higher_precision, judge, tolerance
 from trialtui.runner.tensors import nbytes
 
 
@@ -72,16 +72,14 @@ class Checker:
             self.prepared.cases.clear()
 
     def first_look(self, case: Any, seed: int) -> str:
-        """The reference at one case before any candidate is judged: raises `ReferenceFailed` where it raises or
-        gives two outputs for one input (judging.random_reference); else the problem's dtype as its inputs name it."""
-        try:
-            call, inputs = self.reference.call(case, seed), self.reference.make_inputs(case, seed)
-            why = random_reference(call.fn, call.model, inputs, self.spec.atol, self.spec.rtol)
-        except Exception as exc:  # noqa: BLE001 - reference.py may raise anything
-            raise ReferenceFailed(f"reference.py fails at {case or 'its defaults'}: {describe(exc)}") from exc
-        if why:
-            raise ReferenceFailed(why)
-        return self.reference.kind.dtype_of(self.reference, inputs)
+        """judging.first_look at the first case, as the warm checker saw it when it prepared this problem."""
+        looked = self.prepared.first_look if self.prepared is not None else None
+        if looked is None:
+            return first_look(self.reference, self.spec, case, seed)
+        dtype, failure = looked
+        if failure:
+            raise ReferenceFailed(failure)
+        return dtype
 
     def correctness(self, cases: list[Any], seeds: list[int]) -> dict[str, Any]:
         """Every case under every seed: inputs made here, the candidate's outputs received as data and judged here.

@@ -58,6 +58,21 @@ def random_reference(fn: Callable[[Any], Any], model: Any, inputs: Any, atol: fl
             "random op in forward")
 
 
+def first_look(reference, spec: BenchSpec, case: Any, seed: int) -> str:
+    """The reference at one case before any candidate is judged: raises `ReferenceFailed` where it raises or is
+    random; else the problem's dtype as its inputs name it. Once per problem where a warm checker prepares it."""
+    from trialtui.runner.candidate_errors import describe
+
+    try:
+        call, inputs = reference.call(case, seed), reference.make_inputs(case, seed)
+        why = random_reference(call.fn, call.model, inputs, spec.atol, spec.rtol)
+    except Exception as exc:  # noqa: BLE001 - reference.py may raise anything
+        raise ReferenceFailed(f"reference.py fails at {case or 'its defaults'}: {describe(exc)}") from exc
+    if why:
+        raise ReferenceFailed(why)
+    return reference.kind.dtype_of(reference, inputs)
+
+
 def tolerance(spec: BenchSpec, kind) -> tuple[float | None, float | None]:
     """Where the problem's own check judges values (GPU MODE), trialtui's dtype defaults do not apply."""
     if kind.judges_values and not spec.explicit_tolerance:

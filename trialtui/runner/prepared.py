@@ -60,6 +60,7 @@ class Prepared:
     baselines: dict[str, Any] = field(default_factory=dict)  # kind -> the timed case's baseline, compiled and run
     bencher: Any = None  # a runner/timing.Bencher: its flush buffer made, its GPU wait compiled and captured
     harness: Any = None  # the harness's own cost per timed call, on both clocks (timed_batch.HarnessCost)
+    first_look: tuple[str, str] | None = None  # judging.first_look at the first case: (dtype, why the reference fails)
 
     def get(self, case_index: int, seed: int) -> Expected | None:
         return self.cases.get((case_index, seed))
@@ -100,11 +101,12 @@ def budget(device) -> int:
 
 
 def prepare(spec: BenchSpec, cases: list[dict[str, Any]], seeds: list[int], higher, sizeof, link=None,
-            idle=None, overhead=None) -> Prepared | None:
+            idle=None, overhead=None, look=None) -> Prepared | None:
     """Load the reference and fill the cache in the job's order until the budget is reached.
 
     `higher(reference, model, inputs)` is the checker's higher-precision run, `sizeof` its byte
-    count; `link` (the checker's candidate process) gets its CUDA context made too. Then, only while
+    count; `link` (the checker's candidate process) gets its CUDA context made too; `look(reference, spec, case,
+    seed)` is the checker's first look at the reference (judging.first_look), kept with what it raised. Then, only while
     `idle()` says no job waits for this checker, the harness's cost per timed call is measured (with
     `overhead`, see Prepared.measure_overhead) and the
     `compile` baseline warmed (a save that came meanwhile does them itself rather than wait). Failures
@@ -128,6 +130,8 @@ def prepare(spec: BenchSpec, cases: list[dict[str, Any]], seeds: list[int], high
             from trialtui.runner.timing import Bencher
 
             prepared.bencher = Bencher.for_device(device)  # part of every job's timing phase, none of it the candidate's
+        if look is not None and cases:
+            prepared.first_look = _looked(look, prepared.reference, spec, cases[0], seeds[0] if seeds else 0)
         _fill(prepared, cases, seeds, higher, sizeof, budget(device))
     except Exception:  # noqa: BLE001 - the reference may raise anything; the job will say it properly
         print(f"trialtui: preparing the problem failed; the job computes it itself\n{traceback.format_exc()}",
@@ -144,6 +148,15 @@ def prepare(spec: BenchSpec, cases: list[dict[str, Any]], seeds: list[int], high
             prepared.baselines.clear()
             print(f"trialtui: {what} failed; the job does it\n{traceback.format_exc()}", file=sys.stderr)
     return prepared
+
+
+def _looked(look, reference, spec: BenchSpec, case: dict[str, Any], seed: int) -> tuple[str, str]:
+    from trialtui.runner.judging import ReferenceFailed
+
+    try:
+        return look(reference, spec, case, seed), ""
+    except ReferenceFailed as failed:
+        return "", str(failed)
 
 
 def _fill(prepared: Prepared, cases: list[dict[str, Any]], seeds: list[int], higher, sizeof, limit: int) -> None:

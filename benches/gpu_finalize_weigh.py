@@ -7,7 +7,7 @@ recorder's sight, beside a token kernel of its own: benches/gpu_profilers.py's d
 doing at least half the GPU time on the card (`library`); the decoy must be refused ("is not finalized", library
 kernels named) and left flagged `fallback` in the tree.
 
-    OUT=/tmp/out python benches/gpu_finalize_weigh.py          # on the H200, about a minute
+    OUT=/tmp/out python benches/gpu_finalize_weigh.py          # about three minutes (watch 47 s, a finalize 55 s: H100)
     OUT=/tmp/out DEVICE=cpu python benches/gpu_finalize_weigh.py   # the script's own smoke run: no records, no verdict
 
 Prints each step as it goes, writes $OUT/finalize_weigh.json; exits 1 where the GPU run is not as above.

@@ -202,3 +202,30 @@ def test_a_cpu_result_names_the_interpreter_only_where_a_kernel_of_its_own_ran()
 
     assert label(on_cpu(2)).startswith("CPU (Triton interpreter) · float32")
     assert label(on_cpu(0)).startswith("CPU · float32")  # pure PyTorch: nothing was interpreted
+
+
+def test_the_tuis_error_row_of_a_nan_output_is_no_near_miss():
+    """An output of NaN where the reference is finite: no value differed finitely, so its error of 0 is not shown
+    beside the mismatch share as if the kernel were off by nothing; a passing trial's 0 is shown."""
+    from rich.style import Style
+    from rich.table import Table
+
+    from trialtui.tui.widgets.metrics_grid import MetricsGrid
+
+    nan = compare(torch.zeros(4), torch.full((4,), float("nan")), 1e-4, 1e-4)
+
+    def errors(passed: bool, max_abs_err: float, frac: float) -> str:
+        corr = {"passed": passed, "seeds": 2, "max_abs_err": max_abs_err, "max_rel_err": 0.0, "mismatch_frac": frac,
+                "message": "" if passed else nan.message}
+        trial = Trial("t1", "k.py", "", 0.0, "correct" if passed else "incorrect",
+                      result=as_result({"state": "correct" if passed else "incorrect", "correctness": corr}))
+        grid = Table()
+        grid.add_column()
+        grid.add_column()
+        MetricsGrid(lambda var, **extra: Style(), "eager", Config())._correctness_rows(grid, trial)
+        return str(grid.columns[1]._cells[1])
+
+    failed = errors(False, nan.max_abs_err, 1.0)
+    assert "max abs err" not in failed and "mismatches 100.00%" in failed
+    assert "max abs err 0 · max rel err 0" in errors(True, 0.0, 0.0)
+    assert "max abs err 0.5" in errors(False, 0.5, 0.25)

@@ -172,7 +172,8 @@ class MetricsGrid:
         grid.add_row("correctness", head)
         errs = []
         for key, name in (("max_abs_err", "max abs err"), ("max_rel_err", "max rel err")):
-            if corr.get(key) is not None:
+            # a failed check's 0: no value differed finitely (NaN, a wrong shape), which is no near miss
+            if corr.get(key) is not None and (passed or corr[key]):
                 errs.append(f"{name} {corr[key]:.3g}")
         frac = corr.get("mismatch_frac")
         if frac:

@@ -3,6 +3,7 @@
 Run from the repository root on the H200 (no internet needed, about a minute):
 
     OUT=/tmp/out python benches/gpu_gpumode.py
+    OUT=/tmp/out GPUMODE_ONLY=prefixsum_py,vectoradd_py python benches/gpu_gpumode.py   # those problems only
 
 1. The five pmpp_v2 problems of tests/fixtures/gpumode, unmodified (reference imports `task` and
    `../utils.py`, inputs from `torch.Generator(device="cuda")`), at their own task.yml sizes:
@@ -120,9 +121,10 @@ def main() -> int:
     out = Path(os.environ.get("OUT") or tempfile.mkdtemp())
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp())
+    only = [n for n in os.environ.get("GPUMODE_ONLY", "").split(",") if n]  # problem names, else every job
     jobs = [(f"{name}/{candidate}", expected, upstream_job(work, name, candidate))
-            for name, candidate, expected in UPSTREAM_JOBS]
-    jobs += [(f"style/{style}", "correct", style_job(work, style)) for style in STYLES]
+            for name, candidate, expected in UPSTREAM_JOBS if not only or name in only]
+    jobs += [(f"style/{style}", "correct", style_job(work, style)) for style in STYLES if not only]
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=3) as pool:
         results = list(pool.map(score, [path for _, _, path in jobs]))

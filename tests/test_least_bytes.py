@@ -79,3 +79,23 @@ def test_gpumode_output_buffer_is_written_not_read_in_the_analysis(tmp_path):
     assert r["state"] == "ok", r
     n = 512 * 512 * 2
     assert (r["input_bytes"], r["output_bytes"], r["min_bytes"]) == (2 * n, n, 3 * n)
+
+
+def test_on_an_h100_gpu_modes_problems_have_their_inputs_dtype_and_each_byte_once():
+    """tests/fixtures/gpu/h100-2026-12-05e (s26, the s25 checker on an H100 80GB HBM3): vectoradd's 1024² fp16
+    benchmark reads A and B and writes the output buffer handed in with them, 3 × 2 MiB (it was counted 4 ×); the
+    prefix sum (its reference in float64) is correct in its float32 buffer, judged by its own check."""
+    import json
+    from pathlib import Path
+
+    run = json.loads((Path(__file__).parent / "fixtures" / "gpu" / "h100-2026-12-05e" /
+                      "gpumode_prefixsum_vectoradd.json").read_text())
+    results = {row["job"]: result for row, result in zip(run["rows"], run["results"])}
+    for job in ("vectoradd_py/submission.py", "vectoradd_py/solutions/correct/submission_triton.py"):
+        result = results[job]
+        assert result["state"] == "correct" and result["dtype"] == "float16"
+        work = result["timing"]["work"]
+        assert work["min_bytes"] == 3 * 1024 * 1024 * 2 and result["timing"]["median_us"] > work["floor_us"]
+    prefix = results["prefixsum_py/submission.py"]
+    assert prefix["state"] == "correct" and prefix["dtype"] == "float32"
+    assert prefix["correctness"]["judged_by"] == "check_implementation"

@@ -185,3 +185,24 @@ def test_six_problems_again_at_the_hold_and_the_kernel_split():
     awaited = [gpu_trust.expectation(gpu_trust.TRUST / p / c)["state"] for p, c in unfinished]
     assert totals["mismatches"] == 7 and totals["correct_failed"] == awaited.count("correct") == 4  # those alone
     assert not [b for b in run["best"].values() if b["flagged"]]
+
+
+def test_four_problems_on_an_h100_with_the_first_look_prepared_once_per_problem():
+    # h100-2026-12-05e (s26 at 4652d7c on an H100 80GB HBM3: s25's fenced inputs, output-buffer dtype and first look,
+    # the look moved into the warm checker's preparation): kb_failures_fp32, kb_linear_sizes, kb_matmul_fp16 and
+    # kb_softmax_fp32, 45 candidates, a watch cut at 160 s (164.5 s); 29 reached a verdict, each its header's; the 16
+    # left were kb_softmax_fp32's 14 (its checker's turn had not come) and kb_matmul_fp16's transposed.py and
+    # triton_dot.py
+    run = json.loads((HERE / "fixtures" / "gpu" / "h100-2026-12-05e" / "trust.json").read_text())
+    totals = run["totals"]
+    assert totals["candidates"] == 45 and totals["not_final"] == 16
+    for key in ("wrong_called_correct", "flagged_chosen_as_best", "speedups_from_cached_baselines",
+                "results_without_peak_mem", "headline_beyond_checker", "headline_below_floor"):
+        assert totals[key] == 0, key
+    final = [r for r in run["rows"] if r["got"] not in NOT_FINAL]
+    assert len(final) == 29
+    for row in final:
+        want = gpu_trust.expectation(gpu_trust.TRUST / row["problem"] / row["candidate"])
+        assert not gpu_trust.judge(want, row["got"], row["message"], row["flags"]), row
+    unfinished = {(r["problem"], r["candidate"]) for r in run["rows"] if r not in final}
+    assert {p for p, _ in unfinished} == {"kb_softmax_fp32", "kb_matmul_fp16"}

@@ -56,6 +56,7 @@ def test_an_agent_submits_fails_fixes_and_branches_back_through_mcp(tmp_path):
     good = (root / "add.py").read_text()
     wrong = good.replace("x + y", "x - y")
     smaller = good.replace("BLOCK=256", "BLOCK=128").replace("cdiv(n, 256)", "cdiv(n, 128)")
+    smaller = "".join(line for line in smaller.splitlines(keepends=True) if not line.startswith("# strategy:"))
 
     async def body():
         async with mcp_client(root) as s:
@@ -85,7 +86,8 @@ def test_an_agent_submits_fails_fixes_and_branches_back_through_mcp(tmp_path):
             fixed = await call(s, "submit", name="add.py", source=smaller, strategy="smaller blocks")
             ok = await call(s, "result", trial_id=fixed["trial_id"], wait_s=DEADLINE_S)
             assert ok["state"] == "correct" and ok["numbers"]["device"] == "cpu" and ok["next_action"]["action"]
-            assert (root / "add.py").read_text().startswith("# strategy:")
+            saved = (root / "add.py").read_text()  # the label last: every line the agent sent keeps its number
+            assert saved.startswith(smaller) and saved.endswith("# strategy: smaller blocks\n")
 
             back = await call(s, "branch", trial_id="t1")
             assert back["head"] == "t1" and (root / "add.py").read_text() == good

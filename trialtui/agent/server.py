@@ -65,7 +65,7 @@ def build_server(session: AgentSession) -> MCPServer:
     async def submit(name: str, source: str, strategy: str = "") -> dict[str, Any]:
         """Save `source` into candidate file `name` (a .py in the problem directory) exactly as an editor
         saves it; the engine scores it like any save. `strategy` labels the trial (as a `# strategy:`
-        first line unless the source has one). Returns trial_id (an existing one when the source is not new).
+        last line unless the source has one, so line numbers in answers are the source's own). Returns trial_id (an existing one when the source is not new).
         A `.cu`/`.cuh` name saves a CUDA source that a candidate's load(sources=[...]) builds: no trial of its own."""
         return await _answer(session.submit(name, source, strategy))
 

@@ -223,8 +223,8 @@ class AgentSession:
         if path.suffix in CUDA_SUFFIXES:
             return self._save_cuda_source(path, source)
         strategy = " ".join(str(strategy or "").split())[:MAX_STRATEGY_CHARS]
-        if strategy and tree.parse_strategy(source) is None:
-            source = f"# strategy: {strategy}\n{source}"
+        if strategy and tree.parse_strategy(source) is None:  # last: each line the agent sent keeps its number
+            source += ("" if source.endswith("\n") or not source else "\n") + f"# strategy: {strategy}\n"
         data = source.encode("utf-8")
         if len(data) > MAX_SOURCE_BYTES:
             raise AgentError(f"the source is {len(data)} bytes; a candidate may be at most {MAX_SOURCE_BYTES} bytes")

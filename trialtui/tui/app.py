@@ -37,6 +37,7 @@ from trialtui.engine.runner_deps import missing_runner
 from trialtui.tui import describe
 from trialtui.tui.app_actions import KeyActions
 from trialtui.tui.app_messages import AppMessages
+from trialtui.tui.attached import attached_to
 from trialtui.tui.commands import TrialCommands
 from trialtui.tui.messages import EngineStopped, FinalizeDone, to_message
 from trialtui.tui.screens.confirm import ConfirmScreen
@@ -56,7 +57,7 @@ TAKE_OVER_TRIES, TAKE_OVER_PAUSE_S = 20, 0.5  # an attached window waits up to 1
 SHORT = 34  # rows: below this the layout is the -short one
 _IN_FLIGHT = frozenset(state.value for state in TrialState if not state.is_final)
 # Actions whose keys come and go with the state; the footer is told when this set changes.
-_DYNAMIC_ACTIONS = ("branch_best", "finalize", "branch_cursor", "rerun", "profile", "cancel")
+_DYNAMIC_ACTIONS = ("branch_best", "finalize", "branch_cursor", "rerun", "profile", "cancel", "leave")
 
 
 class Demo(Protocol):
@@ -88,6 +89,7 @@ class TrialApp(KeyActions, AppMessages, App):
                 tooltip="pause or resume watching (saves while paused are scored on resume)"),
         Binding("slash", "find", "Find", id="find", key_display="/", tooltip="find a trial by id, strategy or state"),
         Binding("question_mark,f1", "help", "Help", id="help", key_display="?", tooltip="this help"),
+        Binding("q", "leave", "Leave", id="leave", tooltip="leave this view (the engine keeps running in its own process; trials are saved)"),
         Binding("q", "quit", "Quit", id="quit", tooltip="quit (the engine stops; trials are saved)"),
         Binding("1", "tab('metrics')", "Metrics", show=False, id="tab-metrics"),
         Binding("2", "tab('profile')", "Profile tab", show=False, id="tab-profile"),
@@ -107,6 +109,7 @@ class TrialApp(KeyActions, AppMessages, App):
         self.engine = engine
         self.owns_engine = owns_engine
         self.reopen = reopen  # an engine for this window when the one it attached to goes away (make_app's)
+        self.attached = attached_to(engine, problem)
         self.store: Store = engine.store
         self.config = problem.config
         self.baseline = self.config.primary_baseline
@@ -251,10 +254,12 @@ class TrialApp(KeyActions, AppMessages, App):
         self.engine, self.owns_engine = successor
         self.store = self.detail.store = self.engine.store
         self.engine.subscribe(self._on_engine_event)
+        self.attached = attached_to(self.engine, self.problem)
         here = "this window runs the engine now" if self.owns_engine else \
             f"attached to the engine that {getattr(self.engine, 'host', 'another front end')} runs"
         self.notify(f"{reason.removeprefix('RuntimeError: ').split(';')[0]}: {here}", title="Engine", timeout=10)
         self._load_trials()
+        self._refresh_bindings()
         return True
 
     def on_unmount(self) -> None:
@@ -399,11 +404,11 @@ class TrialApp(KeyActions, AppMessages, App):
         standing.waiting_saves = self.engine.saves_while_paused
         standing.stale = stale
         standing.follow = self.follow
+        standing.attached = self.attached
         self.status.refresh()
 
     def _refresh_history(self) -> None:
-        self.history.update(list(self.trials.values()), self.baseline,
-                                                            self.engine.device == "cpu")
+        self.history.update(list(self.trials.values()), self.baseline, self.engine.device == "cpu")
 
     def _refresh_follow_hint(self) -> None:
         hint = self.query_one("#follow-hint", Static)

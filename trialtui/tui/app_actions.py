@@ -25,16 +25,26 @@ class KeyActions(AppState):
         """Keys that need a best trial or a running job leave the footer (False) until they work.
 
         Keys about the trial under the cursor (B, r, p) stay: hiding them as the cursor moves would
-        rebuild the footer on every key press, so they say why when they cannot act.
+        rebuild the footer on every key press, so they say why when they cannot act. But p is never
+        offered where it can never run: gone while the engine has no GPU, dimmed (None) on a trial the
+        CPU interpreter ran. q is Leave while another process runs the engine (it runs on), else Quit.
         """
         if action in ("branch_best", "finalize"):
             return self.best is not None
         if action == "no_best":
             return self.best is None
+        if action == "leave":
+            return bool(self.attached)
         if action == "cancel":  # any unfinished trial: validating and compiling ones too
             status = self.status if self.is_mounted else None
             return status is not None and bool(any(status.activity.lanes.values()) or status.activity.queued
                                                or status.standing.stale)
+        if action == "profile":
+            if self.engine.device == "cpu":
+                return False
+            trial = self.cursor_trial if self.trials else None
+            if trial is not None and describe.cpu_run(trial):
+                return None
         if action in ("branch_cursor", "rerun", "profile"):
             return bool(self.trials)
         return True
@@ -105,11 +115,13 @@ class KeyActions(AppState):
             return
         if trial.state_enum is not TrialState.CORRECT:
             self.notify(f"{trial.id} is {trial.state}: only a correct trial is worth profiling", timeout=4)
-        elif describe.cpu_run(trial):
-            self.notify(f"{trial.id} ran on the CPU interpreter: profiling needs a GPU", timeout=4)
         else:
             self.engine.profile_now(trial.id)
             self.notify(f"{trial.id} queued for profiling", timeout=3)
+
+    async def action_leave(self) -> None:
+        """q in a window attached to another process's engine: quitting hangs up and leaves that engine running."""
+        await self.action_quit()
 
     def action_follow(self) -> None:
         self.follow = not self.follow

@@ -20,6 +20,7 @@ class AppState:
 
     problem: Problem
     engine: EngineFront  # the engine in this process, or one attached over the control channel
+    attached: str  # whose engine that is when another process runs it ("trialtui mcp's engine (pid 4242)"), else ""
     store: Store  # the engine's store, read here
     baseline: str  # the primary baseline's kind: speedups and ranks are against it
     clock: Callable[[], float]  # the app's monotonic clock (a test's fake)

@@ -14,6 +14,7 @@ from trialtui.core.bench_result import BenchResult
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.result import CPU_TIMING_LABEL
 from trialtui.core.text import fmt_us, label, wrong_output
+from trialtui.tui.cut import cut
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 CPU_CORRECT = "correct (CPU interpreter) — GPU timing needs a GPU"
@@ -73,7 +74,7 @@ def measured_on(result: BenchResult | None) -> str:
 
 def first_line(text: str | None, width: int = 80) -> str:
     line = next((part.strip() for part in (text or "").splitlines() if part.strip()), "")
-    return line if len(line) <= width else line[: width - 1] + "…"
+    return cut(line, width)
 
 
 def failing_check(trial: Trial) -> str:

@@ -39,6 +39,19 @@ class HelpScreen(ModalScreen[None]):
             body.border_subtitle = "esc, q or ? closes"
             yield Static(self._content())
 
+    def _listed(self) -> list[Binding]:
+        """The app's shown keys (hidden ones, 1–4 and esc, are in TREE_KEYS); a key with two meanings (q:
+        Leave or Quit) once, as the footer has it: the first its check_action does not rule out."""
+        shown = [b for b in self.app.BINDINGS if isinstance(b, Binding) and b.description and b.id and b.show]
+        twice = {b.key for b in shown if sum(other.key == b.key for other in shown) > 1}
+        listed: list[Binding] = []
+        for binding in shown:
+            if binding.key in twice and (binding.key in {b.key for b in listed}
+                                         or self.app.check_action(binding.action, ()) is False):
+                continue
+            listed.append(binding)
+        return listed
+
     def _content(self) -> Table:
         keys = Table(box=None, show_header=False, padding=(0, 2), expand=True)
         keys.add_column(style="bold", no_wrap=True)
@@ -46,11 +59,10 @@ class HelpScreen(ModalScreen[None]):
         keys.add_row(Text("Keys", style="bold underline"), "")
         for key, what in TREE_KEYS:
             keys.add_row(key, what)
-        for binding in self.app.BINDINGS:
-            if isinstance(binding, Binding) and binding.description and binding.id and binding.show:  # hidden ones (1–4, esc) are in TREE_KEYS
-                shown = binding.key_display or ", ".join(k.replace("question_mark", "?").replace("slash", "/")
-                                                         for k in binding.key.split(","))
-                keys.add_row(shown, binding.tooltip or binding.description)
+        for binding in self._listed():
+            shown = binding.key_display or ", ".join(k.replace("question_mark", "?").replace("slash", "/")
+                                                     for k in binding.key.split(","))
+            keys.add_row(shown, binding.tooltip or binding.description)
         keys.add_row("ctrl+p", "command palette: go to trial, branch from trial, export, finalize, switch theme")
         keys.add_row("", "")
         keys.add_row(Text("Glyphs", style="bold underline"), "")

@@ -21,6 +21,7 @@ from trialtui.core.kernel_split import LIBRARY_SHARE, short_name
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.text import fmt_us
 from trialtui.tui import describe
+from trialtui.tui.cut import cut
 from trialtui.tui.widgets.plots import achieved, roofline_of, si
 
 
@@ -101,7 +102,7 @@ class MetricsGrid:
             grid.add_row("kernel time", f"{fmt_us(timing['kernel_us'])} ({how})")
         split = timing.get("kernels")
         if isinstance(split, dict) and isinstance(split.get("own_share"), (int, float)):  # the library's share
-            top = ", ".join(f"{short_name(str(name))[:40]} {fmt_us(us)}" for name, us in (split.get("library_top") or [])[:2])
+            top = ", ".join(f"{cut(short_name(str(name)), 40)} {fmt_us(us)}" for name, us in (split.get("library_top") or [])[:2])
             line = Text(f"own kernels {split['own_share']:.0%} of the GPU time, library {1 - split['own_share']:.0%}"
                         + (f" ({top})" if top else ""), self.color("warning" if split["own_share"] < LIBRARY_SHARE else "trial-muted"))
             grid.add_row("GPU work", line)

@@ -21,6 +21,7 @@ from textual.widget import Widget
 from trialtui.core.model import Trial, TrialState
 from trialtui.core.text import fmt_us
 from trialtui.tui import describe
+from trialtui.tui.cut import cut
 from trialtui.tui.palette import Themed
 
 _DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [row][col] within a cell
@@ -252,7 +253,7 @@ class TimingSpread(Plot):
             for c in range(col(p20), col(p80) + 1):
                 cells[c], styles[c] = "█", self.color(var)
             cells[col(med)], styles[col(med)] = "┃", self.color("foreground", bold=True, bgcolor=None)
-            line = Text(f"{name[:name_w - 1]:<{name_w}}", Style(bold=name == trial.id))
+            line = Text(f"{cut(name, name_w - 1):<{name_w}}", Style(bold=name == trial.id))
             for ch, st in zip(cells, styles):
                 line.append(ch, st)
             line.append(f" {fmt_us(med):>{num_w - 1}}", Style(bold=name == trial.id))

@@ -1,7 +1,7 @@
 """Two lines at the top: what is being optimised and how far (line 1), what is happening now (line 2).
 
 Line 1: problem, GPU, baseline time, best trial and speedup (and where it came from when it was not
-measured here), budget. Line 2: watching or paused,
+measured here), budget. Line 2: watching or paused, whose engine it is when another process runs it,
 the running job with its elapsed time and progress, the queue, and a stale badge while saves wait
 for results. Elapsed time ticks from the app's clock, not from the job, so it moves between events.
 """
@@ -17,6 +17,7 @@ from textual.widget import Widget
 from trialtui.engine import events as ev
 from trialtui.core.text import fmt_us
 from trialtui.tui import describe
+from trialtui.tui.cut import cut_text
 from trialtui.tui.palette import Themed
 
 
@@ -50,6 +51,7 @@ class Standing:
     stale: int = 0  # trials saved but without a result yet
     follow: bool = True
     engine_down: str = ""
+    attached: str = ""  # whose engine this window watches when another process runs it (tui/attached.py)
 
 
 class StatusBar(Themed, Widget):
@@ -97,8 +99,7 @@ class StatusBar(Themed, Widget):
                 text.append(f" · {where}{tail}", self.color("trial-muted"))
             if room is None or text.cell_len <= room:
                 return text + standing
-        text.truncate(max(room, 10), overflow="ellipsis")
-        return text + standing
+        return cut_text(text, max(room, 10)) + standing
 
     def _standing(self) -> Text:
         s = self.standing
@@ -133,6 +134,9 @@ class StatusBar(Themed, Widget):
                 text.append(f" · {s.waiting_saves} save{'s' if s.waiting_saves != 1 else ''} waiting", self.color("warning"))
         else:
             text.append(" ● watching", self.color("success"))
+        if s.attached:  # before any job: q here leaves that engine running, which a reader must know
+            self._sep(text)
+            text.append(f"⇄ attached to {s.attached}", self.color("accent"))
         running = [(lane, tid) for lane, tid in a.lanes.items() if tid]
         for lane, trial_id in running:
             self._sep(text)

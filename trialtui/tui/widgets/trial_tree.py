@@ -26,6 +26,7 @@ from trialtui.core import tree
 from trialtui.core.executor import model_speedups
 from trialtui.core.model import Trial, TrialState
 from trialtui.tui import describe
+from trialtui.tui.cut import cut, cut_text
 from trialtui.tui.palette import Themed
 
 BRANCH, COLUMN, LAST, BLANK = "├╴", "│ ", "└╴", "  "
@@ -242,7 +243,7 @@ class TrialTree(Themed, ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         if not self.rows and y == 1:
             hint = Text(f" {self.empty_hint}", self.color("trial-muted"))
-            hint.truncate(width)
+            cut_text(hint, width)
             return Strip([s for s in hint.render(self.app.console) if s.text != "\n"]).adjust_cell_length(
                 width).apply_style(self.rich_style)
         if row_index >= len(self.rows):
@@ -283,13 +284,11 @@ class TrialTree(Themed, ScrollView, can_focus=True):
         name, outcome = self._fit(row, trial, outcome, width - text.cell_len - 3)
         room = width - text.cell_len - len(outcome) - 3
         if name and room > 3:
-            shown = name if len(name) <= room else name[: room - 1] + "…"
-            text.append(f" {shown}", self.color("trial-muted") if dim else Style())
+            text.append(f" {cut(name, room)}", self.color("trial-muted") if dim else Style())
         pad = max(1, width - text.cell_len - len(outcome) - 1)
         text.append(" " * pad)
         text.append(outcome, self.color("trial-best") + Style(bold=True) if best else self.color(out_var))
-        text.truncate(width)
-        return text
+        return cut_text(text, width)
 
     @staticmethod
     def _fit(row: Row, trial: Trial, outcome: str, room: int) -> tuple[str, str]:

@@ -4,6 +4,7 @@ trials live, and `q` in it leaves the agent's engine running."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -36,6 +37,7 @@ def test_the_tui_attaches_to_the_agents_engine_shows_its_trial_and_q_leaves_it_r
             assert (await call(agent, "result", trial_id="t1", wait_s=DEADLINE_S))["done"]
             app = make_app(load_problem(root))
             assert isinstance(app.engine, RemoteEngine) and app.engine.host == "trialtui mcp"
+            assert isinstance(app.engine.pid, int) and app.engine.pid != os.getpid()  # the server's, not "pid None"
             async with app.run_test(size=(120, 40)) as pilot:
                 await until(lambda: any("attached to the engine" in n.message for n in app._notifications), SHOWN_S)
                 assert "t1" in app.trials

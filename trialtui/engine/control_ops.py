@@ -64,7 +64,7 @@ async def answer(engine: RunningEngine, op: str, args: dict[str, Any]) -> dict[s
         if op == "ping":
             reply: dict[str, Any] = {}
         elif op == "info":  # what an attached viewer shows of the engine it watches
-            reply = {"host": engine.host, "where": engine.where, "device": engine.device,
+            reply = {"pid": os.getpid(), "host": engine.host, "where": engine.where, "device": engine.device,
                      "lanes": [lane.name for lane in engine.lanes.lanes],
                      "paused": engine.paused, "saves_while_paused": engine.saves_while_paused,
                      "idle": engine.idle}

@@ -99,3 +99,14 @@ def test_on_an_h100_gpu_modes_problems_have_their_inputs_dtype_and_each_byte_onc
     prefix = results["prefixsum_py/submission.py"]
     assert prefix["state"] == "correct" and prefix["dtype"] == "float32"
     assert prefix["correctness"]["judged_by"] == "check_implementation"
+
+
+def test_the_timed_work_says_which_bytes_the_output_spans():
+    """The floor leaves the output's writes up to L2's size out of the call's DRAM traffic
+    (core/roofline.physical_floor): the bytes written are the output's, in a buffer of its own or one handed in."""
+    a, b = torch.randn(256), torch.randn(256)
+    call = type("Call", (), {"model": None, "fn": staticmethod(lambda d: d[0] + d[1])})
+    assert output_and_bytes(call, (a, b))[1] == {"flops": 0.0, "min_bytes": 3 * 256 * 4, "written_bytes": 256 * 4}
+    into = type("Call", (), {"model": None, "fn": staticmethod(lambda d: d[2].copy_(d[0] + d[1]))})
+    assert output_and_bytes(into, (a, b, torch.empty(256)))[1] == {"flops": 0.0, "min_bytes": 3 * 256 * 4,
+                                                                    "written_bytes": 256 * 4}  # GPU MODE's buffer

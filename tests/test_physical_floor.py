@@ -31,6 +31,29 @@ def test_a_headline_below_the_work_at_the_datasheet_ceilings_is_impossible(work,
         assert f"{median_us:.1f} µs" in message and f"{floor.floor_us:.1f} µs" in message and "datasheet" in message
 
 
+def test_the_outputs_writes_up_to_l2s_size_are_not_the_calls_dram_traffic():
+    """An output's writes land in L2 and may reach DRAM after the kernel's end event: an honest fp32 softmax
+    8192 × 1024 (32 MB in, 32 MB out) read 20.06 µs on an H100, and a candidate doing the same whole work with the
+    same kernel 20.03 µs, flagged `impossible` against all 64 MB at 3.35 TB/s (20.03 µs; h100-2026-12-05e). Only
+    the writes past L2's 50 MB count; a 512 MB softmax in 51 µs stays impossible."""
+    import json
+    from pathlib import Path
+
+    rows = json.loads((Path(__file__).parent / "fixtures" / "gpu" / "h100-2026-12-05e" / "exploits.json").read_text())["rows"]
+    short = {r["candidate"]: r for r in rows if r["problem"] == "softmax_short_fp32"}
+    mb = 8192 * 1024 * 4
+    old = physical_floor(0.0, 2 * mb, "float32", "NVIDIA H100 80GB HBM3")
+    assert old.floor_us == pytest.approx(short["honest.py"]["floor_us"])  # the rule the run was judged by
+    assert impossible_message(old, short["defers_the_copy.py"]["median_us"])  # the false `impossible`
+    now = physical_floor(0.0, 2 * mb, "float32", "NVIDIA H100 80GB HBM3", written_bytes=mb)
+    assert now.min_bytes == mb and now.floor_us == pytest.approx(old.floor_us / 2)
+    for row in short.values():
+        assert impossible_message(now, row["median_us"]) is None, row["candidate"]
+    big = physical_floor(**SOFTMAX_8192_FP32, gpu_name="NVIDIA H200", written_bytes=8192 * 8192 * 4)
+    assert big.min_bytes == 2 * 8192 * 8192 * 4 - 60 * 2**20 and impossible_message(big, 51.1)
+    assert "must cross DRAM within the call" in impossible_message(big, 51.1)
+
+
 def test_no_floor_where_the_gpu_has_no_datasheet_entry():
     assert physical_floor(1e9, 1e9, "float32", "Some Future GPU") is None
 

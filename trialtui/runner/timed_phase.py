@@ -489,7 +489,7 @@ class TimedPhase:
         fastest = min((b["median_us"] for b in baselines if b.get("median_us")), default=None)
         if fastest is not None and cand["median_us"] < fastest:  # no floor lies above a baseline that ran the work
             work["flops"] = timed_work.flops(setup.ref_call, setup.sets[0])
-        floor = physical_floor(work["flops"], work["min_bytes"], setup.dtype, props.name, self.spec.allow_tf32)
+        floor = physical_floor(work["flops"], work["min_bytes"], setup.dtype, props.name, self.spec.allow_tf32, work["written_bytes"])
         cand["work"] = {**work, "floor_us": floor.floor_us if floor else None, "floor_gpu": floor.gpu if floor else None}
         impossible = impossible_message(floor, cand["median_us"]) if floor else None
         if impossible:

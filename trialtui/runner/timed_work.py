@@ -14,12 +14,13 @@ def output_and_bytes(ref_call, inputs) -> tuple[Any, dict[str, float]]:
     """The reference once at the timed size, on `inputs` (a copy it may write): its output (whose layout is the
     timed calls' slots) and the least traffic any kernel must make (every input and weight read once, every
     output written once; each byte once, so an output written into an input's buffer, as GPU MODE's is, counts
-    once: runner/tensors.distinct_bytes)."""
+    once: runner/tensors.distinct_bytes), and the bytes the output spans (written, wherever its buffer came from)."""
     model = ref_call.model
     weights = list(model.parameters()) + list(model.buffers()) if model is not None else []
     with torch.no_grad():
         output = ref_call.fn(inputs)
-    return output, {"flops": 0.0, "min_bytes": float(distinct_bytes(inputs, weights, output))}
+    return output, {"flops": 0.0, "min_bytes": float(distinct_bytes(inputs, weights, output)),
+                    "written_bytes": float(distinct_bytes(output))}
 
 
 def flops(ref_call, inputs) -> float:

@@ -71,6 +71,11 @@ def test_bias_relu_is_an_elementwise_chain_with_no_matmul_flops(tmp_path):
     assert r["min_bytes"] == 4 * (65536 * 4096 * 2 + 4096)
     assert [f["pattern"] for f in r["fusion"]] == ["elementwise_chain"] and r["fusion"][0]["ops"] == ["add", "relu"]
     assert r["roofline"]["bound"] == "memory" and r["roofline"]["gpu"] == "NVIDIA H100 SXM"
+    from trialtui.core.analysis_result import AnalysisResult
+    from trialtui.render import render_analysis
+
+    text = render_analysis(AnalysisResult.from_json(r))  # no "FLOPs 0" beside a roofline that counts none
+    assert "FLOPs none counted (torch counts matmuls and convolutions)" in text and "FLOPs 0" not in text
 
 
 def test_no_gpu_named_means_no_roofline(tmp_path):

@@ -136,7 +136,8 @@ def render_analysis(result: AnalysisResult, problem=None) -> str:
     lines = [
         f"reference at bench sizes ({sizes_label([case]) if case else 'defaults'}, {result.dtype}"
         f"{', scaled from test sizes: approximate' if result.scaled else ''}):",
-        f"  FLOPs {result.flops or 0:.3g}; minimum bytes {_bytes(result.min_bytes or 0)} (each input read once, each "
+        f"  FLOPs {f'{result.flops:.3g}' if result.flops else 'none counted (torch counts matmuls and convolutions)'}; "
+        f"minimum bytes {_bytes(result.min_bytes or 0)} (each input read once, each "
         f"output written once); eager moves ≈ {_bytes(result.eager_bytes or 0)}",
     ]
     if roof:

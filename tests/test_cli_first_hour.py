@@ -22,6 +22,7 @@ from trialtui.cli.mcp import mcp
 from trialtui.cli.refusal import JsonCommand
 from trialtui.cli.serve import serve
 from trialtui.cli.trials import trials
+from trialtui.core.problem_dir import load_problem
 from trialtui.core.store import Store
 
 PMPP = Path(__file__).parent / "fixtures" / "gpumode" / "problems" / "pmpp_v2"
@@ -114,13 +115,15 @@ def test_init_from_a_gpumode_reference_whose_folder_is_incomplete_says_what_it_l
     assert out.exit_code == 2 and "which is not a problem directory yet: task.yml lists ../utils.py" in out.output
 
 
-def test_utils_beside_the_reference_is_refused_with_the_path_task_yml_names(tmp_path):
-    task = Path(shutil.copytree(PMPP / "vectoradd_py", tmp_path / "vectoradd_py"))
+def test_utils_beside_the_reference_stands_for_the_path_task_yml_names(tmp_path):
+    """A task folder copied alone with its ../utils.py put beside the reference: that file is the support module
+    (copied beside the candidates and imported from its known-good text), not a candidate."""
+    task = Path(shutil.copytree(PMPP / "vectoradd_py", tmp_path / "vectoradd_py", ignore=shutil.ignore_patterns("solutions")))
     shutil.copyfile(PMPP / "utils.py", task / "utils.py")  # beside the reference, not at ../utils.py
-    out = CliRunner().invoke(cli, ["bench", str(task / "submission.py")])
-    assert out.exit_code == 2
-    assert (f"copy utils.py to {tmp_path.resolve() / 'utils.py'}, where task.yml's files: names it (../utils.py); "
-            "the utils.py beside reference.py is not that path") in out.output
+    problem = load_problem(task)
+    assert task / "utils.py" in problem.support_files and task / "utils.py" not in problem.candidates()
+    out = CliRunner().invoke(cli, ["validate", str(task / "submission.py")])
+    assert out.exit_code == 0, out.output
 
 
 def test_printed_commands_quote_paths_with_spaces(tmp_path, monkeypatch):

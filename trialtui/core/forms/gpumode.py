@@ -68,15 +68,15 @@ def _task_files(task: dict[str, Any], root: Path, imported: set[str] = frozenset
         if source == SUBMISSION_SOURCE:
             continue
         path = (root / source).resolve()
+        if not path.is_file() and (root / path.name).is_file():  # a task folder copied alone, its utils.py put beside
+            path = root / path.name
         not_candidates.update({name, path.name} if path.parent == root else {name})
         if path.suffix == ".py" and path.name != REFERENCE_NAME and path.is_file():
             support.append(path)
         elif path.suffix == ".py" and path.stem in imported:
-            beside = (f"; the {path.name} beside {REFERENCE_NAME} is not that path" if (root / path.name).is_file()
-                      else "")
             raise ProblemError(f"{TASK_NAME} lists {source} (the reference imports it as {path.stem}), "
                                f"but there is no {path}: copy {path.name} to {path}, where {TASK_NAME}'s "
-                               f"files: names it ({source}){beside}")
+                               f"files: names it ({source}), or beside {REFERENCE_NAME}")
     for source in templates.values():
         if isinstance(source, str) and (root / source).resolve().parent == root:
             not_candidates.add(Path(source).name)

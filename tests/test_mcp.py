@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import shutil
 import sys
 from contextlib import asynccontextmanager
@@ -230,3 +231,26 @@ def test_without_a_gpu_the_answer_says_stop_at_a_cpu_correct_or_gpu_only_trial()
     assert views.stop_now(cuda_cpp, cpu) and not views.stop_now(cuda_cpp, gpu)
     assert not views.stop_now(trial("incorrect"), cpu)
     assert views.stop_now(trial("error"), views.machine_view("cpu", "jobs cannot run on this machine"))
+
+
+def test_an_agent_cancels_a_trial_it_need_not_wait_out(tmp_path):
+    """cancel(trial_id): a save that hangs is stopped where it is (its CPU preview, the queue or its job) and stays
+    in the tree as cancelled; a trial with no job left is refused, saying why."""
+    root = one_candidate(tmp_path)
+    hangs = (root / "add.py").read_text().replace("import torch\n", "import time\nimport torch\n", 1).replace(
+        "        n = x.numel()\n", "        time.sleep(3600)\n        n = x.numel()\n", 1)
+    assert "time.sleep(3600)" in hangs
+
+    async def body():
+        async with mcp_client(root) as s:
+            assert "cancel" in {t.name for t in (await s.list_tools()).tools}
+            assert (await call(s, "result", trial_id="t1", wait_s=DEADLINE_S))["state"] == "correct"
+            assert "t1 is correct: it has no job to cancel" in await refused(s, "cancel", trial_id="t1")
+            sent = await call(s, "submit", name="add.py", source=hangs)
+            started = time.monotonic()
+            stopped = await call(s, "cancel", trial_id=sent["trial_id"])
+            assert stopped["cancelled"] is True
+            done = await call(s, "result", trial_id=sent["trial_id"], wait_s=DEADLINE_S)
+            assert done["state"] == "cancelled" and time.monotonic() - started < DEADLINE_S
+
+    asyncio.run(body())

@@ -93,6 +93,12 @@ def build_server(session: AgentSession) -> MCPServer:
         return await _answer(session.branch(trial_id))
 
     @server.tool()
+    async def cancel(trial_id: str) -> dict[str, Any]:
+        """Stop a trial that is validating, queued or running (a hang you need not wait out, a save you replaced):
+        it stays in the tree as `cancelled`, and the queue moves on."""
+        return await _answer(session.cancel(trial_id))
+
+    @server.tool()
     async def profile(trial_id: str) -> dict[str, Any]:
         """Queue a profile of a correct GPU trial (Nsight Compute counters where they can be read);
         result(trial_id) returns the verdicts when it is done."""

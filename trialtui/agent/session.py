@@ -274,6 +274,17 @@ class AgentSession:
         return {"head": trial.id, "file": trial.file,
                 "message": f"{trial.file} now holds {trial.id}'s source; the next submit of {trial.file} grows from it"}
 
+    async def cancel(self, trial_id: str) -> dict[str, Any]:
+        """Stop a trial wherever it is (validating, queued, on the GPU): it stays in the tree as cancelled."""
+        engine = await self._live()
+        trial = self._get(trial_id)
+        if trial.state_enum.is_final:
+            raise AgentError(f"{trial.id} is {trial.state}: it has no job to cancel")
+        if not engine.cancel(trial.id):
+            raise AgentError(f"{trial.id} is {trial.state} but has no job to stop yet; tree() shows it later")
+        return {"trial_id": trial.id, "cancelled": True,
+                "message": f"cancelling {trial.id}: result({trial.id!r}, wait_s) returns once it is stopped"}
+
     async def profile(self, trial_id: str) -> dict[str, Any]:
         engine = await self._live()
         trial = self._get(trial_id)

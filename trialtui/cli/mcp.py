@@ -26,7 +26,7 @@ from trialtui.cli.refusal import executor_option, opened_executor, problem_for
 def mcp(directory: Path | None, http: bool, port: int, device: str | None, recordings: Path | None,
         executor_url: str | None) -> None:
     """Serve DIRECTORY (default: the current one) to a coding agent over MCP: problem, validate, submit,
-    result, tree, best, branch, profile, log, finalize (docs/AGENTS.md).
+    result, tree, best, branch, cancel, profile, log, finalize, generalize (docs/AGENTS.md).
 
     It starts the directory's engine, or attaches to the one a TUI or watcher runs there; a TUI
     opened later attaches to this one and shows the agent's trials live.

@@ -145,7 +145,10 @@ def test_time_alternating_sends_one_preliminary_once_both_batch_sizes_ran_and_st
 
     class Bencher:
         def __init__(self, round_s):
-            self.round_s, self.waits = round_s, 0
+            self.round_s, self.waits, self.busy = round_s, 0, 0
+
+        def keep_busy(self):
+            self.busy += 1
 
         def wait(self):
             self.waits += 1
@@ -184,6 +187,12 @@ def test_time_alternating_sends_one_preliminary_once_both_batch_sizes_ran_and_st
 
     held_ns = lead.waits * gpu_wait.WAIT_NS
     assert held_ns >= sum(n for _, n, _ in walls) * timing.LEAD_PER_ROUND_NS and lead.waits >= len(walls)
+    # and before the first batch the GPU is kept busy once, so the first rounds run at the others' clocks
+    seen = []
+    busy = Bencher(0.0001)
+    busy.keep_busy = lambda: seen.append("busy")
+    timing.time_alternating(busy, lambda s, n: (seen.append("batch") or [100.0] * n, n * 200.0), {"eager": [lambda: None]})
+    assert seen[:2] == ["busy", "batch"] and seen.count("busy") == 1
 
 
 class FakeClock:

@@ -139,6 +139,12 @@ class Bencher:
         events[-1].synchronize()
         return min(a.elapsed_time(b) for a, b in zip(events, events[1:])) * 1000.0 / runs
 
+    def keep_busy(self, flushes: int = 2000) -> None:
+        """About 50 ms of flushes back to back, so a loop's first rounds run at its others' clocks: an idle H100 ran an
+        eager GEMM 1024³ at 31.5 µs a call in a loop's first quarter, 9.3 after (`noisy` twice: h100-2026-12-05f)."""
+        for _ in range(flushes):
+            self.flush_l2()
+
     def graph_pair_us(self) -> float:
         """The empty pair as a CUDA graph records it, or the eager one where this process cannot capture it."""
         try:
@@ -174,7 +180,7 @@ class Bencher:
         else:
             for _ in range(runs):
                 self.wait()
-                pairs.extend(self.time_round([_nothing]))
+                pairs.extend(self.time_round([lambda: None]))
         torch.cuda.synchronize()
         seen = sorted(start.elapsed_time(end) * 1000.0 for start, end in pairs)
         return min(EMPTY_PAIR_CAP_US, seen[len(seen) // 5])
@@ -184,17 +190,15 @@ class Bencher:
         """Enqueue one cold-L2, event-bracketed call of each function; read the events after a sync.
 
         Nothing synchronizes between calls, and `time_alternating` holds the GPU (`wait`) while the host
-        queues a batch of rounds: the events measure GPU time, not Python's launch latency. (With no lead,
-        as in do_bench, a short eager call's dispatch can outlast the flush before it and land in its events:
-        the suspected cause of the 19 % drift between the quarters of a loop of 18 µs softmaxes, H200, 04m;
-        the lead is not yet measured.) With `outputs`,
+        queues a batch of rounds: the events measure GPU time, not Python's launch latency. (With no lead, as in
+        do_bench, a short eager call's dispatch can outlast the flush before it and land in its events: the suspected
+        cause of a 19 % drift between the quarters of a loop of 18 µs softmaxes, H200, 04m.) With `outputs`,
         what each call returned is kept there (timed calls are checked like the others). `flush`: False
         where the caller flushed L2 itself (the candidate's timed loop, through the keyed flush).
         """
         pairs = []
         for fn in calls:
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
+            start, end = (torch.cuda.Event(enable_timing=True) for _ in "se")
             if flush:
                 self.flush_l2()
             start.record()
@@ -204,10 +208,6 @@ class Bencher:
                 outputs.append(out)
             pairs.append((start, end))
         return pairs
-
-
-def _nothing() -> None:
-    return None
 
 
 def less_empty_pair(samples: list[float], empty_us: float) -> list[float]:
@@ -260,8 +260,8 @@ def time_alternating(
     names = list(fns)
     samples: dict[str, list[float]] = {"candidate": [], **{name: [] for name in names}}
     walls: list[tuple[float, int, list[float]]] = []
-    started = time.monotonic()
-    run = 0
+    bencher.keep_busy()
+    started, run = time.monotonic(), 0
     while True:
         size = batches[len(walls) % len(batches)]
         batch, wall_us = candidate_batch(run, size)

@@ -298,3 +298,37 @@ def test_compile_facts_get_the_language_s_remedies():
                                            "error": 'no operator "+" matches (operand types are: __half + __half)'}]}
     [error] = compile_findings(compiled, get_language("cuda"))
     assert "__half2float" in error["hint"]
+
+
+PERSIST = '''    cudaStreamAttrValue attr = {};
+    attr.accessPolicyWindow.base_ptr = (void*)x.data_ptr<float>();
+    attr.accessPolicyWindow.num_bytes = x.numel() * sizeof(float);
+    attr.accessPolicyWindow.hitRatio = 1.0f;
+    attr.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+    cudaStreamSetAttribute(at::cuda::getCurrentCUDAStream(), cudaStreamAttributeAccessPolicyWindow, &attr);
+'''
+
+
+def test_l2_set_aside_for_persisting_lines_is_refused_where_a_comment_is_not(tmp_path):
+    """pygpubench PR 49's class: host code that makes a call's inputs persist in L2 reads them warm past the flush
+    the harness runs before every timed call. Refused in inline sources (at the candidate's line) and in a .cu
+    file (at the load call); the words in a comment, and cache hints inside a kernel, are not."""
+    anchor = "    add_kernel<<<"
+    inline = INLINE.replace(anchor, PERSIST + anchor, 1)
+    found = check_source(inline, form="kernelbench", folder=tmp_path)
+    assert [(f.code, f.severity) for f in found] == [("l2-persisting", "error")]
+    assert found[0].line == next(i for i, line in enumerate(inline.splitlines(), 1) if "accessPolicyWindow" in line)
+    assert "(accessPolicyWindow)" in found[0].message and "read warm" in found[0].message
+    limit = INLINE.replace(anchor, "    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 32 << 20);\n" + anchor, 1)
+    assert [f.code for f in check_source(limit, form="kernelbench", folder=tmp_path)] == ["l2-persisting"]
+    commented = INLINE.replace(anchor, "    /* no accessPolicyWindow:\n       cudaLimitPersistingL2CacheSize */\n" + anchor, 1)
+    assert check_source(commented, form="kernelbench", folder=tmp_path) == []
+    hinted = INLINE.replace(anchor, '    asm volatile("prefetch.global.L2::evict_last [%0];" :: "l"(x.data_ptr<float>()));\n'
+                            + anchor, 1)
+    assert check_source(hinted, form="kernelbench", folder=tmp_path) == []
+    (tmp_path / "k.cu").write_text(CU_FILE + "\nvoid keep(void* p) {\n" + PERSIST.replace("x.data_ptr<float>()", "p")
+                                   .replace("x.numel() * sizeof(float)", "1 << 20") + "}\n")
+    loaded = ("import torch\nfrom torch.utils.cpp_extension import load\nm = load(name='m', sources=['k.cu'])\n"
+              "class ModelNew(torch.nn.Module):\n    def forward(self, x, y):\n        return m.add(x, y)\n")
+    found = check_source(loaded, form="kernelbench", folder=tmp_path)
+    assert [(f.code, f.line) for f in found] == [("l2-persisting", 3)] and "of k.cu" in found[0].message

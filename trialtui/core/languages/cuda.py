@@ -10,11 +10,13 @@ spills and shared memory from `ptxas -v`; correctness and timing run on the GPU.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from trialtui.core import job_kinds, plugins
 from trialtui.core.check_ast import dotted_name
+from trialtui.core.languages.cuda_text import code_only
 from trialtui.core.languages.base import GROUP, Language
 from trialtui.core.model import Finding, Severity
 
@@ -159,6 +161,31 @@ def static_sources(tree: ast.Module, folder: Path) -> tuple[list[CudaSource], li
     return sources, unread
 
 
+# The runtime's and the driver's names for L2 set aside for persisting lines, and an access-policy window that puts
+# lines there: they outlive the kernel that touched them and the L2 flush before every timed call (pygpubench PR 49).
+PERSISTING_L2 = re.compile(r"\b(accessPolicyWindow|cudaLimitPersistingL2CacheSize|cudaAccessPropertyPersisting|"
+                           r"CU_LIMIT_PERSISTING_L2_CACHE_SIZE|CU_ACCESS_PROPERTY_PERSISTING|"
+                           r"CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW|cudaLaunchAttributeAccessPolicyWindow)\b")
+
+
+def persisting_l2(source: CudaSource) -> Finding | None:
+    """Host code that keeps lines in L2 across kernels: a call's inputs would be read warm where the harness flushed
+    L2 before it, as it does before every candidate's. Cache hints within a kernel (`__ldg`, `L2::evict_last`) are
+    not this: they do not outlive the flush."""
+    code = code_only(source.text)
+    found = PERSISTING_L2.search(code)
+    if found is None:
+        return None
+    line = code.count("\n", 0, found.start()) + 1
+    where = f"line {line} of {source.file and Path(source.file).name or source.origin}"
+    return Finding(Severity.ERROR.value, "l2-persisting",
+                   f"{where} sets L2 aside for persisting lines ({found[1]}): they outlive the L2 flush before each "
+                   "timed call, so its inputs would be read warm where every candidate's are read cold",
+                   source.file_line(line) or source.call, None,
+                   "drop the access-policy window and the persisting-L2 limit; cache hints inside a kernel "
+                   "(__ldg, ld.global.L2::evict_last) are fine")
+
+
 class Cuda(Language):
     name = "cuda"
     label = "CUDA C++"
@@ -188,10 +215,11 @@ class Cuda(Language):
         return bool(loader_calls(tree))
 
     def static_checks(self, tree: ast.Module, folder: Path | None) -> list[Finding]:
-        """A .cu file that a load() call names and that is not in the problem directory."""
+        """A .cu file that a load() call names and that is not in the problem directory; L2 set aside for
+        persisting lines (`persisting_l2`)."""
         if folder is None:
             return []
-        findings = []
+        findings = [f for source in static_sources(tree, folder)[0] if (f := persisting_l2(source))]
         for call in loader_calls(tree):
             for name in named_cu_files(call):
                 if not (folder / Path(name).name).is_file():

@@ -140,10 +140,10 @@ def device_code(source: str) -> DeviceCode:
     for kind, text in _items(source):
         lead = text[: len(text) - len(text.lstrip())]
         first, last = line + lead.count("\n"), line + text.rstrip().count("\n")
-        drop = (kind == "pp" and HOST_INCLUDE.match(text)) or (kind == "item" and HOST_CODE.search(_code_only(text)))
+        drop = (kind == "pp" and HOST_INCLUDE.match(text)) or (kind == "item" and HOST_CODE.search(code_only(text)))
         if drop:
             out.append(_blank(text))
-            code.dropped_names.update(IDENTIFIER.findall(_code_only(text)))
+            code.dropped_names.update(IDENTIFIER.findall(code_only(text)))
         else:
             out.append(text)
             if text.strip():
@@ -155,10 +155,10 @@ def device_code(source: str) -> DeviceCode:
                         continue
                     name = named.group(1)
                     code.kernels[name] = line + text[: named.start(1)].count("\n")
-                    single = TEMPLATE_TYPE.match(_code_only(text))
+                    single = TEMPLATE_TYPE.match(code_only(text))
                     if single:
                         code.instantiated[name] = INSTANTIATE_WITH
-                    elif re.match(r"\s*template\b", _code_only(text)):
+                    elif re.match(r"\s*template\b", code_only(text)):
                         code.templates.append(name)
         line += text.count("\n")
     # Host code instantiates template kernels (AT_DISPATCH...); without it, taking the address of
@@ -170,9 +170,9 @@ def device_code(source: str) -> DeviceCode:
     return code
 
 
-def _code_only(text: str) -> str:
-    """Text without comments and string literals, for matching names."""
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+def code_only(text: str) -> str:
+    """Text without comments and string literals, for matching names; its lines where they were."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: "\n" * m[0].count("\n") or " ", text, flags=re.S)
     return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
 
 
@@ -185,11 +185,11 @@ def launch_blocks(source: str) -> dict[str, int]:
     """Threads per block of each kernel that the host code launches with one block size it spells
     out (`k<<<grid, 256>>>`, or a `const int`/`#define` bound to a number); others are left out."""
     constants: dict[str, int] = {}
-    for m in INT_CONSTANT.finditer(_code_only(source)):
+    for m in INT_CONSTANT.finditer(code_only(source)):
         name, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
         constants[name] = int(value)
     seen: dict[str, set[int | None]] = {}
-    for m in LAUNCH.finditer(_code_only(source)):
+    for m in LAUNCH.finditer(code_only(source)):
         block = m.group(2).strip()
         value = int(block) if block.isdigit() else constants.get(block)
         seen.setdefault(m.group(1), set()).add(value)

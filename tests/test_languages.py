@@ -312,7 +312,7 @@ PERSIST = '''    cudaStreamAttrValue attr = {};
 def test_l2_set_aside_for_persisting_lines_is_refused_where_a_comment_is_not(tmp_path):
     """pygpubench PR 49's class: host code that makes a call's inputs persist in L2 reads them warm past the flush
     the harness runs before every timed call. Refused in inline sources (at the candidate's line) and in a .cu
-    file (at the load call); the words in a comment, and cache hints inside a kernel, are not."""
+    file (at the load call); the words in a comment, and a cache hint inside a kernel, are not."""
     anchor = "    add_kernel<<<"
     inline = INLINE.replace(anchor, PERSIST + anchor, 1)
     found = check_source(inline, form="kernelbench", folder=tmp_path)

@@ -170,8 +170,9 @@ PERSISTING_L2 = re.compile(r"\b(accessPolicyWindow|cudaLimitPersistingL2CacheSiz
 
 def persisting_l2(source: CudaSource) -> Finding | None:
     """Host code that keeps lines in L2 across kernels: a call's inputs would be read warm where the harness flushed
-    L2 before it, as it does before every candidate's. Cache hints within a kernel (`__ldg`, `L2::evict_last`) are
-    not this: they do not outlive the flush."""
+    L2 before it, as it does before every candidate's. Cache hints within a kernel (`__ldg`, `L2::evict_last`) are not
+    refused: they are how a kernel keeps its data within a call (whether a line so marked outlives the flush is not
+    yet measured)."""
     code = code_only(source.text)
     found = PERSISTING_L2.search(code)
     if found is None:
@@ -183,7 +184,7 @@ def persisting_l2(source: CudaSource) -> Finding | None:
                    "timed call, so its inputs would be read warm where every candidate's are read cold",
                    source.file_line(line) or source.call, None,
                    "drop the access-policy window and the persisting-L2 limit; cache hints inside a kernel "
-                   "(__ldg, ld.global.L2::evict_last) are fine")
+                   "(__ldg, ld.global.L2::evict_last) are not refused")
 
 
 class Cuda(Language):

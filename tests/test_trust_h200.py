@@ -163,28 +163,34 @@ def test_the_whole_corpus_judged_with_flags_and_numbers_after_the_checker_became
         assert not row["mismatch"], row
 
 
+def cut_watch(name: str, candidates: int, not_final: int) -> tuple[dict, list[dict], set[tuple[str, str]]]:
+    """A run whose watch was cut at its limit: no lie in its totals, every verdict it reached its header's; the run,
+    those rows and the (problem, candidate)s left waiting."""
+    run = json.loads((HERE / "fixtures" / "gpu" / name / "trust.json").read_text())
+    totals = run["totals"]
+    assert totals["candidates"] == candidates and totals["not_final"] == not_final
+    for key in ("wrong_called_correct", "flagged_chosen_as_best", "speedups_from_cached_baselines",
+                "results_without_peak_mem", "headline_beyond_checker", "headline_below_floor"):
+        assert totals[key] == 0, key
+    final = [r for r in run["rows"] if r["got"] not in NOT_FINAL]
+    for row in final:
+        want = gpu_trust.expectation(gpu_trust.TRUST / row["problem"] / row["candidate"])
+        assert not gpu_trust.judge(want, row["got"], row["message"], row["flags"]), row
+    assert not [b for b in run["best"].values() if b["flagged"]]
+    return run, final, {(r["problem"], r["candidate"]) for r in run["rows"] if r not in final}
+
+
 def test_six_problems_again_at_the_hold_and_the_kernel_split():
     # h200-2026-12-05b (s23 at c9ff9ee: the hold reaching escapees, library work weighed from kernel records,
     # TF32 excusing nothing off a GPU): six problems, 40 candidates, a watch cut at 180 s (184.9 s); 33 reached a
     # verdict, each its header's state, flags and message, with GPU MODE's private copies (gm_matmul_fp16 hands
     # back its output buffer); the seven left queued were kb_gelu_bf16's last six and one of kb_rowloop_fp32's (the
     # watch's budget, not a verdict: six problems' checkers take turns on one GPU)
-    run = json.loads((HERE / "fixtures" / "gpu" / "h200-2026-12-05b" / "trust.json").read_text())
-    totals = run["totals"]
-    assert totals["candidates"] == 40 and totals["not_final"] == 7
-    for key in ("wrong_called_correct", "flagged_chosen_as_best", "speedups_from_cached_baselines",
-                "results_without_peak_mem", "headline_beyond_checker", "headline_below_floor"):
-        assert totals[key] == 0, key
-    final = [r for r in run["rows"] if r["got"] in ("correct", "incorrect", "invalid", "error")]
+    run, final, unfinished = cut_watch("h200-2026-12-05b", 40, 7)
     assert len([r for r in final if r["how"] == "watch"]) == 33
-    for row in final:
-        want = gpu_trust.expectation(gpu_trust.TRUST / row["problem"] / row["candidate"])
-        assert not gpu_trust.judge(want, row["got"], row["message"], row["flags"]), row
-    unfinished = {(r["problem"], r["candidate"]) for r in run["rows"] if r not in final}
     assert {p for p, _ in unfinished} == {"kb_gelu_bf16", "kb_rowloop_fp32"} and len(unfinished) == 7
     awaited = [gpu_trust.expectation(gpu_trust.TRUST / p / c)["state"] for p, c in unfinished]
-    assert totals["mismatches"] == 7 and totals["correct_failed"] == awaited.count("correct") == 4  # those alone
-    assert not [b for b in run["best"].values() if b["flagged"]]
+    assert run["totals"]["mismatches"] == 7 and run["totals"]["correct_failed"] == awaited.count("correct") == 4
 
 
 def test_four_problems_on_an_h100_with_the_first_look_prepared_once_per_problem():
@@ -193,16 +199,6 @@ def test_four_problems_on_an_h100_with_the_first_look_prepared_once_per_problem(
     # kb_softmax_fp32, 45 candidates, a watch cut at 160 s (164.5 s); 29 reached a verdict, each its header's; the 16
     # left were kb_softmax_fp32's 14 (its checker's turn had not come) and kb_matmul_fp16's transposed.py and
     # triton_dot.py
-    run = json.loads((HERE / "fixtures" / "gpu" / "h100-2026-12-05e" / "trust.json").read_text())
-    totals = run["totals"]
-    assert totals["candidates"] == 45 and totals["not_final"] == 16
-    for key in ("wrong_called_correct", "flagged_chosen_as_best", "speedups_from_cached_baselines",
-                "results_without_peak_mem", "headline_beyond_checker", "headline_below_floor"):
-        assert totals[key] == 0, key
-    final = [r for r in run["rows"] if r["got"] not in NOT_FINAL]
+    _, final, unfinished = cut_watch("h100-2026-12-05e", 45, 16)
     assert len(final) == 29
-    for row in final:
-        want = gpu_trust.expectation(gpu_trust.TRUST / row["problem"] / row["candidate"])
-        assert not gpu_trust.judge(want, row["got"], row["message"], row["flags"]), row
-    unfinished = {(r["problem"], r["candidate"]) for r in run["rows"] if r not in final}
     assert {p for p, _ in unfinished} == {"kb_softmax_fp32", "kb_matmul_fp16"}

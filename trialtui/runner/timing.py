@@ -120,11 +120,10 @@ class Bencher:
         self.waiter()
 
     def flush_l2(self) -> None:
-        """Evict L2 by reading a buffer of its size, leaving it full of clean lines, as ncu's flush leaves it
-        empty. A flush that writes (do_bench's `zero_()`) leaves dirty lines the timed call pays to write
-        back: on the H200 7-14 % above ncu for fp32 adds of 0.8 to 200 MB (tests/fixtures/gpu/h200-2026-12-02d).
-        Twice L2 read no closer to ncu and took 37 µs a call to this one's 23 (h200-2026-12-03i, 03j): time
-        a rewritten loop can skip and work in (docs/SECURITY.md, "Not covered")."""
+        """Evict L2 by reading a buffer of its size, leaving it full of clean lines, as ncu's flush leaves it empty. A
+        flush that writes (do_bench's `zero_()`) leaves dirty lines the timed call pays to write back: 7-14 % above ncu
+        for fp32 adds of 0.8 to 200 MB (H200, h200-2026-12-02d). Twice L2 read no closer to ncu and took 37 µs a call
+        to this one's 23 (03i, 03j): time a rewritten loop can skip and work in (docs/SECURITY.md, "Not covered")."""
         torch.sum(self.flush, dim=0, dtype=torch.int32, out=self.sink)
 
     def flush_cost_us(self, runs: int = 20, groups: int = 3) -> float:
@@ -144,6 +143,7 @@ class Bencher:
         eager GEMM 1024³ at 31.5 µs a call in a loop's first quarter, 9.3 after (`noisy` twice: h100-2026-12-05f)."""
         for _ in range(flushes):
             self.flush_l2()
+        torch.cuda.synchronize()  # done before the candidate's first batch: its context is not time-sliced with these
 
     def graph_pair_us(self) -> float:
         """The empty pair as a CUDA graph records it, or the eager one where this process cannot capture it."""

@@ -212,3 +212,13 @@ def test_the_demo_says_a_finalized_kernel_that_fails_held_out_cases_is_no_clean_
     assert unclean(report) == line
     (report.parent / "report.json").write_text(json.dumps({"generalizes": "generalizes: 8 of 8", "generalization": {"passed": True}}))
     assert unclean(report) is None and unclean(tmp_path / "nowhere" / "REPORT.md") is None
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a machine without CUDA is the case")
+def test_a_gpu_bench_asked_for_where_there_is_no_cuda_is_not_labelled_a_cpu_run(tmp_path):
+    """`bench --device cuda` on a CPU-only machine fails, and its header says no GPU was reached, not "CPU (Triton
+    interpreter)" beside a number-less verdict, as if it had run there."""
+    root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
+    out = CliRunner().invoke(cli, ["bench", str(root / "kernel.py"), "--device", "cuda"])
+    assert out.exit_code == 2 and out.output.startswith("ERROR  [no GPU reached (--device cuda) · "), out.output
+    assert "CUDA is not available" in out.output and "Triton interpreter" not in out.output

@@ -47,7 +47,12 @@ def label(result: BenchResult) -> str:
     here = origin is None or origin.measured_here
     launched = (result.correctness or {}).get("launches") != 0  # a pure-PyTorch candidate ran no interpreter
     cpu = "CPU (Triton interpreter)" if launched else "CPU"
-    where = env.get("gpu") or (cpu if here or env.get("device") == "cpu" else "device unknown")
+    if env.get("gpu"):
+        where = env["gpu"]
+    elif env.get("device") == "cuda":  # a GPU job that never reached one (no CUDA here, or it failed first)
+        where = "no GPU reached (--device cuda)"
+    else:
+        where = cpu if here or env.get("device") == "cpu" else "device unknown"
     when = f" · {result.measured_at}" if result.measured_at and here else ""
     elsewhere = f" · {origin.label()}" if origin is not None and not here else ""
     return f"{where} · {result.dtype or '?'} · {sizes_label(result.sizes)}{when}{elsewhere}"

@@ -137,9 +137,11 @@ class MetricsGrid:
                 line.append(f" (floor {fmt_us(roof.get('floor_us'))}, {roof.get('bound', '?')}-bound)",
                             self.color("trial-muted"))
             physical = ((trial.result.timing if trial.result else None) or {}).get("work") or {}
-            if trial.sol > 1 and roof and roof.get("source") == "calibrated" and physical.get("floor_us") and trial.median_us:
-                line.append(f" past the rate this GPU measured, {physical['floor_us'] / trial.median_us:.0%} of its "
-                            "datasheet's", self.color("trial-muted"))  # a measured rate is no ceiling (core/flags.py)
+            if trial.sol > 1 and roof and physical.get("floor_us") and trial.median_us:  # the floor decides (core/flags.py)
+                past = ("the rate this GPU measured" if roof.get("source") == "calibrated"
+                        else "every byte at the DRAM rate")
+                line.append(f" past {past}; {physical['floor_us'] / trial.median_us:.0%} of the speed its physical floor "
+                            "allows", self.color("trial-muted"))
             grid.add_row("SoL", line)
 
     def _origin_rows(self, grid: Table, result: BenchResult) -> None:

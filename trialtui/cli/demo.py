@@ -164,7 +164,7 @@ def unclean(report: Path) -> str | None:
         card = json.loads((report.parent / "report.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return card.get("generalizes") if (card.get("generalization") or {}).get("passed") is False else None
+    return card.get("generalizes") if (card.get("generalization") or {}).get("fails") is True else None
 
 
 def mismatch_text(o) -> str:

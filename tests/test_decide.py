@@ -591,3 +591,13 @@ def test_a_stored_decision_names_the_current_best_that_b_goes_to():
     assert naming_current_best(stored, "t3") == stored and naming_current_best(stored, None) == stored
     assert naming_current_best(None, "t7") is None  # no decision yet stays none
 
+
+
+def test_a_long_failure_is_cut_in_the_reason_with_a_mark_that_it_was():
+    """decide's reason quotes the failure's first line up to 200 characters; past that it ends in "…" (an agent
+    reading the reason knows the log holds more), and a short one is quoted whole."""
+    from trialtui.core.decide_evidence import first_line
+
+    long = "checking correctness: " + "x" * 300 + "\nsecond line"
+    assert first_line(long) == long[:199] + "…" and len(first_line(long)) == 200
+    assert first_line("\n  raises ValueError at line 3.\nmore") == "raises ValueError at line 3"

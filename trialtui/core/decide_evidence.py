@@ -292,10 +292,12 @@ def timing_text(trial: Trial) -> str:
     return f" ({timing['median_us']:.1f} µs median{spread})"
 
 
-def first_line(text: str | None) -> str:
+def first_line(text: str | None, limit: int = 200) -> str:
+    """A message's first line for a reason, cut with "…" past `limit` so a reader knows there was more."""
     for line in (text or "").splitlines():
         if line.strip():
-            return line.strip().rstrip(".")[:200]
+            line = line.strip().rstrip(".")
+            return line if len(line) <= limit else line[:limit - 1] + "…"
     return ""
 
 

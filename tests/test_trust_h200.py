@@ -194,7 +194,7 @@ def test_six_problems_again_at_the_hold_and_the_kernel_split():
 
 
 def test_four_problems_on_an_h100_with_the_first_look_prepared_once_per_problem():
-    # h100-2026-12-05e (s26 at 4652d7c on an H100 80GB HBM3: s25's fenced inputs, output-buffer dtype and first look,
+    # h100-2026-12-05e (s26 at d4f489e on an H100 80GB HBM3: s25's fenced inputs, output-buffer dtype and first look,
     # the look moved into the warm checker's preparation): kb_failures_fp32, kb_linear_sizes, kb_matmul_fp16 and
     # kb_softmax_fp32, 45 candidates, a watch cut at 160 s (164.5 s); 29 reached a verdict, each its header's; the 16
     # left were kb_softmax_fp32's 14 (its checker's turn had not come) and kb_matmul_fp16's transposed.py and

@@ -321,6 +321,11 @@ def test_l2_set_aside_for_persisting_lines_is_refused_where_a_comment_is_not(tmp
     assert "(accessPolicyWindow)" in found[0].message and "read warm" in found[0].message
     limit = INLINE.replace(anchor, "    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 32 << 20);\n" + anchor, 1)
     assert [f.code for f in check_source(limit, form="kernelbench", folder=tmp_path)] == ["l2-persisting"]
+    assert [f.code for f in check_source(limit, form="kernelbench")] == ["l2-persisting"]  # no folder: strings still read
+    host = INLINE.replace("add = load_inline(", 'HOST = "void keep() { cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, '
+                          '1 << 25); }"\nadd = load_inline(', 1)  # in a string for cpp_sources, not cuda_sources
+    assert [(f.code, f.line) for f in check_source(host, form="kernelbench", folder=tmp_path)] == [
+        ("l2-persisting", host.splitlines().index(next(x for x in host.splitlines() if x.startswith("HOST"))) + 1)]
     commented = INLINE.replace(anchor, "    /* no accessPolicyWindow:\n       cudaLimitPersistingL2CacheSize */\n" + anchor, 1)
     assert check_source(commented, form="kernelbench", folder=tmp_path) == []
     hinted = INLINE.replace(anchor, '    asm volatile("prefetch.global.L2::evict_last [%0];" :: "l"(x.data_ptr<float>()));\n'

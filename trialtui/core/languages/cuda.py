@@ -168,21 +168,42 @@ PERSISTING_L2 = re.compile(r"\b(accessPolicyWindow|cudaLimitPersistingL2CacheSiz
                            r"CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW|cudaLaunchAttributeAccessPolicyWindow)\b")
 
 
-def persisting_l2(source: CudaSource) -> Finding | None:
+HOST_SUFFIXES = CUDA_SUFFIXES + (".cpp", ".cc", ".cxx", ".h", ".hpp")
+
+
+def persisting_l2(tree: ast.Module, folder: Path | None) -> list[Finding]:
     """Host code that keeps lines in L2 across kernels: a call's inputs would be read warm where the harness flushed
-    L2 before it, as it does before every candidate's. Cache hints within a kernel (`__ldg`, `L2::evict_last`) are not
-    refused: they are how a kernel keeps its data within a call (whether a line so marked outlives the flush is not
-    yet measured)."""
-    code = code_only(source.text)
+    L2 before it, as it does before every candidate's. Looked for in every string of the candidate (`cuda_sources`,
+    `cpp_sources`, whatever builds them) and every file a `load` call names. Cache hints within a kernel (`__ldg`,
+    `L2::evict_last`) are not refused: they are how a kernel keeps its data within a call (whether a line so marked
+    outlives the flush is not yet measured)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.append(_persisting(node.value, "the candidate", node.lineno))
+    for call in loader_calls(tree) if folder is not None else []:
+        sources = _argument(call.node, "sources", 1) if call.kind == "load" else None
+        for name in ([n.value for n in ast.walk(sources) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                      and n.value.endswith(HOST_SUFFIXES)] if sources is not None else []):
+            try:
+                text = (folder / Path(name).name).read_text(errors="replace")
+            except OSError:
+                continue
+            found.append(_persisting(text, Path(name).name, None, call.node.lineno))
+    return [f for f in found if f is not None]
+
+
+def _persisting(text: str, origin: str, first_line: int | None, call_line: int | None = None) -> Finding | None:
+    code = code_only(text)
     found = PERSISTING_L2.search(code)
     if found is None:
         return None
     line = code.count("\n", 0, found.start()) + 1
-    where = f"line {line} of {source.file and Path(source.file).name or source.origin}"
+    where = f"line {line} of {origin}" if first_line is None else "the candidate"
     return Finding(Severity.ERROR.value, "l2-persisting",
                    f"{where} sets L2 aside for persisting lines ({found[1]}): they outlive the L2 flush before each "
                    "timed call, so its inputs would be read warm where every candidate's are read cold",
-                   source.file_line(line) or source.call, None,
+                   first_line + line - 1 if first_line is not None else call_line, None,
                    "drop the access-policy window and the persisting-L2 limit; cache hints inside a kernel "
                    "(__ldg, ld.global.L2::evict_last) are not refused")
 
@@ -218,10 +239,8 @@ class Cuda(Language):
     def static_checks(self, tree: ast.Module, folder: Path | None) -> list[Finding]:
         """A .cu file that a load() call names and that is not in the problem directory; L2 set aside for
         persisting lines (`persisting_l2`)."""
-        if folder is None:
-            return []
-        findings = [f for source in static_sources(tree, folder)[0] if (f := persisting_l2(source))]
-        for call in loader_calls(tree):
+        findings = persisting_l2(tree, folder)
+        for call in loader_calls(tree) if folder is not None else []:
             for name in named_cu_files(call):
                 if not (folder / Path(name).name).is_file():
                     findings.append(Finding(Severity.ERROR.value, "cuda-source-missing",

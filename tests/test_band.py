@@ -390,7 +390,7 @@ def test_a_prepared_checker_s_harness_reaches_the_timed_phase_on_both_clocks():
 
     def checker(prepared):
         return SimpleNamespace(spec=None, reference=None, link=None, deadline=None, facts=None, progress=None,
-                               splits=None, prepared=prepared)
+                               splits=None, prepared=prepared, timed_norm=lambda case: None)
 
     timed = timed_phase.TimedPhase.of(checker(warm), "cuda", own_kernels=True)
     assert (timed.overhead_us, timed.ahead_landing_us) == (61.0, 55.0)

@@ -229,3 +229,43 @@ def test_the_tuis_error_row_of_a_nan_output_is_no_near_miss():
     assert "max abs err" not in failed and "mismatches 100.00%" in failed
     assert "max abs err 0 · max rel err 0" in errors(True, 0.0, 0.0)
     assert "max abs err 0.5" in errors(False, 0.5, 0.25)
+
+
+def test_a_complex_output_is_judged_on_both_parts():
+    """A cast to float64 drops the imaginary part: a real FFT with the imaginary part zeroed, or garbage, passed."""
+    from trialtui.runner.compare import normwise
+
+    ref = torch.fft.rfft(torch.randn(8, 64, generator=torch.Generator().manual_seed(0)))
+    assert compare(ref, ref.clone(), 1e-4, 1e-4).passed
+    real_only = torch.complex(ref.real, torch.zeros_like(ref.imag))
+    r = compare(ref, real_only, 1e-4, 1e-4)
+    assert not r.passed and r.max_abs_err > 1.0 and len(r.first_mismatch) == 3  # (row, column, part)
+    assert not compare(ref, torch.complex(ref.real, ref.imag + 1e6), 1e-4, 1e-4).passed
+    truth = ref.to(torch.complex128)
+    assert normwise(ref, real_only, truth, allow_tf32=False).err > 0.5  # the imaginary half of the norm, missing
+    assert normwise(ref, ref.clone(), truth, allow_tf32=False).bound == pytest.approx(1e-5)  # complex64: float32's floor
+    assert not is_trivial(torch.complex(torch.ones(6), torch.arange(6.0)))
+
+
+def test_the_timed_calls_keep_the_untimed_normwise_bound():
+    """Exact when checked, a bias inside the elementwise tolerance when timed: the untimed normwise bound (twice it,
+    against the reference's own output) holds on every timed call; an honest call's reordering passes."""
+    from types import SimpleNamespace
+
+    from trialtui.runner.candidate_requests import CandidateFailed
+    from trialtui.runner.compare import distance
+    from trialtui.runner.judging import TimedNorm, check_timed
+
+    spec = SimpleNamespace(atol=1e-4, rtol=1e-4, explicit_tolerance=False)
+    reference = SimpleNamespace(kind=SimpleNamespace(judges_values=False))
+    expected = torch.softmax(torch.randn(64, 512, generator=torch.Generator().manual_seed(1)), -1).relu() + 0.5
+    biased, reordered = expected + 5e-5, expected * (1 + 1e-7)
+    norm = TimedNorm(bound=1e-5, err=3e-8)
+    assert distance(expected, biased) == pytest.approx(5e-5 / expected.norm().item() * expected.numel() ** 0.5, rel=1e-3)
+    check_timed(spec, reference, expected, reordered, [], lambda: None, "timed call 1", norm)
+    check_timed(spec, reference, expected, biased, [], lambda: None, "timed call 2", None)  # no bound: the tolerance
+    with pytest.raises(CandidateFailed, match=r"timed call 3 is 9\.\d+e-05 .* over 2\.00e-05.* less precisely") as caught:
+        check_timed(spec, reference, expected, biased, [], lambda: None, "timed call 3", norm)
+    assert caught.value.state == "incorrect"
+    assert norm.merged(2e-5, 1e-7) == TimedNorm(1e-5, 1e-7)
+    assert distance([expected, 3], [expected.clone(), 3]) == 0.0 and distance(3, 3) is None

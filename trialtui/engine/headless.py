@@ -19,6 +19,7 @@ from trialtui.core.decide_evidence import first_line
 from trialtui.core.model import FINAL_STATES, TrialState
 from trialtui.core.problem import Problem
 from trialtui.core.text import fmt_us
+from trialtui.core.untrusted_text import printable
 from trialtui.engine import events as ev
 
 _FINAL = frozenset(state.value for state in FINAL_STATES)
@@ -68,7 +69,7 @@ class HeadlessPrinter:
             self._write(line)
 
     def _write(self, line: str) -> None:
-        self.out.write(line + "\n")
+        self.out.write(printable(line) + "\n")  # file names too are the candidate's to choose
         self.out.flush()
 
     def _told(self, event: ev.Event, before: tuple[str, str] | None) -> ev.Event | None:

@@ -30,6 +30,7 @@ from trialtui.core.prctl import seal, start_ticks
 from trialtui.core.config import ConfigError, Limits, load_config
 from trialtui.core.job_spec import BenchSpec, JobSpec
 from trialtui.core.result import RESULT_VERSION, ResultError, check_result
+from trialtui.core.untrusted_text import untrusted
 from trialtui.engine import gpu_lock, guard
 from trialtui.engine import forkservers
 from trialtui.engine.forkservers import Forked
@@ -343,19 +344,11 @@ def rlimit_message(limits: Limits, timeout_s: float, env: dict[str, str]) -> dic
     return values
 
 
-def run_child(
-    module: str,
-    spec: JobSpec,
-    *,
-    timeout_s: float,
-    log_path: Path,
-    env: dict[str, str] | None = None,
-    handle: ChildHandle | None = None,
-    on_progress: Callable[[dict[str, Any]], None] | None = None,
-    warm: WarmChildren | None = None,
-    limits: Limits | None = None,
-) -> dict[str, Any]:
-    """Run `python -m MODULE` behind a supervisor and return its checked result, or a failure result.
+def run_child(module: str, spec: JobSpec, *, timeout_s: float, log_path: Path, env: dict[str, str] | None = None,
+              handle: ChildHandle | None = None, on_progress: Callable[[dict[str, Any]], None] | None = None,
+              warm: WarmChildren | None = None, limits: Limits | None = None) -> dict[str, Any]:
+    """Run `python -m MODULE` behind a supervisor and return its checked result (its strings printable: the
+    candidate's text reaches terminals and logs, core/untrusted_text.py), or a failure result.
 
     Progress lines the job writes are passed to `on_progress` as dicts. With `warm`, a pre-started
     pair takes the job if one is ready, and the next one is primed; without, the job is still a fork
@@ -369,8 +362,8 @@ def run_child(
     with gpu_lock.held_for(env, _waiting(on_progress), lambda: handle.cancelled) as took:
         if not took:
             return failure("cancelled", "cancelled while waiting for the GPU")
-        return _run_held(module, spec.to_wire(), timeout_s=timeout_s, log_path=log_path, env=env, handle=handle,
-                         on_progress=on_progress, warm=warm, limits=limits)
+        return untrusted(_run_held(module, spec.to_wire(), timeout_s=timeout_s, log_path=log_path, env=env,
+                                   handle=handle, on_progress=on_progress, warm=warm, limits=limits))
 
 
 def _waiting(on_progress: Callable[[dict[str, Any]], None] | None) -> gpu_lock.Wait:

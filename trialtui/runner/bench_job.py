@@ -162,7 +162,7 @@ def run(spec: BenchSpec) -> dict[str, Any]:
             result["flags"] += more
             phase("timing")
         else:
-            result["timing"] = cpu_timing(spec, reference, link, cases[0], deadline, checker.facts)
+            result["timing"] = cpu_timing(spec, reference, link, cases[0], deadline, checker.facts, checker.timed_norm(cases[0]))
         result["state"] = "correct"
         return result
     except CandidateFailed as exc:

@@ -8,6 +8,7 @@ process sees none of it: everything it hands back is data the checker judges (do
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -16,7 +17,7 @@ from trialtui.core.result import flag
 from trialtui.runner.candidate_errors import describe
 from trialtui.runner.candidate_requests import CandidateLink, Deadline
 from trialtui.runner.job_progress import Splits
-from trialtui.runner.judging import ReferenceFailed, first_look, higher_precision, judge, tolerance
+from trialtui.runner.judging import ReferenceFailed, TimedNorm, first_look, higher_precision, judge, tolerance
 from trialtui.runner.tensors import nbytes
 
 
@@ -42,6 +43,11 @@ class Facts:
         return flags
 
 
+def _key(case: Any) -> str:
+    """A case (sizes by name, or None for the problem's defaults) as a key."""
+    return json.dumps(case, sort_keys=True, default=str)
+
+
 def _quiet(**_: Any) -> None:
     """No progress lines (a held-out case's own check)."""
 
@@ -58,12 +64,17 @@ class Checker:
     progress: Callable[..., None] = _quiet
     splits: Splits = field(default_factory=lambda: Splits(sync=False))  # where the phases' seconds go
     prepared: Any = None  # a runner/prepared.Prepared: inputs, outputs and truths a warm checker made for these cases
+    norms: dict[str, TimedNorm] = field(default_factory=dict)  # per case: the normwise rule its timed calls keep
+
+    def timed_norm(self, case: Any) -> TimedNorm | None:
+        """The normwise rule the untimed calls at `case` were held to, for its timed calls; None where they had none."""
+        return self.norms.get(_key(case))
 
     def on(self, reference: Any, deadline: Deadline) -> Checker:
         """The same checker (its link, what it has seen) on another reference (a held-out layout) and
         deadline, with nothing prepared and its seconds apart."""
         return replace(self, reference=reference, deadline=deadline, progress=_quiet, prepared=None,
-                       splits=Splits(sync=False))
+                       splits=Splits(sync=False), norms={})
 
     def release_cases(self) -> None:
         """Correctness is done: the prepared cases' tensors go before timing needs the memory (what a warm
@@ -169,6 +180,8 @@ class Checker:
             report["normwise_bound"] = norm.bound if report["normwise_bound"] is None else min(report["normwise_bound"], norm.bound)
             if not norm.passed:
                 result.fail(norm.message())
+            held = self.norms.get(_key(case))
+            self.norms[_key(case)] = held.merged(norm.bound, norm.err) if held else TimedNorm(norm.bound, norm.err)
         splits.mark("correctness.compare")
         for key in ("max_abs_err", "max_rel_err", "mismatch_frac"):
             report[key] = max(report[key], getattr(result, key))

@@ -6,6 +6,7 @@ fraction of mismatches and where the first one is.
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -120,7 +121,7 @@ def compare(ref: Any, out: Any, atol: float | None, rtol: float | None, handed: 
             result.fail(f"{path}: on device {sent_from if sent_from != r.device.type else o.device.type}, "
                         f"expected {r.device.type}")
             continue
-        total += r.numel()
+        total += parts(r).numel()
         mismatched += _compare_tensor(path, r, o, atol, rtol, result)
     if total:
         result.mismatch_frac = mismatched / total
@@ -151,12 +152,19 @@ def close_at_once(expected: Any, output: Any, atol: float, rtol: float) -> bool:
 CHUNK = 1 << 24  # elements compared at a time: the check's own memory stays bounded at any output size
 
 
+def parts(t: torch.Tensor) -> torch.Tensor:
+    """A complex tensor as its real and imaginary parts (a last dimension of two), which every rule here judges
+    alike (a cast to float64 would drop the imaginary part); any other tensor as it is."""
+    return torch.view_as_real(t.detach().resolve_conj()) if t.is_complex() else t
+
+
 def _compare_tensor(path: str, r: torch.Tensor, o: torch.Tensor, atol: float | None, rtol: float | None, result: Comparison) -> int:
     """Compare in float64 chunk by chunk on the tensors' own device; returns the number of mismatches."""
     if r.numel() == 0:
         return 0
+    r, o = parts(r), parts(o)
     rf, of = r.detach().reshape(-1), o.detach().to(r.device).reshape(-1)
-    floating = r.is_floating_point() or r.is_complex()
+    floating = r.is_floating_point()
     nonfinite = mismatched = 0
     first_bad = first_nan = None
     saw_nan = False
@@ -306,8 +314,9 @@ def normwise(expected: Any, output: Any, truth: Any, allow_tf32: bool, declared:
     num_out = num_ref = den = 0.0
     dtypes = set()
     for (_, r), (_, o), (_, h) in zip(_flatten(expected), _flatten(output), _flatten(truth)):
-        if not (isinstance(r, torch.Tensor) and r.is_floating_point() and isinstance(h, torch.Tensor)):
+        if not (isinstance(r, torch.Tensor) and (r.is_floating_point() or r.is_complex()) and isinstance(h, torch.Tensor)):
             continue
+        r, o, h = parts(r), parts(o), parts(h)
         hf, rf = h.detach().reshape(-1), r.detach().reshape(-1)
         of = o.detach().to(h.device).reshape(-1)
         for lo in range(0, hf.numel(), CHUNK):
@@ -330,13 +339,38 @@ def normwise(expected: Any, output: Any, truth: Any, allow_tf32: bool, declared:
     return Normwise(err=num_out**0.5 / scale, ref_err=ref_err, bound=max(NORM_MULTIPLE * ref_err, floor))
 
 
+def distance(expected: Any, output: Any) -> float | None:
+    """||out - ref|| / ||ref|| over the floating and complex leaves (where the reference is finite), chunk by chunk:
+    a timed call's normwise distance from the reference's output for its own input; None where there are none."""
+    num = den = 0.0
+    found = False
+    for (_, r), (_, o) in zip(_flatten(expected), _flatten(output)):
+        if not (isinstance(r, torch.Tensor) and (r.is_floating_point() or r.is_complex()) and isinstance(o, torch.Tensor)):
+            continue
+        found = True
+        rf, of = parts(r).reshape(-1), parts(o).to(r.device).reshape(-1)
+        wide = torch.float64 if rf.dtype == torch.float64 else torch.float32
+        for lo in range(0, rf.numel(), CHUNK):
+            rc, oc = rf[lo:lo + CHUNK].to(wide), of[lo:lo + CHUNK].to(wide)
+            finite = torch.isfinite(rc)
+            rc = torch.where(finite, rc, 0.0)
+            dc = torch.nan_to_num(torch.where(finite, oc - rc, 0.0), nan=torch.finfo(wide).max)
+            pair = torch.stack((torch.linalg.vector_norm(dc), torch.linalg.vector_norm(rc))).tolist()
+            if not all(map(math.isfinite, pair)):  # squares past float32's range: the same sums in float64
+                pair = [float(torch.linalg.vector_norm(x.double())) for x in (dc, rc)]
+            num, den = num + pair[0] ** 2, den + pair[1] ** 2
+    if not found:
+        return None
+    return num**0.5 / den**0.5 if den > 0 else (0.0 if num == 0 else math.inf)
+
+
 def is_trivial(ref: Any) -> bool:
     """A reference output that is constant or all zero cannot tell a right kernel from a trivial one."""
     tensors = [t for _, t in _flatten(ref) if isinstance(t, torch.Tensor) and t.numel() > 1]
     if not tensors:
         return False
     for t in tensors:
-        t = t.detach().float()
+        t = parts(t).float()
         if not bool(torch.isfinite(t).all()):
             return False
         if float(t.max() - t.min()) > 0:

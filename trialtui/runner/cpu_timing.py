@@ -11,7 +11,7 @@ import torch
 from trialtui.core.job_spec import BenchSpec
 from trialtui.core.result import CPU_TIMING_LABEL
 from trialtui.runner.candidate_requests import CandidateFailed, CandidateLink
-from trialtui.runner.judging import check_timed, timing_truth
+from trialtui.runner.judging import TimedNorm, check_timed, timing_truth
 from trialtui.runner.tensors import clone, nbytes
 from trialtui.runner.timing import CONFIRM_SLACK_US, Band, confirmed_stats, summarize
 
@@ -19,11 +19,12 @@ from trialtui.runner.timing import CONFIRM_SLACK_US, Band, confirmed_stats, summ
 CPU_BAND = Band(CONFIRM_SLACK_US, 0.9)
 
 
-def cpu_timing(spec: BenchSpec, reference, link: CandidateLink, case, deadline, facts) -> dict[str, Any]:
+def cpu_timing(spec: BenchSpec, reference, link: CandidateLink, case, deadline, facts, norm: TimedNorm | None) -> dict[str, Any]:
     """Three host-timed calls in the candidate's process: a CPU figure, labelled as such, never a GPU number.
 
     Its samples are claims: they stand only where the checker's own clock around the request bears
-    them out (runner/timing.py, confirmed_stats); the timed calls' outputs are checked.
+    them out (runner/timing.py, confirmed_stats); the timed calls' outputs are checked, by the untimed calls' rules
+    (`norm`: their normwise bound at this case) included.
     """
     inputs = reference.make_inputs(case, 0)
     call = reference.call(case, 0)
@@ -39,7 +40,7 @@ def cpu_timing(spec: BenchSpec, reference, link: CandidateLink, case, deadline, 
     if not isinstance(outputs, list) or len(outputs) != 3:
         raise CandidateFailed("the candidate's process did not send the outputs of its timed calls")
     for where, output in zip(("timed call 1", "timed call 2", "timed call 3"), outputs):
-        check_timed(spec, reference, expected, output, inputs, lambda: timing_truth(reference, call, inputs), where)
+        check_timed(spec, reference, expected, output, inputs, lambda: timing_truth(reference, call, inputs), where, norm)
     samples = [float(x) for x in reply.get("samples") or [] if isinstance(x, (int, float)) and x >= 0][:3] or [0.0]
     stats = confirmed_stats(summarize(samples), [(wall_us, len(samples), samples)], 0.0, CPU_BAND)
     return {**stats, "kernel_us": None, "label": CPU_TIMING_LABEL}

@@ -1,8 +1,9 @@
 """One output against the reference's: the tolerance, the dtype's rounding floor against a higher-precision
-truth, the problem's own check; the same rules for the untimed calls and every timed one."""
+truth, the normwise bound, the problem's own check; the same rules for the untimed calls and every timed one."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from trialtui.core.job_spec import BenchSpec
@@ -98,22 +99,57 @@ def judge(spec: BenchSpec, reference, expected, output, inputs, truth, floor_not
     return result
 
 
-def check_timed(spec: BenchSpec, reference, expected, output, inputs, truth_of: Callable[[], Any], where: str) -> None:
+TIMED_NORM_SLACK = 2.0  # a timed call's normwise distance from the reference's output, against the untimed bound
+
+
+@dataclass(frozen=True)
+class TimedNorm:
+    """The normwise rule the untimed calls at the timed case were held to, carried to every timed call there: a
+    candidate that computes exactly when it is checked and in a lower precision when it is timed (each value within
+    the elementwise tolerance, the whole far off) is incorrect. The untimed calls are judged against a higher-precision
+    run (compare.normwise); a timed call against the reference's own output for its input, since a float64 run per
+    call would cost more than the call: an honest kernel within the bound is within it plus the reference's own error
+    (an eighth of it) of that output, so the limit is twice the bound."""
+
+    bound: float  # compare.Normwise.bound at the timed case (the least over its seeds)
+    err: float  # the candidate's normwise error there (the most over its seeds)
+
+    @property
+    def limit(self) -> float:
+        return TIMED_NORM_SLACK * self.bound
+
+    def merged(self, bound: float, err: float) -> TimedNorm:
+        return TimedNorm(min(self.bound, bound), max(self.err, err))
+
+    def hold(self, expected: Any, output: Any, where: str) -> None:
+        from trialtui.runner.compare import distance
+
+        far = distance(expected, output)
+        if far is not None and far > self.limit:
+            raise CandidateFailed(f"{where} is {far:.2e} from the reference's output for the same input (normwise), over "
+                                  f"{self.limit:.2e}, twice the bound its untimed calls at this size were held to (their "
+                                  f"normwise error {self.err:.2e}): it computes less precisely when timed", state="incorrect")
+
+
+def check_timed(spec: BenchSpec, reference, expected, output, inputs, truth_of: Callable[[], Any], where: str,
+                norm: TimedNorm | None = None) -> None:
     """A timed call's output against the reference's for the same input (on a GPU, made new for that call):
     a candidate that computes something else when it is timed, or hands back an answer it kept, is
     incorrect, whatever its untimed calls returned. Within the tolerance at once is a pass (1.5 ms for
-    256 MB on the H200); anything else gets the full judge, with the higher-precision truth made then."""
+    256 MB on the H200); anything else gets the full judge, with the higher-precision truth made then. Either way
+    `norm`, the untimed calls' normwise rule where they had one, holds too."""
     atol, rtol = tolerance(spec, reference.kind)
     from trialtui.runner.compare import close_at_once
 
-    if atol is not None and not reference.kind.judges_values and close_at_once(expected, output, atol, rtol):
-        return
-    result = judge(spec, reference, expected, output, inputs, truth_of())
-    if not result.passed:
+    quick = atol is not None and not reference.kind.judges_values and close_at_once(expected, output, atol, rtol)
+    result = None if quick else judge(spec, reference, expected, output, inputs, truth_of())
+    if result is not None and not result.passed:
         raise CandidateFailed(f"{where} differs from the reference's output for the same input, though its "
                               f"untimed calls passed: it computes something else when timed, or reads its input before the "
                               f"input is written (work on a stream that does not wait for the current one) ({result.message})",
                               state="incorrect")
+    if norm is not None:
+        norm.hold(expected, output, where)
 
 
 def timing_truth(reference, call, inputs):

@@ -5,13 +5,13 @@ clocks (runner/landing.py), the physical floor and the library's share of the wo
 The checker's side of the timed batches (`TimedCalls`): asks the candidate's process for a batch, clocks
 it, and judges every call's output against the reference's for that call's own input.
 
-What this guarantees (docs/SECURITY.md, "The timed calls"): every timed call's input is new in every
-element of its floating tensors (runner/fresh_inputs.py), drawn from a seed this process draws per
-batch from the system's entropy and from the hash of the previous call's output (runner/fresh_inputs.py: no
-call's input exists before the previous call's output is whole); every call's output is committed (copied into this process's
-memory) before the clock around the batch stops and before any of them is judged; and every one is
-judged. A candidate that skips or shortens the work of any timed call, or carries work from one call
-to the next, gets `incorrect`, whatever it knows of trialtui's code, seeds or call indices.
+What this guarantees (docs/SECURITY.md, "The timed calls"): every timed call's input is new in every element of its
+floating tensors (runner/fresh_inputs.py), drawn from a seed this process draws per batch from the system's entropy
+and from the hash of the previous call's output (no call's input exists before the previous call's output is whole);
+every call's output is committed (copied into this process's memory) before the clock around the batch stops and
+before any of them is judged; and every one is judged, by the untimed calls' rules (their normwise bound included).
+A candidate that skips or shortens the work of any timed call, or carries work from one call to the next, gets
+`incorrect`, whatever it knows of trialtui's code, seeds or call indices.
 """
 
 from __future__ import annotations
@@ -41,8 +41,7 @@ COPIED_INLINE = ("; its outputs share memory across calls, so each was copied ou
 GO_STALL_S = 1.0  # a gated batch not queued by then is started anyway (runner/go_gate.LIMIT_NS is far longer)
 
 
-# judge(expected, output, inputs, where) raises CandidateFailed("...", state="incorrect") on a wrong output
-Judge = Callable[[Any, Any, Any, str], None]
+Judge = Callable[[Any, Any, Any, str], None]  # (expected, output, inputs, where): CandidateFailed, incorrect, if wrong
 
 
 @dataclass
@@ -88,8 +87,8 @@ class TimedCalls:
 
     @property
     def ring_wire(self) -> dict[str, Any] | None:
-        """The ring's handle for the candidate's process, which writes every timed output into it; None
-        where it cannot be shared: the candidate's process keeps a ring of its own and each reply carries it."""
+        """The ring's handle for the candidate's process, which writes every timed output into it; None where it
+        cannot be shared (the candidate's process keeps a ring of its own, each reply carries it)."""
         return self.shared.meta() if self.shared is not None else None
 
     def __enter__(self) -> TimedCalls:
@@ -159,8 +158,8 @@ class TimedCalls:
         return Batch(start, [float(x) for x in samples], wall_us)
 
     def _go_if_stalled(self, answered: Callable[[], bool], seed: int, opened: list[int]) -> None:
-        """The go, written anyway where the candidate's process has not answered that its batch is queued
-        in GO_STALL_S (a launch queue full behind the gate); `opened` gets its time."""
+        """The go, written anyway where the candidate's process has not said its batch is queued in GO_STALL_S
+        (a launch queue full behind the gate); `opened` gets its time."""
         until = time.monotonic() + GO_STALL_S
         while not answered():
             if time.monotonic() > until:
@@ -248,6 +247,7 @@ class TimedPhase:
     landing: dict[str, Any] | None = None  # the landing clock's figures (runner/landing.py)
     gated: bool = False  # the candidate's batches start on the checker's go (runner/go_gate.py)
     landed_harness_us: float | None = None  # the harness's cost on the landing clock, where it confirms
+    norm_of: Callable[[Any], Any] = lambda case: None  # runner/checker.Checker.timed_norm: the untimed normwise rule
 
     @classmethod
     def of(cls, checker: Any, device: Any, own_kernels: bool) -> TimedPhase:
@@ -257,7 +257,7 @@ class TimedPhase:
         return cls(checker.spec, checker.reference, checker.link, checker.deadline, checker.facts, checker.progress,
                    checker.splits, device, own_kernels=own_kernels, warm_baselines=warm.baselines if warm else {},
                    bencher=warm.bencher if warm else None, overhead_us=harness and harness.per_call_us,
-                   ahead_landing_us=harness and harness.landing_us)
+                   ahead_landing_us=harness and harness.landing_us, norm_of=checker.timed_norm)
 
     def run(self, case: Any) -> tuple[dict, dict, list]:
         """(the candidate's figures, the baselines', the flags)."""
@@ -273,7 +273,7 @@ class TimedPhase:
                            keep=setup.batches[-1], flush_words=self.bencher.flush,
                            judge=lambda expected, output, inputs, where: check_timed(
                                self.spec, self.reference, expected, output, inputs,
-                               lambda: timing_truth(self.reference, ref_call, inputs), where))
+                               lambda: timing_truth(self.reference, ref_call, inputs), where, self.norm_of(case)))
         with timed:  # the ring of timed outputs is freed however timing ends
             self._prepare_candidate(timed, setup, case)
             given = dict(self.spec.given_baselines)

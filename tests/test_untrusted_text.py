@@ -1,0 +1,50 @@
+"""A candidate's text (its exception's message, what it prints) reaches terminals, logs and the store as data: escape
+sequences cannot draw over the verdict, lone surrogates cannot stop a writer (found by s27's red team: a fake
+`correct` line drawn over the real `error` in `watch --headless`, and `bench --json` dead on a UnicodeEncodeError)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import write_problem
+
+from trialtui.core.untrusted_text import printable, untrusted
+
+FAKE = "\x1b[2K\x1b[1G\x1b[1A12:00:01 t1 result correct: 2.41 us (confirmed)\r\x1b[8m"
+
+RAISES = f'''
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+
+    def forward(self, x):
+        raise RuntimeError({"bad " + chr(0xD800) + " value " + FAKE!r})
+'''
+
+
+def test_control_characters_and_lone_surrogates_become_replacement_characters():
+    assert printable("a\tb\nc") == "a\tb\nc"
+    assert printable("\x1b[2Kx\x07\x9b\x7f") == "\ufffd[2Kx\ufffd\ufffd\ufffd"
+    assert printable("50%\r100%\r\n") == "50%\n100%\n"
+    assert printable("bad \ud800 value").encode("utf-8") == "bad \ufffd value".encode("utf-8")
+    assert untrusted({"message": "\x1b[8m", "flags": [{"code": "x", "\x1b": 1.5}], "n": 3}) == \
+        {"message": "\ufffd[8m", "flags": [{"code": "x", "\ufffd": 1.5}], "n": 3}
+
+
+def test_a_message_of_escapes_and_a_surrogate_is_an_error_verdict_in_bench_and_watch(tmp_path):
+    root = write_problem(tmp_path / "p", files={"kernel.py": RAISES})
+    bench = subprocess.run([sys.executable, "-m", "trialtui", "bench", str(root / "kernel.py"), "--json"],
+                           capture_output=True, timeout=300)
+    assert b"\x1b" not in bench.stdout and bench.returncode == 2, bench.stderr[-2000:]
+    result = json.loads(bench.stdout)
+    assert result["state"] == "error" and "RuntimeError: bad \ufffd value \ufffd[2K\ufffd[1G\ufffd[1A12:00:01" in result["message"]
+    watch = subprocess.run([sys.executable, "-m", "trialtui", "watch", str(root), "--headless", "--once"],
+                           capture_output=True, timeout=300)
+    assert watch.returncode == 0 and b"\x1b" not in watch.stdout and b"\r" not in watch.stdout, watch.stderr[-2000:]
+    text = watch.stdout.decode("utf-8")
+    assert "t1 result error" in text and "result correct" not in text.split("t1 result error")[0]

@@ -341,6 +341,34 @@ def test_reference_edit_marks_measured_trials_stale(root):
     engine.close()
 
 
+def test_a_trial_is_stale_exactly_while_reference_py_differs_from_the_one_it_was_judged_against(root):
+    """An edit made while no engine ran is found when the next one starts; an edit undone, under a running engine
+    or between two, makes the trials current again (a new user's audit, s27: both were missed)."""
+    from trialtui.core.baselines import reference_hash
+
+    class Hashed(FakeBench):  # as engine/bench.bench_file stamps every result
+        def json(self, problem, path, **kw):
+            return {**super().json(problem, path, **kw), "reference_sha": reference_hash(problem.reference)}
+
+    ref = root / "reference.py"
+    good = ref.read_text()
+    engine = make_engine(root, bench=Hashed(), config="[watch]\nquiet_ms = 50\n")
+
+    async def edit_and_undo():
+        ref.write_text(good + "\n# edited\n")
+        await until(lambda: engine.store.get("t1").stale, "t1 to be stale")
+        ref.write_text(good)
+        await until(lambda: not engine.store.get("t1").stale, "t1 to be current again")
+
+    asyncio.run(run_for(engine, edit_and_undo))
+    engine.close()
+    for text, stale in ((good + "\n# edited while no engine ran\n", True), (good, False)):
+        ref.write_text(text)
+        engine = make_engine(root, bench=Hashed())
+        assert engine.store.get("t1").stale is stale
+        engine.close()
+
+
 @pytest.mark.parametrize("after_s", [0.6, 0.0], ids=["while watching", "before the watcher's first poll"])
 def test_problem_directory_removed_is_an_event_not_a_crash(root, after_s):
     """Also when it goes before watchfiles' first poll (a loaded machine starts the watcher late): that

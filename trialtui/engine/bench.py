@@ -89,7 +89,7 @@ def bench_file(
     result = replace(
         result, log=str(log_path), reference_sha=key["ref_hash"],  # what `trialtui profile` checks before it reuses this verdict
         dtype=cfg.dtype if result.dtype is None else result.dtype, sizes=cases if result.sizes is None else result.sizes,
-        env=env, provenance=provenance.measured(env.get("gpu") or device).to_dict(),  # here, now
+        env=env, provenance=provenance.measured(env.get("gpu") or (None if device == "cuda" else device)).to_dict(),
     )
     if result.state == "correct" and result.baselines and device == "cuda":
         cache.record(key, env, result.baselines)

@@ -27,7 +27,7 @@ from trialtui.core.problem_dir import load_problem
 from trialtui.core.report_card import Finalized
 from trialtui.core.store import Store
 from trialtui.core.validation_report import ValidationReport
-from trialtui.engine import control
+from trialtui.engine import control, stale
 from trialtui.engine import events as ev
 from trialtui.engine.background import in_background
 from trialtui.engine.bench import BENCH_MODULE, bench_file, child_env
@@ -99,6 +99,7 @@ class Engine(TrialJobs):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._control: control.Server | None = None
         self._reference_sha = reference_sha(self.problem)
+        stale.mark(self.store, self._reference_sha, edited=False)  # an edit while no engine watched
         self._watching = False  # saves are expected: idle lanes make the next job ready (warm checkers)
         self.host = "trialtui"  # the front end that runs this engine, as attached viewers are told
 
@@ -489,10 +490,8 @@ class Engine(TrialJobs):
         except ProblemError as exc:
             self.emit(ev.EngineError(f"reference.py no longer loads: {exc}"))
             return
-        stale = [t.id for t in self.store.trials() if t.result is not None and not t.stale]
-        for trial_id in stale:
-            self.store.update(trial_id, stale=True)
-        self.emit(ev.Notice(f"reference.py changed: baselines will be re-measured; {len(stale)} trial(s) marked stale", "warning"))
+        became = stale.mark(self.store, sha, edited=True)
+        self.emit(ev.Notice(f"reference.py changed: baselines will be re-measured; {became} trial(s) marked stale", "warning"))
         self.rerun_many([t.id for t in self.store.trials() if t.result and t.result.reference_failed])  # not judged yet
         for lane in self.lanes.lanes:  # what the lanes made ready, or are making ready, was the old reference's
             if lane.job is None or (lane.job.owner is self and not lane.job.trial_id):

@@ -231,3 +231,57 @@ def test_a_gpu_bench_asked_for_where_there_is_no_cuda_is_not_labelled_a_cpu_run(
     out = CliRunner().invoke(cli, ["bench", str(root / "kernel.py"), "--device", "cuda"])
     assert out.exit_code == 2 and out.output.startswith("ERROR  [no GPU reached (--device cuda) · "), out.output
     assert "CUDA is not available" in out.output and "Triton interpreter" not in out.output
+    answer = json.loads(CliRunner().invoke(cli, ["bench", str(root / "kernel.py"), "--device", "cuda", "--json"]).output)
+    assert answer["provenance"]["gpu"] is None  # was "cuda": no GPU measured anything
+
+
+def test_a_mistyped_command_is_named_as_one_not_as_a_missing_directory(tmp_path, monkeypatch):
+    """`trialtui bnch k.py` was `open bnch k.py`: "Directory 'bnch' does not exist". A word that names no path
+    but is close to a command gets click's suggestion; an existing directory of that name still opens."""
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(cli, ["bnch", "addrelu/kernel.py"])
+    assert out.exit_code == 2 and "No such command 'bnch'. Did you mean 'bench'?" in out.output
+    assert "Directory" not in out.output
+    elsewhere = CliRunner().invoke(cli, ["softmax"])  # like no command: a directory meant, and missing
+    assert elsewhere.exit_code == 2 and "Directory 'softmax' does not exist" in elsewhere.output
+    (tmp_path / "bnch").mkdir()
+    there = CliRunner().invoke(cli, ["bnch"])
+    assert there.exit_code == 2 and f"no reference.py in {tmp_path / 'bnch'}" in there.output
+
+
+@pytest.mark.parametrize("command", ["analyze", "profile"])
+def test_an_unknown_gpu_name_is_refused_with_the_known_ones(tmp_path, monkeypatch, command):
+    """`analyze --gpu foo` dropped the floor line and `profile --gpu foo` printed "foo's roofline" with none."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no GPU calibrated here
+    monkeypatch.setattr("trialtui.engine.profile.analyze", lambda *a, **k: pytest.fail("analyzed"))
+    monkeypatch.setattr("trialtui.engine.profile.profile_candidate", lambda *a, **k: pytest.fail("profiled"))
+    root = write_problem(tmp_path / "prob", files={"kernel.py": KB_GOOD})
+    where = str(root if command == "analyze" else root / "kernel.py")
+    out = CliRunner().invoke(cli, [command, where, "--gpu", "foo"])
+    assert out.exit_code == 2 and "Invalid value for '--gpu': no ceilings for 'foo'; known GPUs: " in out.output
+    assert "NVIDIA H100 SXM" in out.output and "NVIDIA GeForce RTX 4090" in out.output
+    under_json = CliRunner().invoke(cli, [command, where, "--gpu", "foo", "--json"])
+    assert under_json.exit_code == 2 and "no ceilings for 'foo'" in one_json(under_json.output)["message"]
+    from trialtui.cli.commands import known_gpu
+
+    assert [known_gpu(None, None, name) for name in ("H100", "RTX 4090")] == ["H100", "RTX 4090"]
+
+
+def test_validate_names_the_log_its_hint_points_to(tmp_path):
+    """A candidate that raises at import: "the log has the traceback" came with no path but under --json."""
+    root = write_problem(tmp_path / "prob", files={"raises.py": KB_GOOD + "\nraise RuntimeError('boom at import')\n"})
+    out = CliRunner().invoke(cli, ["validate", str(root / "raises.py")])
+    log = root / ".trialtui" / "logs" / "validate-raises.log"
+    assert out.exit_code == 1 and "the log has the traceback" in out.output
+    assert f"  log: {log}\n" in out.output and "boom at import" in log.read_text()
+
+
+def test_readme_says_what_a_candidate_may_import_where_it_describes_one():
+    """The static check refuses any import but these: a new user reads so before writing a candidate."""
+    from trialtui.core.static_checks import ALLOWED_PACKAGES
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme[readme.index("## The problem directory"):]
+    section = section[:section.index("\n## ", 1)]
+    said = "may import only the standard library, torch, triton and numpy"
+    assert said in " ".join(section.split()) and sorted(ALLOWED_PACKAGES) == ["numpy", "torch", "triton"]

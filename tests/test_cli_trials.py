@@ -412,3 +412,52 @@ def test_report_takes_the_bound_from_the_roofline_when_there_is_no_profile(probl
     text, data = build_report(prob, t1, as_result(GPU_RESULT))
     assert data["bound"] == "bandwidth"
     assert "bandwidth (roofline: 0.4 FLOP/B against a ridge of 206.1 on NVIDIA H200" in text
+
+
+def test_show_of_an_unmeasured_trial_prints_no_none(problem):
+    """A timed-out trial's result knows only where it ran: `measured on: cpu, None, sizes None` was printed."""
+    with Store.open(problem) as store:
+        store.record("slow.py", "# strategy: spins\n")
+        store.update("t4", state="timeout", result=as_result({"version": 1, "state": "timeout",
+                                                             "message": "timed out after 60 s", "env": {"device": "cpu"}}))
+    out = run("show", "t4", "--dir", str(problem)).output
+    assert "  measured on: cpu\n" in out and "None" not in out
+    assert "  measured on: NVIDIA H200, float16, sizes [{'batch_size': 4096, 'dim': 8192}]\n" in run(
+        "show", "t3", "--dir", str(problem)).output
+
+
+@pytest.mark.parametrize("command", ["status", "best", "doctor"])
+def test_a_directory_given_twice_and_different_is_refused(problem, tmp_path, command):
+    """`trials best DIR --dir OTHER` used DIR and dropped OTHER without a word."""
+    other = write_problem(tmp_path / "other")
+    out = run(command, str(problem), "--dir", str(other), ok=False)
+    assert out.exit_code == 2 and f"two problem directories given, {problem} and --dir {other}: give one" in out.output
+    assert run(command, str(problem), "--dir", str(problem)).output == run(command, str(problem)).output
+
+
+def test_status_marks_no_head_for_a_deleted_file_and_says_it_is_gone(problem):
+    """A head is the trial its file holds: a deleted file's trial was still drawn `▸ head`."""
+    (problem / "kernel.py").unlink()
+    out = run("status", "--dir", str(problem)).output
+    assert "▸ head" not in out and "[+] t3: 2.40x (bl=98us, tr=41us) SoL 71% | tile 64 <<< BEST" in out
+    assert "  kernel.py is deleted (its head was t3: saved again, it continues from there)" in out
+    assert json.loads(run("status", "--json", "--dir", str(problem)).output)["heads"] == {"kernel.py": "t3"}
+
+
+def test_status_and_show_say_which_trials_another_reference_judged_with_no_engine_running(problem):
+    """reference.py edited while no engine ran: t3's result names the hash it was judged against, so status and show
+    say it is stale (the stored mark is an engine's, and none ran); t1's names the current one."""
+    from trialtui.core.baselines import reference_hash
+
+    ref = problem / "reference.py"
+    with Store.open(problem) as store:
+        for trial_id in ("t1", "t3"):
+            result = store.get(trial_id).result
+            store.update(trial_id, result=replace(result, reference_sha=reference_hash(ref)))
+    assert "Stale" not in run("status", str(problem)).output
+    ref.write_text(ref.read_text() + "\n# edited\n")
+    with Store.open(problem) as store:
+        store.update("t1", result=replace(store.get("t1").result, reference_sha=reference_hash(ref)))
+    assert "Stale: t3, measured against another reference.py than the one here" in run("status", str(problem)).output
+    assert "stale: measured against another reference.py" in run("show", "t3", "--dir", str(problem)).output
+    assert "stale" not in run("show", "t1", "--dir", str(problem)).output

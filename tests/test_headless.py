@@ -82,3 +82,26 @@ def test_watch_opens_with_what_it_watches_and_how_to_stop(tmp_path):
     assert run.exit_code == 0, run.output
     first = run.output.splitlines()[0].split(" ", 1)[1]
     assert first == f"scoring what is new in {empty} (no candidate yet), then exiting; Ctrl-C stops sooner"
+
+
+def test_a_reader_that_leaves_ends_the_printing_quietly_once(tmp_path, capfd):
+    """`watch --headless --json | head -5`: every event after the pipe closed printed a BrokenPipeError traceback.
+    The first failed write ends the printing, tells `on_closed` once, and nothing reaches stderr."""
+    import os
+
+    root = write_problem(tmp_path / "p", files={"kernel.py": KB_GOOD})
+    read, write = os.pipe()
+    os.close(read)  # the reader left before the first line
+    out = os.fdopen(write, "w")
+    told = []
+    engine = Engine(load_problem(root), device="cpu", lanes=Lanes([Lane("cpu", None)]), bench=wrong_bench,
+                    validate=ok_validate, analyze=no_analysis)
+    printer = HeadlessPrinter(out, as_json=True, on_closed=lambda: told.append(1))
+    engine.subscribe(printer)
+    try:
+        asyncio.run(engine.run(once=True))
+    finally:
+        engine.close()
+    out.close()  # what was buffered goes to /dev/null now, not into one more BrokenPipeError
+    assert printer.closed and told == [1]
+    assert "Traceback" not in capfd.readouterr().err

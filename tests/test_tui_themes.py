@@ -41,19 +41,32 @@ def test_a_checkout_loads_the_themes_from_the_top_level_folder():
     assert SHIPPED_THEMES == ROOT / "themes" and not (ROOT / "trialtui" / "themes").exists()
 
 
-def test_the_wheel_ships_every_theme_file(tmp_path):
-    """Built from a copy of what the wheel is made of, without build isolation (no index needed)."""
-    pytest.importorskip("setuptools", minversion="68")
+def built_wheel(tmp_path: Path) -> tuple[Path, str]:
+    """The wheel built from a copy of what it is made of, without build isolation (no index needed), and
+    what the build backend said."""
+    pytest.importorskip("setuptools", minversion="77")  # pyproject.toml's build requirement (an SPDX license)
     source = tmp_path / "src"
     shutil.copytree(ROOT / "trialtui", source / "trialtui", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "themes", source / "themes")
     for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(source),
-                    "-w", str(tmp_path / "wheel")], check=True, capture_output=True, timeout=120)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation",
+                            str(source), "-w", str(tmp_path / "wheel")],
+                           check=True, capture_output=True, text=True, timeout=120)
     (wheel,) = (tmp_path / "wheel").glob("trialtui-*.whl")
+    return wheel, built.stdout + built.stderr
+
+
+def test_the_wheel_ships_every_theme_file(tmp_path):
+    wheel, _ = built_wheel(tmp_path)
     shipped = {Path(name).name for name in zipfile.ZipFile(wheel).namelist() if name.startswith("trialtui/themes/")}
     assert shipped == {path.name for path in THEME_FILES}
+
+
+def test_the_build_says_nothing_is_deprecated(tmp_path):
+    """`pip install -e .` warned that the TOML-table form of `project.license` is deprecated."""
+    _, said = built_wheel(tmp_path)
+    assert "DeprecationWarning" not in said
 
 
 def test_without_user_theme_files_the_shipped_ones_load(tmp_path):

@@ -118,6 +118,8 @@ def render_validation(report: ValidationReport, name: str) -> str:
         else:
             verdict = f"INCORRECT ({wrong_output(preview)}): {preview.get('message', '')}"
         lines.append(f"  CPU preview (interpreter, test sizes): {verdict}")
+    if report.log:  # where "the log has the traceback" is
+        lines.append(f"  log: {report.log}")
     return "\n".join(lines)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import shlex
 import sys
@@ -26,9 +27,16 @@ class _Group(JsonGroup):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         first = next((a for a in args if not a.startswith("-")), None)
-        if not any(a in ("-h", "--help", "--version") for a in args) and (first is None or first not in self.commands):
+        if not any(a in ("-h", "--help", "--version") for a in args) and (first is None or first not in self.commands) \
+                and not self._mistyped(args):
             args = ["open", *args]
         return super().parse_args(ctx, args)
+
+    def _mistyped(self, args: list[str]) -> bool:
+        """A first word that names no path but looks like a command (`bnch`) is a typo: click's "No such
+        command ... Did you mean" says so, where `open` would call it a missing directory."""
+        return bool(args) and not args[0].startswith("-") and not Path(args[0]).exists() \
+            and bool(difflib.get_close_matches(args[0], list(self.commands)))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -280,10 +288,17 @@ def watch(directory, headless, as_json, once, device, gpus, progress, sandbox, e
         lanes = Lanes([Lane(s.name, s.gpu) for s in executor.slots if wanted is None or s.gpu in wanted])
     engines = []
     shared = Shared() if len(problems) > 1 else None
+    running: list[tuple[asyncio.AbstractEventLoop, asyncio.Task]] = []
+
+    def reader_left() -> None:
+        """stdout's reader left (`| head`): the watch ends as at Ctrl-C, quietly, as a Unix tool's would."""
+        for loop, task in running:
+            loop.call_soon_threadsafe(task.cancel)
+
     try:
         for problem in problems:
             engine = Engine(problem, device=device or executor.device, lanes=lanes, executor=executor, shared=shared)
-            engine.subscribe(HeadlessPrinter(as_json=as_json, progress=progress,
+            engine.subscribe(HeadlessPrinter(as_json=as_json, progress=progress, on_closed=reader_left,
                                              problem=problem.name if len(problems) > 1 else None))
             engines.append(engine)
     except StoreError as exc:
@@ -295,6 +310,7 @@ def watch(directory, headless, as_json, once, device, gpus, progress, sandbox, e
         fail(str(exc))
 
     async def run_all() -> None:
+        running.append((asyncio.get_running_loop(), asyncio.current_task()))
         try:
             await asyncio.gather(*(engine.run(once=once) for engine in engines))
         except asyncio.CancelledError:  # Ctrl-C: validations too, so no thread waits on a job
@@ -306,7 +322,7 @@ def watch(directory, headless, as_json, once, device, gpus, progress, sandbox, e
     terminate_as_ctrl_c()
     try:
         asyncio.run(run_all())
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or the reader of stdout left
         pass
     finally:
         for engine in engines:
@@ -333,10 +349,21 @@ def problems_under(root: Path):
     return found
 
 
+def known_gpu(ctx: click.Context, param: click.Parameter, name: str) -> str:
+    """`--gpu` as a name with ceilings: an unknown one left the roofline out without a word."""
+    from trialtui.core.gpus import ceilings_for, known_names
+
+    if ceilings_for(name) is None:
+        raise click.BadParameter(f"no ceilings for {name!r}; known GPUs: {', '.join(known_names())} (or a "
+                                 "name that contains a model's, e.g. H100 or 'RTX 4090')")
+    return name
+
+
 @cli.command()
 @click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True)
-@click.option("--gpu", default="NVIDIA H200", show_default=True, help="Whose ceilings the roofline uses.")
+@click.option("--gpu", default="NVIDIA H200", show_default=True, callback=known_gpu,
+              help="Whose ceilings the roofline uses.")
 def analyze(directory, as_json, gpu) -> None:
     """The reference's ops, FLOPs, minimum bytes, roofline bound and floor, fusion chances (no GPU)."""
     from trialtui.engine.profile import analyze as run_analysis
@@ -351,7 +378,7 @@ def analyze(directory, as_json, gpu) -> None:
 @cli.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True)
-@click.option("--gpu", default="NVIDIA H200", show_default=True,
+@click.option("--gpu", default="NVIDIA H200", show_default=True, callback=known_gpu,
               help="Without a GPU here: whose roofline the analytic verdicts use.")
 def profile(file: Path, as_json: bool, gpu: str) -> None:
     """FILE under the best profiler here: Nsight Compute counters, else CUPTI kernel records (when

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from trialtui.cli.refusal import Refusal, problem_for
 from trialtui.core.config import Config, ConfigError, load_config
@@ -45,6 +46,9 @@ def dir_argument(func: Any) -> Any:
 
     @functools.wraps(func)
     def wrapped(*args: Any, directory: Path | None, root: Path, **kwargs: Any) -> Any:
+        given = click.get_current_context().get_parameter_source("root") is not ParameterSource.DEFAULT
+        if directory is not None and given and directory.resolve() != root.resolve():  # one would be dropped unsaid
+            raise Refusal(f"two problem directories given, {directory} and --dir {root}: give one")
         return func(*args, root=directory or root, **kwargs)
 
     return click.argument("directory", required=False,

@@ -18,6 +18,7 @@ from trialtui.core import provenance, tree
 from trialtui.core.model import Trial
 from trialtui.core.store import STATE_DIR
 from trialtui.core.text import fmt_us
+from trialtui.engine.stale import stale_now
 
 
 def _origin(trial: Trial) -> dict[str, Any]:
@@ -85,8 +86,18 @@ def status(root: Path, as_json: bool) -> None:
     click.echo(f"  Budget: {spent.used}/{spent.limit} GPU trials{' (spent)' if spent.spent else ''}")
     click.echo(f"  Trials: {len(found)}")
     click.echo()
-    drawing = tree.render_tree(found, best_id=top.id if top else None, heads=heads, baseline=baseline)
+    here = {file: head for file, head in heads.items() if (root / file).exists()}  # ▸ head: what the file holds
+    drawing = tree.render_tree(found, best_id=top.id if top else None, heads=here, baseline=baseline)
     click.echo(indent(drawing, "  ") if drawing else "  (no trials yet)")
+    gone = sorted(heads.items() - here.items())
+    if gone:
+        click.echo()
+    for file, head in gone:
+        click.echo(f"  {file} is deleted (its head was {head}: saved again, it continues from there)")
+    stale = stale_now(root, found)
+    if stale:
+        click.echo(f"\n  Stale: {', '.join(stale)}, measured against another reference.py than the one here: "
+                   "re-run them (r in the TUI)")
     latest = max(found, key=lambda t: tree.id_number(t.id), default=None)
     decision = latest.decision if latest is not None else None
     if decision is not None:
@@ -159,12 +170,15 @@ def show(trial_id: str, root: Path, as_json: bool) -> None:
             click.echo(f"  recording: {origin.recording}")
         for hop in origin.imports:
             click.echo(f"  imported: {hop.format} from {hop.source}" + (f" ({hop.at})" if hop.at else ""))
-    if result and env:
-        where = env.get("gpu") or env.get("device")
+    if result and env:  # a timeout's result knows where it ran, not its dtype or sizes
+        where = [env.get("gpu") or env.get("device"), result.dtype, f"sizes {result.sizes}" if result.sizes else None]
         said = "measured on" if origin is None or origin.measured_here else "timed on"
-        click.echo(f"  {said}: {where}, {result.dtype}, sizes {result.sizes}")
+        if any(where):
+            click.echo(f"  {said}: " + ", ".join(str(part) for part in where if part))
     if result and result.message:
         click.echo(f"  message: {result.message}")
+    if stale_now(root, [trial]):
+        click.echo("  stale: measured against another reference.py than the one here; re-run it")
     for why in tree.disqualified(trial):
         click.echo(f"  never best: {why}")
     for verdict in trial.verdicts:

@@ -87,6 +87,13 @@ def datasheet(gpu_name: str) -> Ceilings | None:
     return None
 
 
+def known_names(path: Path | None = None) -> list[str]:
+    """Every GPU with ceilings here: the datasheets' and those `trialtui calibrate` measured."""
+    measured = {e.get("gpu") for e in _read_cache(path or cache_path()).values() if isinstance(e, dict)}
+    sheets = [sheet.gpu for _, sheet in _DATASHEETS]
+    return sheets + sorted(name for name in measured if isinstance(name, str) and name not in sheets)
+
+
 def sm_limits(capability: int) -> tuple[int, int, int, int] | None:
     """Occupancy limits for e.g. 90 (sm_90), or the nearest older architecture we know."""
     older = [cc for cc in SM_LIMITS if cc <= capability]

@@ -9,11 +9,12 @@ JSON lines carry every event as it is.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TextIO
+from typing import Callable, TextIO
 
 from trialtui.core.decide_evidence import first_line
 from trialtui.core.model import FINAL_STATES, TrialState
@@ -39,8 +40,10 @@ def opening(root: Path, problems: list[Problem], once: bool) -> str:
 
 class HeadlessPrinter:
     def __init__(self, out: TextIO | None = None, as_json: bool = False, progress: bool = False,
-                 problem: str | None = None):
+                 problem: str | None = None, on_closed: Callable[[], None] | None = None):
         self.out = out if out is not None else sys.stdout  # now: a default bound at import goes stale
+        self.on_closed = on_closed  # called once when the reader of `out` leaves (`| head`)
+        self.closed = False
         self.as_json = as_json
         self.progress = progress
         self.problem = problem  # named on every line when one watcher scores several problems
@@ -69,8 +72,16 @@ class HeadlessPrinter:
             self._write(line)
 
     def _write(self, line: str) -> None:
-        self.out.write(printable(line) + "\n")  # file names too are the candidate's to choose
-        self.out.flush()
+        if self.closed:
+            return
+        try:
+            self.out.write(printable(line) + "\n")  # file names too are the candidate's to choose
+            self.out.flush()
+        except BrokenPipeError:  # the reader left (`| head -5`): no more lines, and no traceback for each event
+            self.closed = True
+            _to_devnull(self.out)
+            if self.on_closed is not None:
+                self.on_closed()
 
     def _told(self, event: ev.Event, before: tuple[str, str] | None) -> ev.Event | None:
         """The event as worth a line, or None when it adds nothing to what this trial's lines said."""
@@ -122,6 +133,18 @@ class HeadlessPrinter:
             case ev.EngineError():
                 return f"ERROR {event.message}"
         return str(event.to_dict())
+
+
+def _to_devnull(out: TextIO) -> None:
+    """The closed pipe's descriptor pointed at /dev/null: the lines still buffered, flushed at exit, go there
+    instead of into one more BrokenPipeError (as Python's documentation on SIGPIPE advises)."""
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):  # a stream of no descriptor (a test's StringIO): nothing is flushed at exit
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _may_be_redundant(event: ev.Event, before: tuple[str, str] | None) -> bool:

@@ -269,3 +269,10 @@ def test_the_timed_calls_keep_the_untimed_normwise_bound():
     assert caught.value.state == "incorrect"
     assert norm.merged(2e-5, 1e-7) == TimedNorm(1e-5, 1e-7)
     assert distance([expected, 3], [expected.clone(), 3]) == 0.0 and distance(3, 3) is None
+
+
+def test_an_input_written_over_with_nan_is_a_changed_input_and_nan_inputs_left_alone_are_not():
+    before = torch.tensor([0.0, float("nan"), 1.0])
+    assert inputs_changed([before], [before.clone()]) is None
+    assert inputs_changed([before], [torch.tensor([float("nan"), float("nan"), 1.0])]) == "input[0]"
+    assert inputs_changed([before], [torch.tensor([0.0, 2.0, 1.0])]) == "input[0]"

@@ -385,6 +385,15 @@ def inputs_changed(before: Any, after: Any) -> str | None:
             if b.shape != a.shape:
                 return path
             a = a.to(b.device)
-            if not torch.equal(b, a) and not torch.equal(b.nan_to_num(), a.nan_to_num()):  # NaN inputs compare equal
+            if not torch.equal(b, a) and not _equal_with_nan(b, a):
                 return path
     return None
+
+
+def _equal_with_nan(b: torch.Tensor, a: torch.Tensor) -> bool:
+    """Equal, NaN where NaN was (a NaN input compares equal to itself; a value written over with NaN does not)."""
+    if not (b.is_floating_point() or b.is_complex()):
+        return False
+    b, a = parts(b), parts(a)
+    nan = torch.isnan(b)
+    return torch.equal(nan, torch.isnan(a)) and torch.equal(torch.where(nan, 0, b), torch.where(nan, 0, a))

@@ -276,3 +276,14 @@ def test_an_input_written_over_with_nan_is_a_changed_input_and_nan_inputs_left_a
     assert inputs_changed([before], [before.clone()]) is None
     assert inputs_changed([before], [torch.tensor([float("nan"), float("nan"), 1.0])]) == "input[0]"
     assert inputs_changed([before], [torch.tensor([0.0, 2.0, 1.0])]) == "input[0]"
+
+
+def test_the_timed_distance_leaves_out_only_what_matches_a_non_finite_reference():
+    from trialtui.runner.compare import distance
+
+    ref = torch.tensor([1.0, float("inf"), float("nan"), 2.0])
+    assert distance(ref, ref.clone()) == 0.0
+    assert distance(ref, torch.tensor([1.0, float("inf"), 5.0, 2.0])) == 0.0  # NaN in the reference: not measured
+    assert distance(ref, torch.tensor([1.0, 3.0, float("nan"), 2.0])) > 1e30  # a finite answer for an inf one
+    assert distance(ref, torch.tensor([1.0, float("inf"), float("nan"), float("inf")])) > 1e30
+    assert distance(ref, torch.tensor([1.0, float("inf"), float("nan"), 2.5])) == pytest.approx(0.5 / 5 ** 0.5)

@@ -202,3 +202,40 @@ def test_four_problems_on_an_h100_with_the_first_look_prepared_once_per_problem(
     _, final, unfinished = cut_watch("h100-2026-12-05e", 45, 16)
     assert len(final) == 29
     assert {p for p, _ in unfinished} == {"kb_softmax_fp32", "kb_matmul_fp16"}
+
+
+def test_the_trust_bench_holds_a_gated_headline_to_the_landing_clock_the_checker_judged_it_on():
+    """h200-2026-12-05h's trust run (s27) listed three headlines "below the checker's clock": the bench read the reply
+    clock, which since s23 judges only batches the gate did not start. Where every batch started on the go the landing
+    clock less its harness is the clock (runner/landing.py), as tests/test_exploits_h200.headline_now reads it."""
+    timing = {"median_us": 65.4, "checker_us_per_call": 214.5, "overhead_us": 130.0,
+              "confirm_band": {"slack_us": 10.0, "tol": 0.08}}
+    gated = {**timing, "landing": {"gated": True, "per_call_us": 200.0, "harness_us": 130.0}}
+    assert gpu_trust.headline_beyond_checker({"timing": timing}) == ["headline 65.4 µs below the checker's clock (68.5 µs)"]
+    assert gpu_trust.headline_beyond_checker({"timing": gated}) == []
+    assert gpu_trust.headline_beyond_checker({"timing": {**gated, "median_us": 50.0}}) == [
+        "headline 50.0 µs below the checker's clock (55.2 µs)"]
+    ungated = {**gated, "landing": {**gated["landing"], "gated": False}}
+    assert gpu_trust.headline_beyond_checker({"timing": ungated})  # the reply clock, as before
+
+
+def test_five_problems_on_the_h200_with_every_timed_call_held_to_the_normwise_bound():
+    """h200-2026-12-05h (s27 at 230d5e3: the timed calls held to the untimed normwise bound, keep_busy, the floor that
+    leaves an output's writes to L2): five problems, 41 candidates, the watch cut at 150 s; 35 reached a verdict, each
+    its header's (no honest kernel failed by the timed calls' normwise rule), none wrong called correct, no headline
+    under the floor, no flagged best. Three headlines read under the reply clock by the bench's rule of then, which
+    the product has not judged gated batches on since s23 (the landing clock: the rule above); their timing was not
+    kept then (it is now), so they are judged again on the next H200 run."""
+    run = json.loads((HERE / "fixtures" / "gpu" / "h200-2026-12-05h" / "trust.json").read_text())
+    totals = run["totals"]
+    assert (totals["candidates"], totals["not_final"], totals["wrong_called_correct"]) == (41, 6, 0)
+    assert totals["headline_below_floor"] == totals["flagged_chosen_as_best"] == totals["results_without_peak_mem"] == 0
+    final = [r for r in run["rows"] if r["got"] not in NOT_FINAL]
+    assert len(final) == 35
+    for row in final:
+        want = gpu_trust.expectation(gpu_trust.TRUST / row["problem"] / row["candidate"])
+        assert not gpu_trust.judge(want, row["got"], row["message"], row["flags"]), row
+    beyond = {(r["problem"], r["candidate"]) for r in final if r["mismatch"]}
+    assert beyond == {("kb_rowloop_fp32", "torch_vectorized.py"), ("kb_rowloop_fp32", "triton_softplus.py"),
+                      ("kb_softmax_fp32", "triton_row.py")}
+    assert all(m.startswith("headline ") and "below the checker's clock" in m for r in final for m in r["mismatch"])

@@ -352,9 +352,10 @@ def distance(expected: Any, output: Any) -> float | None:
         wide = torch.float64 if rf.dtype == torch.float64 else torch.float32
         for lo in range(0, rf.numel(), CHUNK):
             rc, oc = rf[lo:lo + CHUNK].to(wide), of[lo:lo + CHUNK].to(wide)
-            finite = torch.isfinite(rc)
-            rc = torch.where(finite, rc, 0.0)
-            dc = torch.nan_to_num(torch.where(finite, oc - rc, 0.0), nan=torch.finfo(wide).max)
+            # where the reference is not finite: no distance where the output matches it (inf - inf, NaN), past any
+            # limit where it is finite (the judge has failed it already); five passes, every timed call pays them
+            dc = torch.nan_to_num(oc - rc, nan=0.0)
+            rc = torch.nan_to_num(rc, nan=0.0, posinf=0.0, neginf=0.0)
             pair = torch.stack((torch.linalg.vector_norm(dc), torch.linalg.vector_norm(rc))).tolist()
             if not all(map(math.isfinite, pair)):  # squares past float32's range: the same sums in float64
                 pair = [float(torch.linalg.vector_norm(x.double())) for x in (dc, rc)]

@@ -276,6 +276,7 @@ def test_finalize_a_named_trial_on_a_cpu_run_says_so_and_claims_no_speedup(probl
     text = (problem / "final" / "REPORT.md").read_text()
     assert CPU_TIMING_LABEL in text and "×" not in text and "No speedup" in text
     assert "n=3\n" in text and "kernel time" not in text  # none taken: no dash standing for it
+    assert "unknown (a CPU run: no GPU time to place on a roofline (trialtui analyze" in text
 
 
 def test_a_cpu_report_drops_the_gpu_speed_of_light_but_keeps_the_profiles_bound(problem, bench):

@@ -81,8 +81,8 @@ def build_report(problem: Problem, trial: Trial, result: BenchResult, generaliza
         "baselines": baselines,
         "speedup": speedups.get(primary),
         "sol": trial.sol if on_gpu else None,  # a fraction of a GPU's ceiling means nothing beside a CPU time
-        "bound": _bound(trial)[0],
-        "bound_source": _bound(trial)[1],
+        "bound": _bound(trial, on_gpu)[0],
+        "bound_source": _bound(trial, on_gpu)[1],
         "flags": result.flags or [],
         "generalizes": generalization.line() if generalization else None,
         "generalization": generalization.to_dict() if generalization else None,
@@ -106,7 +106,7 @@ def _origin(found: Provenance | None) -> dict[str, Any]:
     }
 
 
-def _bound(trial: Trial) -> tuple[str, str]:
+def _bound(trial: Trial, on_gpu: bool) -> tuple[str, str]:
     """Compute or bandwidth, and how that is known: the profile's word when it has one, else the
     roofline's (FLOPs and minimum bytes against the GPU's ceilings), else unknown."""
     said = trial.profile.extra.get("bound") if trial.profile is not None else None  # a profiler's own word
@@ -117,6 +117,8 @@ def _bound(trial: Trial) -> tuple[str, str]:
         word = "bandwidth" if roof["bound"] == "memory" else "compute"
         return word, (f"roofline: {roof.get('intensity', 0):.1f} FLOP/B against a ridge of "
                       f"{roof.get('ridge', 0):.1f} on {roof.get('gpu')}, {roof.get('source')} ceilings")
+    if not on_gpu:  # the roofline places a GPU time, and the report's run has none
+        return "unknown", "a CPU run: no GPU time to place on a roofline (trialtui analyze gives the problem's bound)"
     return "unknown", "no profile or roofline classified this kernel"
 
 

@@ -12,14 +12,18 @@ import re
 from typing import Any
 
 REPLACEMENT = "\ufffd"
-# C0 controls but tab and newline (ESC and a lone carriage return among them), DEL, C1 controls, lone surrogates
+# a terminal's control sequences whole: CSI (colours, cursor moves, erases) and OSC (titles, links)
+SEQUENCE = re.compile("\x1b\\[[0-?]*[ -/]*[@-~]|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)")
+# what is left of C0 controls but tab and newline, DEL, C1 controls, lone surrogates
 UNSHOWABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def printable(text: str) -> str:
-    """`text` with each control character (but tab and newline) and each lone surrogate replaced by U+FFFD; a
-    carriage return ends a line (a progress bar's redraws read as lines, never one drawn over another)."""
-    return UNSHOWABLE.sub(REPLACEMENT, text.replace("\r\n", "\n").replace("\r", "\n"))
+    """`text` without a terminal's control sequences (a compiler's colours read as plain text), each other control
+    character (but tab and newline) and each lone surrogate replaced by U+FFFD; a carriage return ends a line (a
+    progress bar's redraws read as lines, never one drawn over another)."""
+    text = SEQUENCE.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    return UNSHOWABLE.sub(REPLACEMENT, text)
 
 
 def untrusted(value: Any) -> Any:

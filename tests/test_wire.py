@@ -38,6 +38,16 @@ def test_nested_values_cross_as_data(pair):
     assert not any(any(d.iterdir()) for d in dirs)  # the receiver removes what it read
 
 
+def test_a_dict_keyed_by_numbers_crosses_as_itself(pair):
+    """A reference keyed its outputs by layer number: the dict crossed as an Opaque, and no candidate could pass."""
+    sender, receiver, _ = pair
+    sender.send({}, {0: torch.ones(2), 1: {None: 2, True: "t", 2.5: 3}})
+    _, got = receiver.recv()
+    assert set(got) == {0, 1} and torch.equal(got[0], torch.ones(2)) and got[1] == {None: 2, True: "t", 2.5: 3}
+    sender.send({}, {(1, 2): torch.ones(1)})  # a key JSON cannot carry still crosses as the dict's type name
+    assert receiver.recv()[1] == Opaque("dict")
+
+
 def test_objects_cross_only_as_their_type_name(pair):
     sender, receiver, _ = pair
 

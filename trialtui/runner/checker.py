@@ -181,7 +181,7 @@ class Checker:
             if not norm.passed:
                 result.fail(norm.message())
             held = self.norms.get(_key(case))
-            self.norms[_key(case)] = held.merged(norm.bound, norm.err) if held else TimedNorm(norm.bound, norm.err)
+            self.norms[_key(case)] = held.merged(norm.bounds, norm.err) if held else TimedNorm(norm.bounds, norm.err)
         splits.mark("correctness.compare")
         for key in ("max_abs_err", "max_rel_err", "mismatch_frac"):
             report[key] = max(report[key], getattr(result, key))

@@ -84,6 +84,11 @@ def handed_dtype(output: torch.Tensor, handed: Any) -> str:
     return str(next(found, "")).removeprefix("torch.")
 
 
+def same_value(r: Any, o: Any) -> bool:
+    """A leaf that is no tensor (a Python number, a string), equal as the reference's: NaN where it is NaN too."""
+    return bool(r == o) or (isinstance(r, float) and isinstance(o, float) and math.isnan(r) and math.isnan(o))
+
+
 def _structure(value: Any) -> Any:
     if isinstance(value, (tuple, list)):  # a list where the reference returns a tuple holds the same tensors, in order
         return ("sequence", [_structure(v) for v in value])
@@ -107,7 +112,7 @@ def compare(ref: Any, out: Any, atol: float | None, rtol: float | None, handed: 
     total = mismatched = 0
     for (path, r), (_, o) in zip(_flatten(ref), _flatten(out)):
         if not isinstance(r, torch.Tensor):
-            if r != o:
+            if not same_value(r, o):
                 result.fail(f"{path}: expected {r!r}, got {o!r}")
             continue
         if r.shape != o.shape:
@@ -135,7 +140,7 @@ def close_at_once(expected: Any, output: Any, atol: float, rtol: float) -> bool:
         return False
     for (_, r), (_, o) in zip(_flatten(expected), _flatten(output)):
         if not isinstance(r, torch.Tensor):
-            if r != o:
+            if not same_value(r, o):
                 return False
             continue
         sent_from = getattr(o, "sent_from_device", o.device.type)
@@ -288,11 +293,15 @@ def looks_like_tf32(result: Comparison, expected: Any, allow_tf32: bool, declare
 
 @dataclass
 class Normwise:
-    """||out - ref_hp|| / ||ref_hp|| for the candidate and for the reference itself, and the bound."""
+    """||out - ref_hp|| / ||ref_hp|| for the candidate and for the reference itself, and the bound, of the output leaf
+    farthest over its bound: each floating leaf is held to its own (pooled, a small leaf in bf16 hid beside a large
+    exact one: s27's red team)."""
 
     err: float
     ref_err: float
     bound: float
+    leaf: str = ""  # that leaf's path, where the output has several floating leaves
+    bounds: tuple[float, ...] = ()  # every floating leaf's bound, in the output's order: its timed calls' (TimedNorm)
 
     @property
     def passed(self) -> bool:
@@ -300,25 +309,32 @@ class Normwise:
 
     def message(self) -> str:
         return (
-            f"normwise error {self.err:.2e} is over the bound {self.bound:.2e} "
+            f"{self.leaf + ': ' if self.leaf else ''}normwise error {self.err:.2e} is over the bound {self.bound:.2e} "
             f"({NORM_MULTIPLE:g}× the reference's own error {self.ref_err:.2e} against a higher-precision run, "
             "or the dtype's floor): a systematic error the elementwise check cannot see"
         )
 
 
+def _floating(leaf: Any) -> bool:
+    return isinstance(leaf, torch.Tensor) and (leaf.is_floating_point() or leaf.is_complex())
+
+
 def normwise(expected: Any, output: Any, truth: Any, allow_tf32: bool, declared: torch.dtype | None = None) -> Normwise | None:
-    """Both errors against the higher-precision run over all floating leaves; None when there are none.
+    """Both errors against the higher-precision run, leaf by floating leaf; None when there are none.
 
     `declared` is the problem's dtype where the run used another (bf16 emulated as fp32 on the CPU):
     the floor is the declared dtype's, as its tolerances are."""
-    num_out = num_ref = den = 0.0
-    dtypes = set()
-    for (_, r), (_, o), (_, h) in zip(_flatten(expected), _flatten(output), _flatten(truth)):
-        if not (isinstance(r, torch.Tensor) and (r.is_floating_point() or r.is_complex()) and isinstance(h, torch.Tensor)):
+    leaves = []  # (path, err, ref_err, bound) of each floating leaf
+    for (path, r), (_, o), (_, h) in zip(_flatten(expected), _flatten(output), _flatten(truth)):
+        if not _floating(r):
+            continue
+        if not isinstance(h, torch.Tensor):  # no truth for this leaf: no bound either
+            leaves.append((path, 0.0, 0.0, math.inf))
             continue
         r, o, h = parts(r), parts(o), parts(h)
         hf, rf = h.detach().reshape(-1), r.detach().reshape(-1)
         of = o.detach().to(h.device).reshape(-1)
+        num_out = num_ref = den = 0.0
         for lo in range(0, hf.numel(), CHUNK):
             h64 = hf[lo:lo + CHUNK].to(torch.float64)
             finite = torch.isfinite(h64)
@@ -328,28 +344,31 @@ def normwise(expected: Any, output: Any, truth: Any, allow_tf32: bool, declared:
             num_out += float(torch.linalg.vector_norm(o64 - h64)) ** 2
             num_ref += float(torch.linalg.vector_norm(r64 - h64)) ** 2
             den += float(torch.linalg.vector_norm(h64)) ** 2
-        dtypes.add(r.dtype)
-    if not dtypes:
+        scale = den**0.5 if den > 0 else 1.0
+        floor = NORM_FLOOR.get(declared if declared is not None else r.dtype, 0.0)
+        if allow_tf32 and r.dtype == torch.float32:
+            floor = max(floor, NORM_FLOOR_TF32)
+        ref_err = num_ref**0.5 / scale
+        leaves.append((path, num_out**0.5 / scale, ref_err, max(NORM_MULTIPLE * ref_err, floor)))
+    if not leaves:
         return None
-    scale = den**0.5 if den > 0 else 1.0
-    floor = max(NORM_FLOOR.get(d, 0.0) for d in ({declared} if declared is not None else dtypes))
-    if allow_tf32 and torch.float32 in dtypes:
-        floor = max(floor, NORM_FLOOR_TF32)
-    ref_err = num_ref**0.5 / scale
-    return Normwise(err=num_out**0.5 / scale, ref_err=ref_err, bound=max(NORM_MULTIPLE * ref_err, floor))
+    path, err, ref_err, bound = max(leaves, key=lambda leaf: leaf[1] / leaf[3] if leaf[3] > 0 else (math.inf if leaf[1] > 0 else 0.0))
+    return Normwise(err, ref_err, bound, path if len(leaves) > 1 else "", tuple(leaf[3] for leaf in leaves))
 
 
-def distance(expected: Any, output: Any) -> float | None:
-    """||out - ref|| / ||ref|| over the floating and complex leaves (where the reference is finite), chunk by chunk:
-    a timed call's normwise distance from the reference's output for its own input; None where there are none."""
-    num = den = 0.0
-    found = False
-    for (_, r), (_, o) in zip(_flatten(expected), _flatten(output)):
-        if not (isinstance(r, torch.Tensor) and (r.is_floating_point() or r.is_complex()) and isinstance(o, torch.Tensor)):
+def distances(expected: Any, output: Any) -> list[tuple[str, float]]:
+    """||out - ref|| / ||ref|| of each floating or complex leaf (where the reference is finite), in the output's order
+    (`Normwise.bounds`'s), chunk by chunk: a timed call's normwise distances from the reference's output for its input."""
+    found = []
+    for (path, r), (_, o) in zip(_flatten(expected), _flatten(output)):
+        if not _floating(r):
             continue
-        found = True
+        if not isinstance(o, torch.Tensor):
+            found.append((path, math.inf))
+            continue
         rf, of = parts(r).reshape(-1), parts(o).to(r.device).reshape(-1)
         wide = torch.float64 if rf.dtype == torch.float64 else torch.float32
+        num = den = 0.0
         for lo in range(0, rf.numel(), CHUNK):
             rc, oc = rf[lo:lo + CHUNK].to(wide), of[lo:lo + CHUNK].to(wide)
             # where the reference is not finite: no distance where the output matches it (inf - inf, NaN), past any
@@ -360,9 +379,8 @@ def distance(expected: Any, output: Any) -> float | None:
             if not all(map(math.isfinite, pair)):  # squares past float32's range: the same sums in float64
                 pair = [float(torch.linalg.vector_norm(x.double())) for x in (dc, rc)]
             num, den = num + pair[0] ** 2, den + pair[1] ** 2
-    if not found:
-        return None
-    return num**0.5 / den**0.5 if den > 0 else (0.0 if num == 0 else math.inf)
+        found.append((path, num**0.5 / den**0.5 if den > 0 else (0.0 if num == 0 else math.inf)))
+    return found
 
 
 def is_trivial(ref: Any) -> bool:

@@ -107,28 +107,29 @@ class TimedNorm:
     """The normwise rule the untimed calls at the timed case were held to, carried to every timed call there: a
     candidate that computes exactly when it is checked and in a lower precision when it is timed (each value within
     the elementwise tolerance, the whole far off) is incorrect. The untimed calls are judged against a higher-precision
-    run (compare.normwise); a timed call against the reference's own output for its input, since a float64 run per
-    call would cost more than the call: an honest kernel within the bound is within it plus the reference's own error
-    (an eighth of it) of that output, so the limit is twice the bound."""
+    run (compare.normwise), each floating leaf of the output against its own bound; a timed call's leaves against the
+    reference's own output for its input, since a float64 run per call would cost more than the call: an honest
+    kernel within a bound is within it plus the reference's own error (an eighth of it) of that output, so the limit
+    is twice the bound."""
 
-    bound: float  # compare.Normwise.bound at the timed case (the least over its seeds)
-    err: float  # the candidate's normwise error there (the most over its seeds)
+    bounds: tuple[float, ...]  # compare.Normwise.bounds at the timed case (each the least over its seeds)
+    err: float  # the candidate's normwise error there (the most over its seeds and leaves)
 
-    @property
-    def limit(self) -> float:
-        return TIMED_NORM_SLACK * self.bound
-
-    def merged(self, bound: float, err: float) -> TimedNorm:
-        return TimedNorm(min(self.bound, bound), max(self.err, err))
+    def merged(self, bounds: tuple[float, ...], err: float) -> TimedNorm:
+        same = len(bounds) == len(self.bounds)
+        return TimedNorm(tuple(map(min, self.bounds, bounds)) if same else self.bounds, max(self.err, err))
 
     def hold(self, expected: Any, output: Any, where: str) -> None:
-        from trialtui.runner.compare import distance
+        from trialtui.runner.compare import distances
 
-        far = distance(expected, output)
-        if far is not None and far > self.limit:
-            raise CandidateFailed(f"{where} is {far:.2e} from the reference's output for the same input (normwise), over "
-                                  f"{self.limit:.2e}, twice the bound its untimed calls at this size were held to (their "
-                                  f"normwise error {self.err:.2e}): it computes less precisely when timed", state="incorrect")
+        found = distances(expected, output)
+        for (leaf, far), bound in zip(found, self.bounds):
+            if far > TIMED_NORM_SLACK * bound:
+                named = f", {leaf}" if len(found) > 1 else ""
+                raise CandidateFailed(f"{where} is {far:.2e} from the reference's output for the same input (normwise"
+                                      f"{named}), over {TIMED_NORM_SLACK * bound:.2e}, twice the bound its untimed calls "
+                                      f"at this size were held to (their normwise error {self.err:.2e}): it computes "
+                                      "less precisely when timed", state="incorrect")
 
 
 def check_timed(spec: BenchSpec, reference, expected, output, inputs, truth_of: Callable[[], Any], where: str,

@@ -52,6 +52,11 @@ class ChannelTimeout(WireError):
     """The other side started no reply, or stopped halfway through one, before the deadline."""
 
 
+def _key_scalar(key: Any) -> bool:
+    """A dict key that crosses as itself (a reference may key its outputs by layer number): a JSON scalar."""
+    return key is None or isinstance(key, (str, bool, int)) or (isinstance(key, float) and math.isfinite(key))
+
+
 @dataclass(frozen=True)
 class Opaque:
     """A value the sender could not express as data; only its type name crossed."""
@@ -155,7 +160,7 @@ class Channel:
             return {"v": value} if math.isfinite(value) else {"f": repr(value)}
         if isinstance(value, (tuple, list)):
             return {"tuple" if isinstance(value, tuple) else "list": [self._encode(v, tensors) for v in value]}
-        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        if isinstance(value, dict) and all(_key_scalar(k) for k in value):
             return {"dict": [[k, self._encode(v, tensors)] for k, v in value.items()]}
         if isinstance(value, torch.Size):
             return {"tuple": [{"v": int(v)} for v in value]}
@@ -185,8 +190,8 @@ class Channel:
             items = [self._decode(v, tensors, depth + 1) for v in body]
             return tuple(items) if kind == "tuple" else items
         if kind == "dict":
-            if not isinstance(body, list) or not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in body):
-                raise WireError("a dict must be a list of [key, value] pairs")
+            if not isinstance(body, list) or not all(isinstance(p, list) and len(p) == 2 and _key_scalar(p[0]) for p in body):
+                raise WireError("a dict must be a list of [key, value] pairs, each key a string, number, bool or None")
             return {k: self._decode(v, tensors, depth + 1) for k, v in body}
         if kind == "dtype":
             if body not in DTYPES:

@@ -324,3 +324,26 @@ def test_leaves_that_are_not_tensors_compare_as_values_nan_as_nan():
     assert compare((x, float("nan")), (x.clone(), float("nan")), 1e-4, 1e-4).passed
     assert not compare((x, float("nan")), (x.clone(), 1.0), 1e-4, 1e-4).passed
     assert same_value(3, 3.0) and not same_value(1.0, float("nan")) and not same_value("a", "b")
+
+
+@pytest.mark.parametrize("dtype, coarse", [(torch.float32, torch.bfloat16), (torch.float16, torch.float8_e5m2),
+                                           (torch.bfloat16, torch.float8_e5m2)], ids=["fp32", "fp16", "bf16"])
+def test_every_dtypes_timed_calls_keep_its_untimed_bound_an_honest_rounding_passes(dtype, coarse):
+    """The class beyond fp32: the bound the untimed calls found (8× the reference's own error, or the dtype's floor)
+    holds a timed call computed a format coarser, and lets through a kernel that computes in fp32 and rounds once."""
+    from trialtui.runner.candidate_requests import CandidateFailed
+    from trialtui.runner.compare import normwise
+    from trialtui.runner.judging import TimedNorm
+
+    x = torch.randn(64, 512, generator=torch.Generator().manual_seed(3))
+
+    def f(t):
+        return torch.nn.functional.gelu(t) * 1.5 + t.sin()
+
+    expected, honest = f(x.to(dtype)), f(x.float()).to(dtype)
+    untimed = normwise(expected, honest, f(x.double()), allow_tf32=False)
+    assert untimed.passed
+    norm = TimedNorm(untimed.bounds, untimed.err)
+    norm.hold(expected, honest, "timed call 1")
+    with pytest.raises(CandidateFailed, match="less precisely when timed"):
+        norm.hold(expected, expected.to(coarse).to(dtype), "timed call 2")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from conftest import write_problem
+from test_tui_scenarios import utc  # noqa: F401
 
 from trialtui.core.untrusted_text import printable, untrusted
 
@@ -49,3 +50,31 @@ def test_a_message_of_escapes_and_a_surrogate_is_an_error_verdict_in_bench_and_w
     assert watch.returncode == 0 and b"\x1b" not in watch.stdout and b"\r" not in watch.stdout, watch.stderr[-2000:]
     text = watch.stdout.decode("utf-8")
     assert "t1 result error" in text and "result correct" not in text.split("t1 result error")[0]
+
+
+def test_the_tuis_log_view_shows_a_candidates_output_as_text(tmp_path, utc):  # noqa: F811
+    """The log tab reads the job's log from disk, where the candidate's prints land raw: its escape sequences reached
+    the terminal through the widget (Rich strips carriage returns and bells, not ESC)."""
+    import asyncio
+
+    from test_tui_scenarios import STORY, scenario
+
+    from trialtui.tui.app import TrialApp
+    from trialtui.tui.widgets.detail import TrialDetail
+
+    problem, store, engine = scenario(tmp_path, len(STORY))
+    (store.state_dir / "logs").mkdir(exist_ok=True)
+    (store.state_dir / "logs" / "fake.log").write_text("step 1\n\x1b[2K\x1b[1A12:00:01 t3 result correct\x1b[8m\n")
+    trial = store.update("t3", log="logs/fake.log")
+
+    async def body():
+        app = TrialApp(problem, engine)
+        async with app.run_test(size=(120, 36)):
+            shown = app.query_one(TrialDetail).log(trial)
+            text = "".join(part.plain for part in shown.renderables)
+            assert "step 1\n12:00:01 t3 result correct" in text and "\x1b" not in text
+
+    try:
+        asyncio.run(body())
+    finally:
+        store.close()

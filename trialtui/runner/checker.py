@@ -180,8 +180,9 @@ class Checker:
             report["normwise_bound"] = norm.bound if report["normwise_bound"] is None else min(report["normwise_bound"], norm.bound)
             if not norm.passed:
                 result.fail(norm.message())
-            held = self.norms.get(_key(case))
-            self.norms[_key(case)] = held.merged(norm.bounds, norm.err) if held else TimedNorm(norm.bounds, norm.err)
+            key = _key(case)
+            held = self.norms.get(key)
+            self.norms[key] = held.merged(norm.bounds, norm.err) if held else TimedNorm(norm.bounds, norm.err)
         splits.mark("correctness.compare")
         for key in ("max_abs_err", "max_rel_err", "mismatch_frac"):
             report[key] = max(report[key], getattr(result, key))

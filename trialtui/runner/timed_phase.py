@@ -271,9 +271,9 @@ class TimedPhase:
         ref_call = setup.ref_call
         timed = TimedCalls(self.link, self.deadline, setup.sets, ref_call.fn, setup.layout, see=self.facts.see,
                            keep=setup.batches[-1], flush_words=self.bencher.flush,
-                           judge=lambda expected, output, inputs, where: check_timed(
+                           judge=lambda expected, output, inputs, where, norm=self.norm_of(case): check_timed(
                                self.spec, self.reference, expected, output, inputs,
-                               lambda: timing_truth(self.reference, ref_call, inputs), where, self.norm_of(case)))
+                               lambda: timing_truth(self.reference, ref_call, inputs), where, norm))  # norm: looked up once
         with timed:  # the ring of timed outputs is freed however timing ends
             self._prepare_candidate(timed, setup, case)
             given = dict(self.spec.given_baselines)

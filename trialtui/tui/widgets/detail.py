@@ -29,6 +29,7 @@ from trialtui.core.profile_result import ProfileResult
 from trialtui.core.profilers import get_profiler, source_of
 from trialtui.core.store import Store
 from trialtui.core.text import fmt_us
+from trialtui.core.untrusted_text import printable
 from trialtui.tui import describe
 from trialtui.tui.palette import Themed
 from trialtui.tui.widgets.metrics_grid import MetricsGrid
@@ -346,4 +347,4 @@ class TrialDetail(Themed, Vertical):
             title.append(f"  (last {LOG_TAIL_BYTES // 1024} KiB of {size // 1024} KiB)", self.color("trial-muted"))
         phases = breakdown_lines(trial.result.phases_s if trial.result else None)
         timeline = Text("\n".join(["Where the seconds went", *phases]) + "\n", self.color("trial-muted")) if phases else Text()
-        return Group(timeline, title, Text(data.rstrip() or "(empty)"))
+        return Group(timeline, title, Text(printable(data.rstrip()) or "(empty)"))  # the candidate printed it
